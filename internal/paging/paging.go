@@ -1,0 +1,65 @@
+// Package paging defines cursor pages shared by every list operation.
+// Cursors are opaque to clients; each backend encodes its own position.
+package paging
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/shardmart/shardmart/internal/validation"
+)
+
+// DefaultLimit and MaxLimit bound every page.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Page is one page of results; Next is empty on the last page.
+type Page[T any] struct {
+	Items []T
+	Next  string
+}
+
+// Request asks for up to Limit items after Cursor ("" means from the start).
+type Request struct {
+	Cursor string
+	Limit  int
+}
+
+// Normalize applies the default and rejects limits out of range.
+func (r Request) Normalize() (Request, error) {
+	if r.Limit == 0 {
+		r.Limit = DefaultLimit
+	}
+	if r.Limit < 1 || r.Limit > MaxLimit {
+		return r, validation.Field("limit", fmt.Sprintf("must be between 1 and %d", MaxLimit))
+	}
+	if len(r.Cursor) > 512 {
+		return r, validation.Field("cursor", "is not a cursor this server issued")
+	}
+	return r, nil
+}
+
+// Encode turns a backend position into an opaque cursor.
+func Encode(pos any) string {
+	b, err := json.Marshal(pos)
+	if err != nil {
+		panic(fmt.Sprintf("paging: cursor position must marshal: %v", err))
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Decode reads a cursor made by Encode into pos; a foreign or damaged cursor is a
+// validation error on the "cursor" field.
+func Decode(cursor string, pos any) error {
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err == nil {
+		err = json.Unmarshal(b, pos)
+	}
+	if err != nil {
+		return validation.Field("cursor", "is not a cursor this server issued")
+	}
+	return nil
+}
