@@ -1,0 +1,78 @@
+// Package account owns registered users: email plus a bcrypt password hash.
+package account
+
+import (
+	"context"
+	"errors"
+	"net/mail"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/shardmart/shardmart/internal/validation"
+)
+
+var (
+	ErrNotFound   = errors.New("user not found")
+	ErrEmailTaken = errors.New("email already registered")
+	// ErrBadCredentials is the one answer for unknown email and wrong password alike.
+	ErrBadCredentials = errors.New("email or password is wrong")
+)
+
+// User is a registered account.
+type User struct {
+	ID           string
+	Email        string
+	PasswordHash string
+	CreatedAt    time.Time
+}
+
+// Repository stores users; emails are unique (compared after NormalizeEmail).
+type Repository interface {
+	CreateUser(ctx context.Context, u User) error
+	UserByEmail(ctx context.Context, email string) (User, error)
+}
+
+// NormalizeEmail lower-cases and trims an address so one person has one account.
+func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// ValidateCredentials checks a registration request.
+func ValidateCredentials(email, password string) error {
+	var c validation.Collector
+	a, err := mail.ParseAddress(email)
+	c.Check(err == nil && a.Address == email && len(email) <= 254, "email", "must be a plain email address")
+	c.Check(len(password) >= 8 && len(password) <= 72, "password", "must be 8-72 bytes")
+	return c.Err()
+}
+
+// HashCost is bcrypt's work factor; tests lower it to stay fast.
+var HashCost = bcrypt.DefaultCost
+
+// HashPassword returns the bcrypt hash of password.
+func HashPassword(password string) (string, error) {
+	h, err := bcrypt.GenerateFromPassword([]byte(password), HashCost)
+	if err != nil {
+		return "", err
+	}
+	return string(h), nil
+}
+
+// dummyHash keeps unknown-email logins as slow as wrong-password ones.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("shardmart-timing-equaliser"), bcrypt.MinCost)
+
+// Authenticate returns the user when email and password match.
+func Authenticate(ctx context.Context, repo Repository, email, password string) (User, error) {
+	u, err := repo.UserByEmail(ctx, NormalizeEmail(email))
+	if errors.Is(err, ErrNotFound) {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return User{}, ErrBadCredentials
+	}
+	if err != nil {
+		return User{}, err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return User{}, ErrBadCredentials
+	}
+	return u, nil
+}

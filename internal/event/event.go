@@ -1,0 +1,73 @@
+// Package event owns the append-only click stream (EVT-1): one partition per actor per day,
+// read newest first with an optional type filter.
+package event
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/validation"
+)
+
+// Type of an event.
+type Type string
+
+const (
+	View      Type = "view"
+	Click     Type = "click"
+	AddToCart Type = "add_to_cart"
+	Search    Type = "search"
+)
+
+// ParseType accepts a known event type.
+func ParseType(s string) (Type, bool) {
+	switch t := Type(s); t {
+	case View, Click, AddToCart, Search:
+		return t, true
+	}
+	return "", false
+}
+
+// Event is one user action. Actor is the owner key of who acted ("u:<id>" or "s:<session>").
+type Event struct {
+	ID        string
+	Actor     string
+	Type      Type
+	At        time.Time
+	ProductID string
+	Details   map[string]string
+}
+
+// Query reads one actor's events of one UTC day, newest first.
+type Query struct {
+	Actor string
+	Day   time.Time // any instant of the day; backends truncate to the UTC date
+	Type  Type      // empty: all types
+	Page  paging.Request
+}
+
+// Repository stores events.
+type Repository interface {
+	AppendEvent(ctx context.Context, e Event) error
+	ListEvents(ctx context.Context, q Query) (paging.Page[Event], error)
+}
+
+// Day truncates an instant to its UTC date, the partition of EVT-1.
+func Day(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// Validate checks an event before it is appended.
+func (e Event) Validate() error {
+	var c validation.Collector
+	_, ok := ParseType(string(e.Type))
+	c.Check(ok, "type", "must be one of view, click, add_to_cart, search")
+	c.Check(len(e.ProductID) <= 64, "product_id", "at most 64 characters")
+	c.Check(len(e.Details) <= 20, "details", "at most 20 entries")
+	for k, v := range e.Details {
+		c.Check(k != "" && len(k) <= 64 && len(v) <= 512, "details."+k, "keys 1-64 and values up to 512 characters")
+	}
+	return c.Err()
+}

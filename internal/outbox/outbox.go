@@ -1,0 +1,145 @@
+// Package outbox carries domain events written in the same transaction as the change they
+// describe, and the projector that applies cross-store follow-ups from them. Handlers must be
+// idempotent: the projector delivers at least once (it checkpoints after applying), so a crash
+// between apply and checkpoint replays a message, never skips one.
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Topics written by the transactional store.
+const (
+	TopicOrderPlaced    = "order.placed"         // payload: order JSON (order.Order)
+	TopicOrderStatus    = "order.status_changed" // payload: order JSON after the change
+	TopicProductChanged = "product.changed"      // payload: product JSON (catalog.Product)
+)
+
+// Message is one outbox row; Seq increases strictly in commit order.
+type Message struct {
+	Seq     int64
+	Topic   string
+	Key     string
+	Payload []byte
+	At      time.Time
+}
+
+// Log is the outbox as the projector reads it; it lives in the transactional store.
+type Log interface {
+	ReadOutbox(ctx context.Context, after int64, limit int) ([]Message, error)
+	Checkpoint(ctx context.Context, consumer string) (int64, error)
+	SaveCheckpoint(ctx context.Context, consumer string, seq int64) error
+	LastSeq(ctx context.Context) (int64, error)
+}
+
+// Handler applies one message; it must tolerate seeing the same message again.
+type Handler func(ctx context.Context, m Message) error
+
+// Projector applies outbox messages in order, one consumer checkpoint.
+type Projector struct {
+	log      Log
+	consumer string
+	handlers map[string][]Handler
+	logger   *slog.Logger
+	batch    int
+
+	mu   sync.Mutex // one Drain at a time keeps messages in order
+	wake chan struct{}
+	// OnApplied, if set, observes every applied message (metrics, tests).
+	OnApplied func(m Message)
+}
+
+// NewProjector reads log under the given consumer name.
+func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
+		logger: logger, batch: 256, wake: make(chan struct{}, 1)}
+}
+
+// Handle registers h for topic; several handlers of one topic run in registration order.
+// Register everything before Run or Drain.
+func (p *Projector) Handle(topic string, h Handler) { p.handlers[topic] = append(p.handlers[topic], h) }
+
+// Drain applies every message after the checkpoint and returns how many it applied.
+// On a handler error it stops, keeping the checkpoint at the last fully applied message.
+func (p *Projector) Drain(ctx context.Context) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	after, err := p.log.Checkpoint(ctx, p.consumer)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: read checkpoint: %w", err)
+	}
+	applied := 0
+	for {
+		msgs, err := p.log.ReadOutbox(ctx, after, p.batch)
+		if err != nil {
+			return applied, fmt.Errorf("outbox: read after %d: %w", after, err)
+		}
+		if len(msgs) == 0 {
+			return applied, nil
+		}
+		for _, m := range msgs {
+			for _, h := range p.handlers[m.Topic] {
+				if err := h(ctx, m); err != nil {
+					if applied > 0 {
+						_ = p.log.SaveCheckpoint(ctx, p.consumer, after)
+					}
+					return applied, fmt.Errorf("outbox: apply %s #%d: %w", m.Topic, m.Seq, err)
+				}
+			}
+			after = m.Seq
+			applied++
+			if p.OnApplied != nil {
+				p.OnApplied(m)
+			}
+		}
+		if err := p.log.SaveCheckpoint(ctx, p.consumer, after); err != nil {
+			return applied, fmt.Errorf("outbox: save checkpoint %d: %w", after, err)
+		}
+	}
+}
+
+// Notify wakes Run early; it never blocks.
+func (p *Projector) Notify() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run drains on every Notify and at least every interval until ctx ends. Errors are logged
+// and retried on the next tick, so a failing follow-up store delays, but never loses, work.
+func (p *Projector) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := p.Drain(ctx); err != nil && ctx.Err() == nil {
+			p.logger.Warn("projector drain failed; will retry", "consumer", p.consumer, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-p.wake:
+		}
+	}
+}
+
+// Lag is how many messages are committed but not yet applied.
+func (p *Projector) Lag(ctx context.Context) (int64, error) {
+	last, err := p.log.LastSeq(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cp, err := p.log.Checkpoint(ctx, p.consumer)
+	if err != nil {
+		return 0, err
+	}
+	return last - cp, nil
+}
