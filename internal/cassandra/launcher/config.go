@@ -1,0 +1,236 @@
+package launcher
+
+import (
+	"fmt"
+	"math/big"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Fixed ports per node address; every node binds its own 127.0.0.N so they can share them.
+const (
+	StoragePort = 7000
+	CQLPort     = 9042
+	// jmxPortBase + the last octet of the node address: local JMX always binds 127.0.0.1,
+	// so JMX ports must differ across every node of every cluster on the machine.
+	jmxPortBase = 7200
+)
+
+// Node is one member of the cluster; Index counts from 0 and node 0 is the seed.
+type Node struct {
+	Index   int
+	Addr    string // listen, CQL and storage address
+	JMXPort int
+	Token   string
+	Dir     string // conf/, data/, logs/, cassandra.pid
+}
+
+// ConfDir, DataDir and LogDir are the node's directories.
+func (n Node) ConfDir() string { return filepath.Join(n.Dir, "conf") }
+func (n Node) DataDir() string { return filepath.Join(n.Dir, "data") }
+func (n Node) LogDir() string  { return filepath.Join(n.Dir, "logs") }
+
+// SystemLog is the node's Cassandra log file.
+func (n Node) SystemLog() string { return filepath.Join(n.LogDir(), "system.log") }
+
+func (n Node) pidFile() string { return filepath.Join(n.Dir, "cassandra.pid") }
+func (n Node) yamlPath() string { return filepath.Join(n.ConfDir(), "cassandra.yaml") }
+
+// layout derives the nodes: consecutive addresses from base, one evenly spaced Murmur3
+// token each (num_tokens 1, no bootstrap: nothing to stream, nothing to wait for).
+func layout(dir, base string, count int) ([]Node, error) {
+	addr, err := netip.ParseAddr(base)
+	if err != nil || !addr.Is4() || !addr.IsLoopback() {
+		return nil, fmt.Errorf("base address %q: want an IPv4 loopback address such as 127.0.0.1", base)
+	}
+	nodes := make([]Node, count)
+	for i := range nodes {
+		last := addr.As4()[3]
+		if last == 0 || int(last)+count-1 > 254 {
+			return nil, fmt.Errorf("base address %s: %d nodes do not fit in the last octet", base, count)
+		}
+		nodes[i] = Node{
+			Index:   i,
+			Addr:    addr.String(),
+			JMXPort: jmxPortBase + int(last),
+			Token:   token(i, count),
+			Dir:     filepath.Join(dir, fmt.Sprintf("node%d", i+1)),
+		}
+		addr = addr.Next()
+	}
+	return nodes, nil
+}
+
+// token is node i's Murmur3 token for an evenly split ring of n nodes: -2^63 + i*2^64/n.
+func token(i, n int) string {
+	span := new(big.Int).Lsh(big.NewInt(1), 64)
+	t := new(big.Int).Mul(span, big.NewInt(int64(i)))
+	t.Div(t, big.NewInt(int64(n)))
+	t.Sub(t, new(big.Int).Lsh(big.NewInt(1), 63))
+	return t.String()
+}
+
+// cassandraYAML renders a node's cassandra.yaml. 5.0 rejects unknown keys and uses the
+// unit-suffixed names (max_hint_window: 3h).
+func cassandraYAML(c *Cluster, n Node) string {
+	d := n.DataDir()
+	return fmt.Sprintf(`# Written by shardmart's launcher; rewritten on every start.
+cluster_name: %q
+num_tokens: 1
+initial_token: "%s"
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+# Prefers the local replica when the coordinator is one, and with the dynamic snitch off a
+# read at ONE pinned to a node reads that node's data: the fault tests rely on it.
+endpoint_snitch: GossipingPropertyFileSnitch
+dynamic_snitch: false
+auto_bootstrap: false
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "%s:%d"
+listen_address: %s
+rpc_address: %s
+storage_port: %d
+native_transport_port: %d
+start_native_transport: true
+data_file_directories:
+  - %s
+commitlog_directory: %s
+saved_caches_directory: %s
+hints_directory: %s
+cdc_raw_directory: %s
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+commitlog_segment_size: 8MiB
+hinted_handoff_enabled: true
+max_hint_window: 3h
+hints_flush_period: 1000ms
+concurrent_compactors: 1
+memtable_heap_space: 64MiB
+memtable_offheap_space: 64MiB
+key_cache_size: 8MiB
+auto_snapshot: false
+# Loaded 2-core test machines: give replicas time before a write counts as failed.
+write_request_timeout: 5000ms
+read_request_timeout: 10000ms
+range_request_timeout: 10000ms
+request_timeout: 20000ms
+`, c.opts.Name, n.Token, c.nodes[0].Addr, StoragePort, n.Addr, n.Addr, StoragePort, CQLPort,
+		filepath.Join(d, "data"), filepath.Join(d, "commitlog"), filepath.Join(d, "saved_caches"),
+		filepath.Join(d, "hints"), filepath.Join(d, "cdc_raw"))
+}
+
+// logbackXML keeps the server log at INFO in a file; without a config logback logs at DEBUG.
+func logbackXML(n Node) string {
+	return fmt.Sprintf(`<configuration scan="false">
+  <appender name="FILE" class="ch.qos.logback.core.rolling.RollingFileAppender">
+    <file>%s</file>
+    <rollingPolicy class="ch.qos.logback.core.rolling.FixedWindowRollingPolicy">
+      <fileNamePattern>%s.%%i.zip</fileNamePattern><minIndex>1</minIndex><maxIndex>3</maxIndex>
+    </rollingPolicy>
+    <triggeringPolicy class="ch.qos.logback.core.rolling.SizeBasedTriggeringPolicy"><maxFileSize>20MB</maxFileSize></triggeringPolicy>
+    <encoder><pattern>%%-5level [%%thread] %%date{ISO8601} %%F:%%L - %%msg%%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+`, n.SystemLog(), n.SystemLog())
+}
+
+const toolsLogbackXML = `<configuration scan="false">
+  <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
+    <target>System.err</target>
+    <encoder><pattern>%-5level %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="STDERR"/></root>
+</configuration>
+`
+
+// rackDC matches SimpleSnitch's names so NetworkTopologyStrategy {'datacenter1': N} works too.
+const rackDC = "dc=datacenter1\nrack=rack1\n"
+
+// jvm17Options are what Cassandra 5.0's conf/jvm17-server.options and cassandra-env.sh pass;
+// the jar does not carry those scripts.
+var jvm17Options = []string{
+	"-Djdk.attach.allowAttachSelf=true",
+	"--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+	"--add-exports", "java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
+	"--add-exports", "java.management/com.sun.jmx.remote.security=ALL-UNNAMED",
+	"--add-exports", "java.rmi/sun.rmi.registry=ALL-UNNAMED",
+	"--add-exports", "java.rmi/sun.rmi.server=ALL-UNNAMED",
+	"--add-exports", "java.sql/java.sql=ALL-UNNAMED",
+	"--add-exports", "java.base/java.lang.ref=ALL-UNNAMED",
+	"--add-exports", "jdk.unsupported/sun.misc=ALL-UNNAMED",
+	"--add-opens", "java.base/java.lang.module=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.loader=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.reflect=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.math=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.module=ALL-UNNAMED",
+	"--add-opens", "java.base/jdk.internal.util.jar=ALL-UNNAMED",
+	"--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED",
+	"--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+	"--add-opens", "java.base/java.io=ALL-UNNAMED",
+	"--add-opens", "java.base/java.lang.reflect=ALL-UNNAMED",
+	"--add-opens", "java.base/java.lang=ALL-UNNAMED",
+	"--add-opens", "java.base/java.util=ALL-UNNAMED",
+	"--add-opens", "java.base/java.nio=ALL-UNNAMED",
+	"-Dio.netty.tryReflectionSetAccessible=true",
+	"-Djava.net.preferIPv4Stack=true",
+	"-Dchronicle.analytics.disable=true",
+	"-Xss256k",
+}
+
+// serverArgs is the java command line of node n.
+func serverArgs(c *Cluster, n Node) []string {
+	heap := fmt.Sprintf("%dm", c.opts.HeapMB)
+	args := []string{
+		"-Xms" + heap, "-Xmx" + heap,
+		"-XX:+UseG1GC", "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1",
+		"-XX:+ExitOnOutOfMemoryError", "-XX:+PerfDisableSharedMem",
+	}
+	args = append(args, jvm17Options...)
+	args = append(args,
+		"-javaagent:"+filepath.Join(c.lib, "jamm-0.4.0.jar"),
+		"-Dcassandra.config=file://"+n.yamlPath(),
+		"-Dcassandra-foreground=yes",
+		"-Dcassandra.storagedir="+n.DataDir(),
+		"-Dcassandra.logdir="+n.LogDir(),
+		"-Dlogback.configurationFile="+filepath.Join(n.ConfDir(), "logback.xml"),
+		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", n.JMXPort),
+		// Test-cluster speedups (ccm does the same): nothing to settle on a fresh local ring.
+		"-Dcassandra.skip_wait_for_gossip_to_settle=0",
+		"-Dcassandra.ring_delay_ms=1000",
+		"-Dcassandra.superuser_setup_delay_ms=0",
+		// No fsync: a SIGKILLed JVM still leaves its writes in the page cache; only a machine
+		// crash would lose them, which no test here simulates.
+		"-Dcassandra.skip_sync=true",
+		"-Dcassandra.unsafesystem=true",
+		"-cp", n.ConfDir()+string(os.PathListSeparator)+filepath.Join(c.lib, "*"),
+		"org.apache.cassandra.service.CassandraDaemon",
+	)
+	return args
+}
+
+// writeNodeConfig (re)writes the node's config files and creates its directories.
+func writeNodeConfig(c *Cluster, n Node) error {
+	for _, d := range []string{n.ConfDir(), n.DataDir(), n.LogDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("node %d: %w", n.Index+1, err)
+		}
+	}
+	files := map[string]string{
+		"cassandra.yaml":              cassandraYAML(c, n),
+		"logback.xml":                 logbackXML(n),
+		"logback-tools.xml":           toolsLogbackXML,
+		"cassandra-rackdc.properties": rackDC,
+		"jvm-server.options":          "# For reading only: the launcher passes these.\n" + strings.Join(serverArgs(c, n), "\n") + "\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(n.ConfDir(), name), []byte(body), 0o644); err != nil {
+			return fmt.Errorf("node %d: %w", n.Index+1, err)
+		}
+	}
+	return nil
+}

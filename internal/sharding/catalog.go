@@ -1,0 +1,150 @@
+package sharding
+
+import (
+	"encoding/binary"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// collectionOrder is the order plan/apply walk the collections in.
+var collectionOrder = []string{"orders", "products", "carts", "sessions", "events"}
+
+// order_history is deliberately absent: in MongoDB a user's history IS the
+// orders collection read by user_id (targeted under {user_id: "hashed"}); a
+// second copy only makes sense in Cassandra (HIS-1), where seed 000 puts it.
+
+func hashed(name string) KeyField { return KeyField{Name: name, Kind: Hashed} }
+func asc(name string) KeyField    { return KeyField{Name: name, Kind: Ascending} }
+func desc(name string) KeyField   { return KeyField{Name: name, Kind: Descending} }
+
+// catalog lists every collection's selectable variants, the default first.
+func catalog() map[string][]Collection {
+	userID := FieldTraits{Monotonic: true, Skewed: true} // ObjectIds grow; wholesale buyers are heavy
+	orderIndexes := []Index{{
+		Name: "user_history",
+		Key:  Key{asc("user_id"), desc("order_date"), desc("_id")},
+		Why:  "ORD-2: a user's orders newest first, _id breaks ties for stable paging",
+	}}
+	productIndexes := []Index{{
+		Name: "category_price",
+		Key:  Key{asc("category"), asc("price")},
+		Why:  "PRD-2: category search with a price range",
+	}}
+	cartIndexes := []Index{
+		{
+			Name:    "active_by_session",
+			Key:     Key{asc("session_id"), asc("status")},
+			Partial: bson.D{{Key: "status", Value: "active"}},
+			Why:     "CRT-2: the guest's active cart",
+		},
+		{
+			Name:    "active_by_user",
+			Key:     Key{asc("user_id"), asc("status")},
+			Partial: bson.D{{Key: "status", Value: "active"}},
+			Why:     "CRT-2: the user's active cart",
+		},
+		{
+			Name:        "expires_at_ttl",
+			Key:         Key{asc("expires_at")},
+			TTL:         true, // expireAfterSeconds 0: a document expires at its own expires_at
+			Why:         "guest carts expire with their session (DESIGN note 10); user carts carry no expires_at",
+		},
+	}
+	eventIndexes := []Index{{
+		Name: "user_newest",
+		Key:  Key{asc("user_id"), asc("type"), desc("_id")},
+		Why:  "EVT-1: a user's events newest first, optionally by type",
+	}}
+	return map[string][]Collection{
+		"orders": {
+			{
+				Name: "orders", Variant: "user_id_hashed",
+				Key: Key{hashed("user_id")}, Indexes: orderIndexes,
+				Traits: map[string]FieldTraits{"user_id": userID},
+				Why:    "seed 000 (SHD-1): even spread; create, history and status are targeted when the filter carries user_id",
+			},
+			{
+				Name: "orders", Variant: "user_id_range",
+				Key: Key{asc("user_id")}, Indexes: orderIndexes,
+				Traits: map[string]FieldTraits{"user_id": userID},
+				Why:    "seed 000 alternative: readable placement per user range; new users' ObjectIds all land in the top chunk",
+			},
+			{
+				Name: "orders", Variant: "user_id_hashed_order_date",
+				Key: Key{hashed("user_id"), asc("order_date")}, Indexes: orderIndexes,
+				Traits: map[string]FieldTraits{"user_id": userID, "order_date": {Monotonic: true}},
+				Why:    "answers the seed's wholesale-buyer risk: still targeted by user_id, but one heavy user's orders can split by date",
+			},
+		},
+		"products": {
+			{
+				Name: "products", Variant: "category_id",
+				Key: Key{asc("category"), asc("_id")}, Indexes: productIndexes,
+				Traits: map[string]FieldTraits{"category": {LowCardinality: true, Skewed: true}, "_id": {Monotonic: true}},
+				Why:    "seed 000 (SHD-1): category search targeted; stock updates must carry category (DESIGN note 7)",
+			},
+			{
+				Name: "products", Variant: "category_hashed",
+				Key: Key{hashed("category")}, Indexes: productIndexes,
+				Traits: map[string]FieldTraits{"category": {LowCardinality: true, Skewed: true}},
+				Why:    "seed 000 alternative: one category per chunk, which can never split",
+			},
+			{
+				Name: "products", Variant: "id_hashed",
+				Key: Key{hashed("_id")}, Indexes: productIndexes,
+				Traits: map[string]FieldTraits{"_id": {Monotonic: true}},
+				Why:    "seed 000 comment: even spread when stock/page reads outweigh category search (search broadcasts)",
+			},
+		},
+		"carts": {
+			{
+				Name: "carts", Variant: "id_hashed",
+				Key: Key{hashed("_id")}, Indexes: cartIndexes,
+				Traits: map[string]FieldTraits{"_id": {Monotonic: true}},
+				Why:    "seed 000 (SHD-1): every operation on a known cart is targeted; \"active cart by owner\" is not unless _id derives from the owner (DESIGN note 8)",
+			},
+			{
+				Name: "carts", Variant: "user_id_hashed",
+				Key: Key{hashed("user_id")}, Indexes: cartIndexes,
+				Traits: map[string]FieldTraits{"user_id": {Nullable: true}},
+				Why:    "seed 000 alternative: user carts targeted, but every guest cart (user_id null) shares one hashed value",
+			},
+		},
+		"sessions": {
+			{
+				Name: "sessions", Variant: "id_hashed",
+				Key: Key{hashed("_id")},
+				Indexes: []Index{{
+					Name: "expires_at_ttl", Key: Key{asc("expires_at")}, TTL: true,
+					Why: "SES-1: sessions expire (7 d in seed 003, 24 h in seed 002: the app sets expires_at)",
+				}},
+				Zone: "standard",
+				Why:  "added: random session tokens spread evenly and every lookup is by token; cheap data pinned to the standard tier (SHD-7)",
+			},
+		},
+		"events": {
+			{
+				Name: "events", Variant: "id_firehose",
+				Key: Key{asc("_id")}, Indexes: eventIndexes,
+				Traits:   map[string]FieldTraits{"_id": {Monotonic: true}},
+				Firehose: &Firehose{Field: "_id", Zone: "fast", Archive: "standard", Boundary: objectIDAt},
+				Why:      "added: append-only ObjectId key, every insert goes to the fast tier (firehose, SHD-4) and the daily roll lets older ranges move to the standard tier",
+			},
+			{
+				Name: "events", Variant: "user_id_hashed",
+				Key: Key{hashed("user_id"), asc("_id")}, Indexes: eventIndexes,
+				Traits: map[string]FieldTraits{"user_id": {Nullable: true}, "_id": {Monotonic: true}},
+				Why:    "alternative: per-user reads targeted, writes spread; no firehose (the key does not start ascending)",
+			},
+		},
+	}
+}
+
+// objectIDAt is the smallest ObjectId of second t: the counter and machine
+// bytes are zero, so every id generated at or after t sorts above it.
+func objectIDAt(t time.Time) any {
+	var id bson.ObjectID
+	binary.BigEndian.PutUint32(id[0:4], uint32(t.Unix()))
+	return id
+}

@@ -1,0 +1,195 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/paging"
+)
+
+func newProduct(category string, price string, stock map[string]int64) catalog.Product {
+	return catalog.Product{ID: uid("p"), Name: "Widget " + price, Category: category,
+		Price: money.MustParse(price), Attributes: map[string]string{"color": "red"}, Stock: stock,
+		CreatedAt: base, UpdatedAt: base}
+}
+
+// Products is the catalog contract (PRD-1..3).
+func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
+	ctx := context.Background()
+	t.Run("create get and duplicate", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		p := newProduct(slug("c"), "19.99", map[string]int64{"eu": 5, "us": 0})
+		if err := r.CreateProduct(ctx, p); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		got, err := r.GetProduct(ctx, p.ID)
+		if err != nil {
+			t.Fatalf("get: %v", err)
+		}
+		if got.Name != p.Name || got.Category != p.Category || got.Price != p.Price ||
+			got.Attributes["color"] != "red" || got.Stock["eu"] != 5 || got.Stock["us"] != 0 {
+			t.Errorf("got %+v, want %+v", got, p)
+		}
+		sameInstant(t, "created_at", got.CreatedAt, p.CreatedAt)
+		if err := r.CreateProduct(ctx, p); !errors.Is(err, catalog.ErrExists) {
+			t.Errorf("second create: got %v, want ErrExists", err)
+		}
+		if _, err := r.GetProduct(ctx, uid("missing")); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("get missing: got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("update", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		p := newProduct(slug("c"), "10.00", map[string]int64{"eu": 1})
+		mustCreate(t, r, p)
+		newCat := slug("c")
+		got, err := r.UpdateProduct(ctx, p.ID, func(p *catalog.Product) error {
+			p.Price = money.MustParse("12.34")
+			p.Name = "Renamed"
+			p.Category = newCat
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		if got.Price != money.MustParse("12.34") || got.Name != "Renamed" || got.Category != newCat {
+			t.Errorf("update returned %+v", got)
+		}
+		again, _ := r.GetProduct(ctx, p.ID)
+		if again.Price != got.Price || again.Category != newCat || again.Stock["eu"] != 1 {
+			t.Errorf("after update read %+v; stock must survive a category change", again)
+		}
+		page, err := r.SearchProducts(ctx, catalog.Search{Category: newCat, Page: paging.Request{Limit: 10}})
+		if err != nil || len(page.Items) != 1 {
+			t.Errorf("search new category: got %d items, err %v; want 1", len(page.Items), err)
+		}
+		boom := errors.New("refused")
+		if _, err := r.UpdateProduct(ctx, p.ID, func(*catalog.Product) error { return boom }); !errors.Is(err, boom) {
+			t.Errorf("update fn error: got %v, want it returned", err)
+		}
+		if _, err := r.UpdateProduct(ctx, uid("missing"), func(*catalog.Product) error { return nil }); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("update missing: got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("search by category and price range, paginated", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		cat := slug("c")
+		other := slug("c")
+		prices := []string{"5.00", "7.50", "7.50", "7.50", "9.99", "12.00", "15.00", "20.00", "25.00", "99.00"}
+		for _, pr := range prices {
+			mustCreate(t, r, newProduct(cat, pr, nil))
+			mustCreate(t, r, newProduct(other, pr, nil))
+		}
+		q := catalog.Search{Category: cat, MinPrice: money.MustParse("7.50"), MaxPrice: money.MustParse("20.00"),
+			Page: paging.Request{Limit: 2}}
+		var got []catalog.Product
+		for i := 0; ; i++ {
+			page, err := r.SearchProducts(ctx, q)
+			if err != nil {
+				t.Fatalf("search page %d: %v", i, err)
+			}
+			if len(page.Items) > 2 {
+				t.Fatalf("page %d has %d items, limit 2", i, len(page.Items))
+			}
+			got = append(got, page.Items...)
+			if page.Next == "" {
+				break
+			}
+			if i > 10 {
+				t.Fatal("pagination does not end")
+			}
+			q.Page.Cursor = page.Next
+		}
+		want := []string{"7.50", "7.50", "7.50", "9.99", "12.00", "15.00", "20.00"}
+		if len(got) != len(want) {
+			t.Fatalf("got %d products, want %d", len(got), len(want))
+		}
+		seen := map[string]bool{}
+		for i, p := range got {
+			if p.Price.String() != want[i] || p.Category != cat {
+				t.Errorf("item %d: got %s in %s, want %s in %s", i, p.Price, p.Category, want[i], cat)
+			}
+			if seen[p.ID] {
+				t.Errorf("product %s returned twice", p.ID)
+			}
+			seen[p.ID] = true
+		}
+		open, err := r.SearchProducts(ctx, catalog.Search{Category: cat, Page: paging.Request{Limit: 100}})
+		if err != nil || len(open.Items) != len(prices) || open.Next != "" {
+			t.Errorf("no price bounds: got %d items next %q err %v, want %d and no next", len(open.Items), open.Next, err, len(prices))
+		}
+		none, err := r.SearchProducts(ctx, catalog.Search{Category: slug("empty"), Page: paging.Request{Limit: 10}})
+		if err != nil || len(none.Items) != 0 || none.Next != "" {
+			t.Errorf("empty category: got %d items, next %q, err %v", len(none.Items), none.Next, err)
+		}
+	})
+	t.Run("stock adjust never below zero", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		p := newProduct(slug("c"), "1.00", map[string]int64{"eu": 3})
+		mustCreate(t, r, p)
+		if n, err := r.AdjustStock(ctx, p.Ref(), "eu", -2); err != nil || n != 1 {
+			t.Fatalf("take 2 of 3: got %d, %v; want 1", n, err)
+		}
+		var short *catalog.InsufficientStockError
+		if _, err := r.AdjustStock(ctx, p.Ref(), "eu", -2); !errors.As(err, &short) || short.ProductID != p.ID || short.Available != 1 {
+			t.Fatalf("take 2 of 1: got %v, want InsufficientStockError naming %s with 1 available", err, p.ID)
+		}
+		if n, err := r.AdjustStock(ctx, p.Ref(), "us", 7); err != nil || n != 7 {
+			t.Fatalf("stock a new zone: got %d, %v; want 7", n, err)
+		}
+		if _, err := r.AdjustStock(ctx, catalog.Ref{ID: uid("missing"), Category: p.Category}, "eu", 1); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("adjust missing product: got %v, want ErrNotFound", err)
+		}
+		got, _ := r.GetProduct(ctx, p.ID)
+		if got.Stock["eu"] != 1 || got.Stock["us"] != 7 {
+			t.Errorf("stock after adjustments: got %v, want eu=1 us=7", got.Stock)
+		}
+	})
+	t.Run("concurrent stock decrements sell exactly the stock", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		p := newProduct(slug("c"), "1.00", map[string]int64{"eu": 10})
+		mustCreate(t, r, p)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok, short := 0, 0
+		for i := 0; i < 25; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := r.AdjustStock(ctx, p.Ref(), "eu", -1)
+				mu.Lock()
+				defer mu.Unlock()
+				var se *catalog.InsufficientStockError
+				switch {
+				case err == nil:
+					ok++
+				case errors.As(err, &se):
+					short++
+				default:
+					t.Errorf("unexpected error: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		got, _ := r.GetProduct(ctx, p.ID)
+		if ok != 10 || short != 15 || got.Stock["eu"] != 0 {
+			t.Errorf("got %d sold, %d refused, %d left; want 10, 15, 0", ok, short, got.Stock["eu"])
+		}
+	})
+}
+
+func mustCreate(t *testing.T, r catalog.Repository, p catalog.Product) {
+	t.Helper()
+	if err := r.CreateProduct(context.Background(), p); err != nil {
+		t.Fatalf("create product %s: %v", p.ID, err)
+	}
+}

@@ -1,0 +1,96 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+func newSession(ttl time.Duration, now time.Time) session.Session {
+	return session.Session{ID: uid("sess"), CreatedAt: now, LastActive: now, ExpiresAt: now.Add(ttl),
+		IP: "203.0.113.7", UserAgent: "test/1.0", Status: session.StatusActive, Data: map[string]string{"locale": "ru"}}
+}
+
+// Sessions is the session contract (SES-1).
+func Sessions(t *testing.T, newRepo func(t *testing.T) session.Repository) {
+	ctx := context.Background()
+	t.Run("create get bind touch", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		s := newSession(time.Hour, base)
+		if err := r.CreateSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.GetSession(ctx, s.ID, base)
+		if err != nil || got.UserID != "" || got.IP != s.IP || got.UserAgent != s.UserAgent || got.Data["locale"] != "ru" || got.Status != session.StatusActive {
+			t.Fatalf("get: %+v, %v", got, err)
+		}
+		sameInstant(t, "expires_at", got.ExpiresAt, s.ExpiresAt)
+		userID := uid("u")
+		bound, err := r.BindUser(ctx, s.ID, userID, base)
+		if err != nil || bound.UserID != userID {
+			t.Fatalf("bind: %+v, %v", bound, err)
+		}
+		if _, err := r.BindUser(ctx, s.ID, userID, base); err != nil {
+			t.Errorf("bind same user again: %v", err)
+		}
+		if _, err := r.BindUser(ctx, s.ID, uid("u"), base); !errors.Is(err, session.ErrBoundToOtherUser) {
+			t.Errorf("bind another user: got %v, want ErrBoundToOtherUser", err)
+		}
+		later := base.Add(10 * time.Minute)
+		if err := r.Touch(ctx, s.ID, later); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = r.GetSession(ctx, s.ID, later)
+		sameInstant(t, "last_active", got.LastActive, later)
+		sameInstant(t, "expires_at after touch", got.ExpiresAt, s.ExpiresAt)
+		if got.UserID != userID {
+			t.Errorf("user after touch: %q, want %q", got.UserID, userID)
+		}
+		if _, err := r.GetSession(ctx, uid("missing"), base); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("missing: got %v, want ErrNotFound", err)
+		}
+		if _, err := r.BindUser(ctx, uid("missing"), userID, base); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("bind missing: got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("expired session is invisible at once", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		s := newSession(time.Hour, base)
+		if err := r.CreateSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.GetSession(ctx, s.ID, s.ExpiresAt); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("at expiry: got %v, want ErrNotFound", err)
+		}
+		if _, err := r.BindUser(ctx, s.ID, uid("u"), s.ExpiresAt); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("bind expired: got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("expired sessions are purged", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		start := time.Now().UTC()
+		s := newSession(time.Second, start)
+		keep := newSession(time.Hour, start)
+		for _, x := range []session.Session{s, keep} {
+			if err := r.CreateSession(ctx, x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2500 * time.Millisecond)
+		if _, err := r.PurgeExpired(ctx, time.Now().UTC()); err != nil {
+			t.Fatalf("purge: %v", err)
+		}
+		if _, err := r.GetSession(ctx, s.ID, start); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("purged session still stored: %v", err)
+		}
+		if _, err := r.GetSession(ctx, keep.ID, time.Now().UTC()); err != nil {
+			t.Errorf("live session purged: %v", err)
+		}
+	})
+}
