@@ -1,0 +1,528 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+const pollInterval = 250 * time.Millisecond
+
+// Options describe a local cluster. Zero values take the defaults noted.
+type Options struct {
+	Nodes    int    // 1..9, default 1
+	Dir      string // cluster directory (configs, data, logs, pidfiles); required
+	BaseAddr string // first node's address, default 127.0.0.1; node i gets BaseAddr+i
+	Name     string // cluster_name, default "shardmart"
+	HeapMB   int    // per node, default 384
+	Version  string // Cassandra version, default DefaultVersion
+	CacheDir string // jar cache, default DefaultCacheDir()
+	// DieWithParent asks the kernel to SIGKILL each JVM when the starting process dies
+	// (PR_SET_PDEATHSIG), so a crashed or killed `go test` leaves no JVM behind. Off for
+	// `shardmart cassandra up`, whose nodes outlive the command.
+	DieWithParent bool
+	BootTimeout   time.Duration // per node, default 3 minutes
+	StopTimeout   time.Duration // SIGTERM grace before SIGKILL, default 45 s
+	Logger        *slog.Logger  // default slog.Default()
+}
+
+func (o *Options) defaults() error {
+	if o.Dir == "" {
+		return errors.New("launcher: Options.Dir is required")
+	}
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return fmt.Errorf("launcher: %w", err)
+	}
+	o.Dir = abs
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.Nodes < 1 || o.Nodes > 9 {
+		return fmt.Errorf("launcher: %d nodes: want 1 to 9", o.Nodes)
+	}
+	if o.BaseAddr == "" {
+		o.BaseAddr = "127.0.0.1"
+	}
+	if o.Name == "" {
+		o.Name = "shardmart"
+	}
+	if o.HeapMB == 0 {
+		o.HeapMB = 384
+	}
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = DefaultCacheDir()
+	}
+	if o.BootTimeout == 0 {
+		o.BootTimeout = 3 * time.Minute
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 45 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Cluster is a local Cassandra cluster. Its methods may be called from several goroutines.
+type Cluster struct {
+	opts  Options
+	nodes []Node
+	lib   string // jar directory, set by Up/StartNode
+
+	mu     sync.Mutex
+	procs  map[int]*proc         // JVMs this process started
+	booted map[int]time.Duration // last start-to-CQL time per node
+}
+
+type proc struct {
+	pid    int
+	exited chan struct{}
+}
+
+// New validates opts and lays out the nodes; nothing starts.
+func New(opts Options) (*Cluster, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	nodes, err := layout(opts.Dir, opts.BaseAddr, opts.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{opts: opts, nodes: nodes, procs: map[int]*proc{}, booted: map[int]time.Duration{}}, nil
+}
+
+// stateFile remembers the topology so `down`, `status` and `repair` work from another process.
+func stateFile(dir string) string { return filepath.Join(dir, "cluster.json") }
+
+type state struct {
+	Nodes    int    `json:"nodes"`
+	BaseAddr string `json:"base_addr"`
+	Name     string `json:"name"`
+	HeapMB   int    `json:"heap_mb"`
+	Version  string `json:"version"`
+	CacheDir string `json:"cache_dir"`
+}
+
+// ErrNoCluster means the directory holds no cluster written by Up.
+var ErrNoCluster = errors.New("no cluster in directory (run `shardmart cassandra up` first)")
+
+// Open loads the cluster that Up wrote into dir.
+func Open(dir string, logger *slog.Logger) (*Cluster, error) {
+	b, err := os.ReadFile(stateFile(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNoCluster)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open cluster: %w", err)
+	}
+	var s state
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("open cluster %s: %w", stateFile(dir), err)
+	}
+	return New(Options{Dir: dir, Nodes: s.Nodes, BaseAddr: s.BaseAddr, Name: s.Name, HeapMB: s.HeapMB,
+		Version: s.Version, CacheDir: s.CacheDir, Logger: logger})
+}
+
+// Nodes returns the cluster's nodes, seed first.
+func (c *Cluster) Nodes() []Node { return append([]Node(nil), c.nodes...) }
+
+// Hosts returns the CQL contact points (port CQLPort).
+func (c *Cluster) Hosts() []string {
+	h := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		h[i] = n.Addr
+	}
+	return h
+}
+
+// Dir is the cluster directory.
+func (c *Cluster) Dir() string { return c.opts.Dir }
+
+// BootTimes reports, per node index, how long its last start took until CQL answered.
+func (c *Cluster) BootTimes() map[int]time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := make(map[int]time.Duration, len(c.booted))
+	for k, v := range c.booted {
+		m[k] = v
+	}
+	return m
+}
+
+func (c *Cluster) node(i int) (Node, error) {
+	if i < 0 || i >= len(c.nodes) {
+		return Node{}, fmt.Errorf("node index %d: cluster has %d nodes", i, len(c.nodes))
+	}
+	return c.nodes[i], nil
+}
+
+// prepare checks Java, fetches the jars and writes the state file.
+func (c *Cluster) prepare(ctx context.Context) error {
+	if c.lib != "" {
+		return nil
+	}
+	if err := CheckPrerequisites(ctx); err != nil {
+		return err
+	}
+	lib, err := EnsureJars(ctx, c.opts.CacheDir, c.opts.Version)
+	if err != nil {
+		return err
+	}
+	c.lib = lib
+	if err := os.MkdirAll(c.opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("cluster dir: %w", err)
+	}
+	b, _ := json.MarshalIndent(state{Nodes: c.opts.Nodes, BaseAddr: c.opts.BaseAddr, Name: c.opts.Name,
+		HeapMB: c.opts.HeapMB, Version: c.opts.Version, CacheDir: c.opts.CacheDir}, "", "  ")
+	if err := os.WriteFile(stateFile(c.opts.Dir), b, 0o644); err != nil {
+		return fmt.Errorf("cluster dir: %w", err)
+	}
+	return nil
+}
+
+// Up starts every node that is not running (the seed first, then the others together),
+// waits until each answers CQL, and until every node sees all others UP.
+func (c *Cluster) Up(ctx context.Context) error {
+	if err := c.prepare(ctx); err != nil {
+		return err
+	}
+	if err := c.StartNode(ctx, 0); err != nil {
+		return err
+	}
+	errs := make(chan error, len(c.nodes))
+	for i := 1; i < len(c.nodes); i++ {
+		go func() { errs <- c.StartNode(ctx, i) }()
+	}
+	var all []error
+	for i := 1; i < len(c.nodes); i++ {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
+		return err
+	}
+	return c.WaitConverged(ctx)
+}
+
+// Running reports whether node i's JVM (per its pidfile) is alive.
+func (c *Cluster) Running(i int) bool {
+	n, err := c.node(i)
+	if err != nil {
+		return false
+	}
+	_, ok := c.livePID(n)
+	return ok
+}
+
+// livePID returns the pid from the node's pidfile if that process is this node's JVM, so a
+// recycled pid is never signalled.
+func (c *Cluster) livePID(n Node) (int, bool) {
+	b, err := os.ReadFile(n.pidFile())
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || !strings.Contains(string(cmdline), "-Dcassandra.config=file://"+n.yamlPath()+"\x00") {
+		return 0, false
+	}
+	return pid, true
+}
+
+// StartNode starts node i if it is not running and waits until it answers CQL.
+func (c *Cluster) StartNode(ctx context.Context, i int) error {
+	n, err := c.node(i)
+	if err != nil {
+		return err
+	}
+	if err := c.prepare(ctx); err != nil {
+		return err
+	}
+	log := c.opts.Logger.With("node", i+1, "addr", n.Addr)
+	if _, ok := c.livePID(n); ok {
+		log.Info("cassandra node already running")
+		return c.waitCQL(ctx, n)
+	}
+	for _, port := range []int{CQLPort, StoragePort, n.JMXPort} {
+		host := n.Addr
+		if port == n.JMXPort {
+			host = "127.0.0.1"
+		}
+		if conn, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), 200*time.Millisecond); err == nil {
+			_ = conn.Close()
+			return fmt.Errorf("node %d: %s:%d is already in use by another process (another cluster on this address? choose another base address or stop it)", i+1, host, port)
+		}
+	}
+	if err := writeNodeConfig(c, n); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(filepath.Join(n.LogDir(), "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("node %d: %w", i+1, err)
+	}
+	defer out.Close() // the child holds its own descriptor
+	cmd := exec.Command("java", serverArgs(c, n)...)
+	cmd.Dir = n.Dir
+	cmd.Stdout, cmd.Stderr = out, out
+	// Own session: signals go to the whole group, and Ctrl-C on `up` does not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if c.opts.DieWithParent {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("node %d: start java: %w", i+1, err)
+	}
+	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	c.mu.Lock()
+	c.procs[i] = p
+	c.mu.Unlock()
+	if err := os.WriteFile(n.pidFile(), []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		return fmt.Errorf("node %d: pidfile: %w", i+1, err)
+	}
+	log.Info("cassandra node starting", "pid", p.pid, "jmx_port", n.JMXPort)
+	if err := c.waitCQL(ctx, n); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	c.mu.Lock()
+	c.booted[i] = took
+	c.mu.Unlock()
+	log.Info("cassandra node answers CQL", "boot", took.Round(100*time.Millisecond))
+	return nil
+}
+
+// waitCQL polls until node n answers a CQL query, failing early if its JVM exits.
+func (c *Cluster) waitCQL(ctx context.Context, n Node) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.BootTimeout)
+	defer cancel()
+	for {
+		if _, ok := c.livePID(n); !ok {
+			return fmt.Errorf("node %d exited during startup; last log lines:\n%s", n.Index+1, tailErrors(n))
+		}
+		if err := pingCQL(ctx, n.Addr); err == nil {
+			return nil
+		}
+		if err := sleepCtx(ctx, pollInterval); err != nil {
+			return fmt.Errorf("node %d: CQL did not answer within %s: %w; log: %s", n.Index+1, c.opts.BootTimeout, err, n.SystemLog())
+		}
+	}
+}
+
+// pingCQL opens a one-host session (no ring discovery) and reads system.local.
+func pingCQL(ctx context.Context, addr string) error {
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(addr, strconv.Itoa(CQLPort)), time.Second); err != nil {
+		return err
+	} else {
+		_ = conn.Close()
+	}
+	cfg := gocql.NewCluster(addr)
+	cfg.DisableInitialHostLookup = true
+	cfg.Timeout = 5 * time.Second
+	cfg.ConnectTimeout = 2 * time.Second
+	cfg.NumConns = 1
+	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	s, err := cfg.CreateSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var v string
+	return s.Query("SELECT release_version FROM system.local").ScanContext(ctx, &v)
+}
+
+// WaitConverged waits until every running node reports every other running node UN
+// (Up/Normal) in `nodetool status`.
+func (c *Cluster) WaitConverged(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.BootTimeout)
+	defer cancel()
+	for {
+		var running []Node
+		for _, n := range c.nodes {
+			if _, ok := c.livePID(n); ok {
+				running = append(running, n)
+			}
+		}
+		if len(running) == 0 {
+			return errors.New("no node is running")
+		}
+		converged := true
+		var lastErr error
+		for _, n := range running {
+			out, err := c.Nodetool(ctx, n.Index, "status")
+			if err != nil {
+				converged, lastErr = false, err
+				break
+			}
+			up := upNormal(out)
+			for _, m := range running {
+				if !up[m.Addr] {
+					converged = false
+					lastErr = fmt.Errorf("node %d does not see %s up yet", n.Index+1, m.Addr)
+				}
+			}
+			if !converged {
+				break
+			}
+		}
+		if converged {
+			return nil
+		}
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return fmt.Errorf("cluster did not converge: %w (last: %v)", err, lastErr)
+		}
+	}
+}
+
+// upNormal parses `nodetool status` into the set of addresses marked UN.
+func upNormal(status string) map[string]bool {
+	up := map[string]bool{}
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "UN" {
+			up[f[1]] = true
+		}
+	}
+	return up
+}
+
+// StopNode drains node i cleanly: SIGTERM to its process group (Cassandra's shutdown hook
+// announces the shutdown to its peers), SIGKILL after StopTimeout. A stopped node is no error.
+func (c *Cluster) StopNode(ctx context.Context, i int) error {
+	return c.signalAndWait(ctx, i, syscall.SIGTERM, c.opts.StopTimeout)
+}
+
+// KillNode SIGKILLs node i's process group: a crash, no drain, no goodbye to the peers.
+func (c *Cluster) KillNode(ctx context.Context, i int) error {
+	return c.signalAndWait(ctx, i, syscall.SIGKILL, c.opts.StopTimeout)
+}
+
+func (c *Cluster) signalAndWait(ctx context.Context, i int, sig syscall.Signal, grace time.Duration) error {
+	n, err := c.node(i)
+	if err != nil {
+		return err
+	}
+	pid, ok := c.livePID(n)
+	if !ok {
+		return nil
+	}
+	c.opts.Logger.Info("stopping cassandra node", "node", i+1, "pid", pid, "signal", sig.String())
+	// Setsid made the JVM a group leader: -pid reaches it and anything it forked.
+	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("node %d: kill: %w", i+1, err)
+	}
+	deadline := time.Now().Add(grace)
+	for c.alive(i, n) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if sig == syscall.SIGKILL {
+				return fmt.Errorf("node %d (pid %d) survived SIGKILL", i+1, pid)
+			}
+			c.opts.Logger.Warn("cassandra node ignored SIGTERM, killing", "node", i+1, "pid", pid)
+			sig, deadline = syscall.SIGKILL, time.Now().Add(30*time.Second)
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = os.Remove(n.pidFile())
+	return nil
+}
+
+// alive reports whether node n still runs; for our own children it waits on the reaper so a
+// zombie does not count as alive.
+func (c *Cluster) alive(i int, n Node) bool {
+	c.mu.Lock()
+	p := c.procs[i]
+	c.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p.exited:
+			return false
+		default:
+		}
+	}
+	_, ok := c.livePID(n)
+	return ok
+}
+
+// Down stops every node (in parallel, SIGTERM then SIGKILL).
+func (c *Cluster) Down(ctx context.Context) error {
+	errs := make(chan error, len(c.nodes))
+	for i := range c.nodes {
+		go func() { errs <- c.StopNode(ctx, i) }()
+	}
+	var all []error
+	for range c.nodes {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// KillAll SIGKILLs every node without waiting for a drain; for emergency cleanup.
+func (c *Cluster) KillAll() {
+	for i, n := range c.nodes {
+		if pid, ok := c.livePID(n); ok {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		c.mu.Lock()
+		p := c.procs[i]
+		c.mu.Unlock()
+		if p != nil {
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			select {
+			case <-p.exited:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		_ = os.Remove(n.pidFile())
+	}
+}
+
+// tailErrors returns the last lines of the node's logs, for startup failures.
+func tailErrors(n Node) string {
+	var b strings.Builder
+	for _, f := range []string{n.SystemLog(), filepath.Join(n.LogDir(), "stdout.log")} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		fmt.Fprintf(&b, "== %s\n%s\n", f, strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

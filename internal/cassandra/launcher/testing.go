@@ -1,0 +1,105 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Base addresses reserved for test clusters, so test packages that `go test ./...` runs in
+// parallel, and a developer's `shardmart cassandra up` cluster on 127.0.0.1-3, never share
+// an address or a JMX port (7200 + last octet).
+const (
+	UserAddr         = "127.0.0.1"  // `shardmart cassandra up`, nodes .1-.3
+	ContractTestAddr = "127.0.0.10" // internal/store/cassandra contract tests, 1 node
+	FaultTestAddr    = "127.0.0.21" // fault tests, nodes .21-.23
+	LauncherTestAddr = "127.0.0.31" // this package's own tests
+)
+
+// StartShared starts a cluster for a whole test binary, typically from TestMain, and returns
+// stop, which must run after m.Run. Against orphan JVMs: every JVM dies with the test binary
+// (DieWithParent), whatever kills it (panic, timeout, SIGKILL). A cross-process lock on the
+// base address makes a second test binary wanting the same addresses wait instead of clash.
+// With an empty opts.Dir a temporary directory is used and removed by stop.
+func StartShared(ctx context.Context, opts Options) (c *Cluster, stop func(), err error) {
+	opts.DieWithParent = true
+	var tmp string
+	if opts.Dir == "" {
+		tmp, err = os.MkdirTemp("", "shardmart-cassandra-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("launcher: %w", err)
+		}
+		opts.Dir = tmp
+	}
+	base := opts.BaseAddr
+	if base == "" {
+		base = UserAddr
+	}
+	unlock, err := lockFile(ctx, filepath.Join(os.TempDir(), "shardmart-cassandra-"+base+".lock"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {
+		unlock()
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+	}
+	c, err = New(opts)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := c.Down(ctx); err != nil {
+			c.opts.Logger.Error("stopping test cluster", "err", err)
+		}
+		c.KillAll()
+		cleanup()
+	}
+	if err := c.Up(ctx); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("start test cluster: %w", err)
+	}
+	return c, stop, nil
+}
+
+// ForTest starts a cluster for one test and stops it in t.Cleanup, even when the test fails
+// or panics. Missing Java or Maven fails the test (never a skip) with the install command.
+func ForTest(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, stop, err := StartShared(ctx, opts)
+	if err != nil {
+		if errors.Is(err, ErrPrerequisite) {
+			t.Fatalf("Cassandra tests need Java 17 and Maven: %v", err)
+		}
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.LogTails(t)
+		}
+		stop()
+	})
+	return c
+}
+
+// LogTails logs the last lines of every node's log, for a failed test.
+func (c *Cluster) LogTails(t testing.TB) {
+	t.Helper()
+	for _, n := range c.nodes {
+		t.Logf("node %d (%s):\n%s", n.Index+1, n.Addr, strings.TrimSpace(tailErrors(n)))
+	}
+}
