@@ -35,7 +35,7 @@ func (n Node) LogDir() string  { return filepath.Join(n.Dir, "logs") }
 // SystemLog is the node's Cassandra log file.
 func (n Node) SystemLog() string { return filepath.Join(n.LogDir(), "system.log") }
 
-func (n Node) pidFile() string { return filepath.Join(n.Dir, "cassandra.pid") }
+func (n Node) pidFile() string  { return filepath.Join(n.Dir, "cassandra.pid") }
 func (n Node) yamlPath() string { return filepath.Join(n.ConfDir(), "cassandra.yaml") }
 
 // layout derives the nodes: consecutive addresses from base, one evenly spaced Murmur3

@@ -1,7 +1,7 @@
 package launcher
 
 import (
-		"context"
+	"context"
 	"errors"
 	"fmt"
 	"os"

@@ -115,7 +115,7 @@ func TestSingleNodeLifecycle(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err == nil {
 		// Our own child may linger as a zombie until reaped; give the reaper a moment.
 		time.Sleep(time.Second)
-		if b, err := os.ReadFile("/proc/"+strconv.Itoa(pid)+"/status"); err == nil && !strings.Contains(string(b), "zombie") {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && !strings.Contains(string(b), "zombie") {
 			t.Fatalf("JVM %d still alive after Down", pid)
 		}
 	}
