@@ -45,10 +45,10 @@ func catalog() map[string][]Collection {
 			Why:     "CRT-2: the user's active cart",
 		},
 		{
-			Name:        "expires_at_ttl",
-			Key:         Key{asc("expires_at")},
-			TTL:         true, // expireAfterSeconds 0: a document expires at its own expires_at
-			Why:         "guest carts expire with their session (DESIGN note 10); user carts carry no expires_at",
+			Name: "expires_at_ttl",
+			Key:  Key{asc("expires_at")},
+			TTL:  true, // expireAfterSeconds 0: a document expires at its own expires_at
+			Why:  "guest carts expire with their session (DESIGN note 10); user carts carry no expires_at",
 		},
 	}
 	eventIndexes := []Index{{
