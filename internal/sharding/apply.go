@@ -38,16 +38,16 @@ func Apply(ctx context.Context, a Admin, spec Spec, out io.Writer, dryRun bool) 
 		return res, fmt.Errorf("%w: %v", ErrRules, errs)
 	}
 	for _, s := range Plan(spec) {
-		done, why, err := satisfied(ctx, a, s)
+		st, why, err := satisfied(ctx, a, s)
 		if err != nil {
 			return res, err
 		}
-		if why != "" && !done {
+		if st == conflict {
 			res.Drift = append(res.Drift, why)
 			fmt.Fprintf(out, "drift  %s\n       %s\n", s.Shell(), why)
 			continue
 		}
-		if done {
+		if st == present {
 			res.Skipped++
 			fmt.Fprintf(out, "skip   %s  (%s)\n", s.Shell(), why)
 			continue
@@ -69,61 +69,76 @@ func Apply(ctx context.Context, a Admin, spec Spec, out io.Writer, dryRun bool) 
 	return res, nil
 }
 
+// state is what the cluster holds for one plan step.
+type state int
+
+const (
+	missing  state = iota
+	present        // already there: skip
+	conflict       // something else is there: report, never overwrite
+)
+
+func have(ok bool) state {
+	if ok {
+		return present
+	}
+	return missing
+}
+
 // satisfied reports whether the cluster already has what step s creates.
-// A non-empty why with done=false means a conflict apply must not resolve.
-func satisfied(ctx context.Context, a Admin, s Step) (done bool, why string, err error) {
+func satisfied(ctx context.Context, a Admin, s Step) (st state, why string, err error) {
 	switch s.Action {
 	case ActEnableSharding:
 		docs, err := a.Find(ctx, "config", "databases", bson.D{{Key: "_id", Value: s.Cmd[0].Value}})
 		if err != nil {
-			return false, "", err
+			return missing, "", err
 		}
-		return len(docs) > 0, "database exists in config.databases", nil
+		return have(len(docs) > 0), "database exists in config.databases", nil
 
 	case ActAddShardToZone:
 		docs, err := a.Find(ctx, "config", "shards", bson.D{{Key: "_id", Value: s.Shard}})
 		if err != nil {
-			return false, "", err
+			return missing, "", err
 		}
 		if len(docs) == 0 {
-			return false, "", fmt.Errorf("%w: %q (tier %q); list shards with db.adminCommand({ listShards: 1 }) and pass --tier %s=<shard>", ErrUnknownShard, s.Shard, s.Zone, s.Zone)
+			return missing, "", fmt.Errorf("%w: %q (tier %q); list shards with db.adminCommand({ listShards: 1 }) and pass --tier %s=<shard>", ErrUnknownShard, s.Shard, s.Zone, s.Zone)
 		}
 		var sh struct {
 			Tags []string `bson:"tags"`
 		}
 		if err := bson.Unmarshal(docs[0], &sh); err != nil {
-			return false, "", fmt.Errorf("decode config.shards: %w", err)
+			return missing, "", fmt.Errorf("decode config.shards: %w", err)
 		}
-		return slices.Contains(sh.Tags, s.Zone), "shard already in zone", nil
+		return have(slices.Contains(sh.Tags, s.Zone)), "shard already in zone", nil
 
 	case ActZoneRange:
 		ranges, err := zoneRanges(ctx, a, s.NS)
 		if err != nil {
-			return false, "", err
+			return missing, "", err
 		}
 		for _, r := range ranges {
 			if r.Tag == s.Range.Zone && docsEqual(r.Min, s.Range.Min) && docsEqual(r.Max, s.Range.Max) {
-				return true, "range exists in config.tags", nil
+				return present, "range exists in config.tags", nil
 			}
 		}
 		if s.Collection.Firehose != nil && slices.ContainsFunc(ranges, func(r ZoneRange) bool { return r.Tag == s.Collection.Firehose.Zone }) {
 			// The daily roll owns the boundary; apply only creates the first one.
-			return true, "firehose ranges exist; moved by `shardmart mongo firehose roll`", nil
+			return present, "firehose ranges exist; moved by `shardmart mongo firehose roll`", nil
 		}
 		for _, r := range ranges {
 			if overlaps(s.Collection.Key, r.Range(), s.Range) {
-				return false, fmt.Sprintf("existing range %s..%s on zone %q overlaps the spec's", shellValue(r.Min), shellValue(r.Max), r.Tag), nil
+				return conflict, fmt.Sprintf("existing range %s..%s on zone %q overlaps the spec's", shellValue(r.Min), shellValue(r.Max), r.Tag), nil
 			}
 		}
-		return false, "", nil
+		return missing, "", nil
 
 	case ActCreateIndex:
 		reply, err := a.RunCommand(ctx, s.DB, bson.D{{Key: "listIndexes", Value: s.Collection.Name}})
 		if err != nil {
 			if isNamespaceNotFound(err) {
-				return false, "", nil
+				return missing, "", nil
 			}
-			return false, "", err
+			return missing, "", err
 		}
 		var li struct {
 			Cursor struct {
@@ -133,40 +148,40 @@ func satisfied(ctx context.Context, a Admin, s Step) (done bool, why string, err
 			} `bson:"cursor"`
 		}
 		if err := bson.Unmarshal(reply, &li); err != nil {
-			return false, "", fmt.Errorf("decode listIndexes: %w", err)
+			return missing, "", fmt.Errorf("decode listIndexes: %w", err)
 		}
 		want := s.Index.Key.Doc()
 		for _, ix := range li.Cursor.FirstBatch {
 			if docsEqual(ix.Key, want) {
-				return true, "index with this key exists", nil
+				return present, "index with this key exists", nil
 			}
 		}
-		return false, "", nil
+		return missing, "", nil
 
 	case ActShardCollection:
 		docs, err := a.Find(ctx, "config", "collections", bson.D{{Key: "_id", Value: s.NS}})
 		if err != nil {
-			return false, "", err
+			return missing, "", err
 		}
 		if len(docs) == 0 {
-			return false, "", nil
+			return missing, "", nil
 		}
 		var cc struct {
 			Key          bson.D `bson:"key"`
 			Unsplittable bool   `bson:"unsplittable"` // 8.0 tracks unsharded collections too
 		}
 		if err := bson.Unmarshal(docs[0], &cc); err != nil {
-			return false, "", fmt.Errorf("decode config.collections: %w", err)
+			return missing, "", fmt.Errorf("decode config.collections: %w", err)
 		}
 		if cc.Unsplittable {
-			return false, "", nil
+			return missing, "", nil
 		}
 		if !docsEqual(cc.Key, s.Collection.Key.Doc()) {
-			return false, "", fmt.Errorf("%s: %w: cluster has %s, spec wants %s", s.NS, ErrShardKeyMismatch, shellValue(cc.Key), s.Collection.Key)
+			return missing, "", fmt.Errorf("%s: %w: cluster has %s, spec wants %s", s.NS, ErrShardKeyMismatch, shellValue(cc.Key), s.Collection.Key)
 		}
-		return true, "already sharded on this key", nil
+		return present, "already sharded on this key", nil
 	}
-	return false, "", fmt.Errorf("unknown plan action %q", s.Action)
+	return missing, "", fmt.Errorf("unknown plan action %q", s.Action)
 }
 
 // zoneRanges reads the config.tags ranges of ns.
