@@ -338,19 +338,24 @@ func pingCQL(ctx context.Context, addr string) error {
 	} else {
 		_ = conn.Close()
 	}
-	cfg := gocql.NewCluster(addr)
-	cfg.DisableInitialHostLookup = true
-	cfg.Timeout = 5 * time.Second
-	cfg.ConnectTimeout = 2 * time.Second
-	cfg.NumConns = 1
-	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
-	s, err := cfg.CreateSession()
+	s, err := singleHostSession(addr)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	var v string
 	return s.Query("SELECT release_version FROM system.local").ScanContext(ctx, &v)
+}
+
+// singleHostSession talks to addr only: no ring discovery, no driver log noise.
+func singleHostSession(addr string) (*gocql.Session, error) {
+	cfg := gocql.NewCluster(addr)
+	cfg.DisableInitialHostLookup = true
+	cfg.Timeout = 10 * time.Second
+	cfg.ConnectTimeout = 2 * time.Second
+	cfg.NumConns = 1
+	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	return cfg.CreateSession()
 }
 
 // WaitConverged waits until every running node reports every other running node UN

@@ -141,3 +141,12 @@ func TestOpenWithoutClusterFails(t *testing.T) {
 		t.Fatalf("Open on an empty dir: %v, want ErrNoCluster", err)
 	}
 }
+
+func TestSelectTablesSkipsSessionsAndEvents(t *testing.T) {
+	all := []string{"carts", "cart_items", "order_history", "products", "products_by_category", "sessions", "user_sessions", "user_events"}
+	got := strings.Join(selectTables(all, DefaultRepairSkip), ",")
+	want := "carts,cart_items,order_history,products,products_by_category"
+	if got != want {
+		t.Errorf("selectTables = %s, want %s", got, want)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -53,20 +55,44 @@ func lastLine(s string) string {
 	return " " + s
 }
 
-// RepairOptions choose what `Repair` repairs.
+// DefaultRepairSkip are the tables scheduled repair leaves out: sessions and click events
+// are short-lived or statistical (seeds 002/003: hinted handoff only, no anti-entropy), so a
+// repair's network and disk cost buys nothing there.
+var DefaultRepairSkip = []string{"*session*", "*event*"}
+
+// RepairOptions choose what Repair repairs.
 type RepairOptions struct {
 	Keyspace string
-	Tables   []string // empty: the whole keyspace
+	// Tables to repair; empty means every table of the keyspace except those matching Skip.
+	Tables []string
+	Skip   []string // path.Match patterns, applied to discovered tables only
 	// Incremental runs 5.0's default incremental repair; false runs a full repair, which
 	// compares all data and so also fixes replicas that incremental repair marked repaired.
 	Incremental bool
 }
 
 // Repair runs `nodetool repair -pr` on every node in turn: each node repairs only its primary
-// range, so the whole ring is repaired once, not once per replica.
-func (c *Cluster) Repair(ctx context.Context, o RepairOptions) error {
+// range, so the whole ring is repaired once, not once per replica. It returns the tables
+// repaired. Every node must be up: repair compares all replicas.
+func (c *Cluster) Repair(ctx context.Context, o RepairOptions) ([]string, error) {
 	if o.Keyspace == "" {
-		return fmt.Errorf("repair: keyspace is required")
+		return nil, fmt.Errorf("repair: keyspace is required")
+	}
+	for _, n := range c.nodes {
+		if _, ok := c.livePID(n); !ok {
+			return nil, fmt.Errorf("repair: node %d (%s) is down; repair needs every replica", n.Index+1, n.Addr)
+		}
+	}
+	tables := o.Tables
+	if len(tables) == 0 {
+		all, err := c.tables(ctx, o.Keyspace)
+		if err != nil {
+			return nil, fmt.Errorf("repair: %w", err)
+		}
+		tables = selectTables(all, o.Skip)
+		if len(tables) == 0 {
+			return nil, fmt.Errorf("repair: keyspace %s has no table to repair (tables %v, skip %v)", o.Keyspace, all, o.Skip)
+		}
 	}
 	for _, n := range c.nodes {
 		args := []string{"repair", "-pr"}
@@ -74,14 +100,58 @@ func (c *Cluster) Repair(ctx context.Context, o RepairOptions) error {
 			args = append(args, "-full")
 		}
 		args = append(args, o.Keyspace)
-		args = append(args, o.Tables...)
-		log := c.opts.Logger.With("node", n.Index+1, "keyspace", o.Keyspace, "tables", strings.Join(o.Tables, ","))
+		args = append(args, tables...)
+		log := c.opts.Logger.With("node", n.Index+1, "keyspace", o.Keyspace, "tables", strings.Join(tables, ","))
 		log.Info("repair started")
 		out, err := c.Nodetool(ctx, n.Index, args...)
 		if err != nil {
-			return fmt.Errorf("repair: %w", err)
+			return nil, fmt.Errorf("repair: %w", err)
 		}
-		log.Info("repair finished", "summary", lastLine(out))
+		log.Info("repair finished", "summary", strings.TrimSpace(lastLine(out)))
 	}
-	return nil
+	return tables, nil
+}
+
+// selectTables drops the tables matching any skip pattern.
+func selectTables(all, skip []string) []string {
+	var out []string
+next:
+	for _, t := range all {
+		for _, p := range skip {
+			if ok, _ := path.Match(p, t); ok {
+				continue next
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// tables lists the keyspace's tables from the first running node.
+func (c *Cluster) tables(ctx context.Context, keyspace string) ([]string, error) {
+	for _, n := range c.nodes {
+		if _, ok := c.livePID(n); !ok {
+			continue
+		}
+		s, err := singleHostSession(n.Addr)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		iter := s.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", keyspace).IterContext(ctx)
+		var names []string
+		var name string
+		for iter.Scan(&name) {
+			names = append(names, name)
+		}
+		if err := iter.Close(); err != nil {
+			return nil, fmt.Errorf("list tables of %s: %w", keyspace, err)
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("keyspace %s has no tables (apply the schema first: shardmart cassandra schema apply)", keyspace)
+		}
+		sort.Strings(names)
+		return names, nil
+	}
+	return nil, fmt.Errorf("no node is running")
 }
