@@ -1,0 +1,360 @@
+package advise
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+)
+
+// entry is one stored document as its chunk sees it: the encoded shard-key
+// value and the document size. Entries are kept so a split can find the
+// median key and a jumbo chunk can be recognised (one key value only).
+type entry struct {
+	key  string
+	size uint32
+}
+
+// chunk is the range [min, next chunk's min) of shard-key space.
+type chunk struct {
+	min     string
+	shard   int
+	zone    int // index into cluster.zones, -1 for none
+	bytes   int64
+	entries []entry
+	jumbo   bool
+}
+
+type zoneState struct {
+	name     string
+	mask     uint64 // shards allowed
+	ranges   [][2]string
+	firehose bool
+}
+
+// cluster is one sharded collection on N shards. The model is MongoDB 6.0.3+:
+// the balancer compares data size per shard (threshold 3 × chunk size) and
+// respects zones; ranges are split at the chunk size (what the balancer does
+// when it moves a range, and what the pre-6.0.3 auto-splitter did), and a
+// range holding a single key value larger than the chunk size is jumbo: it
+// cannot be split or moved.
+type cluster struct {
+	shards      int
+	chunkSize   int64
+	chunks      []*chunk
+	shardBytes  []int64
+	shardChunks []int
+	zones       []zoneState
+
+	migrations    int
+	migratedBytes int64
+}
+
+// keyMax sorts after every encoded key (tags stop at tagMax).
+const keyMax = "\xff"
+
+func newCluster(shards int, chunkSize int64) *cluster {
+	return &cluster{
+		shards:      shards,
+		chunkSize:   chunkSize,
+		shardBytes:  make([]int64, shards),
+		shardChunks: make([]int, shards),
+	}
+}
+
+// initChunks lays out the empty collection as shardCollection would: a hashed
+// first field is pre-split into two chunks per shard spread over all shards;
+// a range key starts as one chunk on the primary shard (shard 0).
+func (cl *cluster) initChunks(k KeySpec) {
+	if !k.Fields[0].Hashed {
+		cl.chunks = []*chunk{{min: "", shard: 0, zone: -1}}
+		cl.shardChunks[0] = 1
+		return
+	}
+	n := 2 * cl.shards
+	step := math.MaxUint64/uint64(n) + 1
+	for i := 0; i < n; i++ {
+		min := ""
+		if i > 0 {
+			var b []byte
+			b = appendHashedPart(b, int64(uint64(i)*step+(1<<63)))
+			for range k.Fields[1:] {
+				b = append(b, tagMin)
+			}
+			min = string(b)
+		}
+		s := i * cl.shards / n
+		cl.chunks = append(cl.chunks, &chunk{min: min, shard: s, zone: -1})
+		cl.shardChunks[s]++
+	}
+}
+
+// find returns the index of the chunk holding key.
+func (cl *cluster) find(key []byte) int {
+	lo, hi := 0, len(cl.chunks)
+	for hi-lo > 1 {
+		m := int(uint(lo+hi) >> 1)
+		if cl.chunks[m].min <= string(key) {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func (cl *cluster) insert(ci int, key []byte, size uint32) {
+	c := cl.chunks[ci]
+	c.entries = append(c.entries, entry{key: string(key), size: size})
+	c.bytes += int64(size)
+	cl.shardBytes[c.shard] += int64(size)
+	if c.bytes > cl.chunkSize && !c.jumbo {
+		cl.split(ci)
+	}
+}
+
+// remove takes a document's bytes off its chunk. Its entry stays as a
+// tombstone for split points: deletes are rare in the modelled workloads.
+func (cl *cluster) remove(ci int, size uint32) {
+	c := cl.chunks[ci]
+	if c.bytes < int64(size) {
+		size = uint32(c.bytes)
+	}
+	c.bytes -= int64(size)
+	cl.shardBytes[c.shard] -= int64(size)
+}
+
+// split cuts an oversized chunk at the key boundary nearest its byte median,
+// repeating until every piece fits or is a single key value (jumbo).
+func (cl *cluster) split(ci int) {
+	c := cl.chunks[ci]
+	slices.SortFunc(c.entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	var half, acc int64 = c.bytes / 2, 0
+	j := 0
+	for ; j < len(c.entries); j++ {
+		acc += int64(c.entries[j].size)
+		if acc >= half {
+			break
+		}
+	}
+	// nearest boundary m (entries[m-1].key < entries[m].key) to j+1
+	at := -1
+	for d := 0; ; d++ {
+		up, down := j+1+d, j+1-d
+		if up >= len(c.entries) && down <= 0 {
+			break
+		}
+		if up > 0 && up < len(c.entries) && c.entries[up].key != c.entries[up-1].key {
+			at = up
+			break
+		}
+		if down > 0 && down < len(c.entries) && c.entries[down].key != c.entries[down-1].key {
+			at = down
+			break
+		}
+	}
+	if at < 0 {
+		c.jumbo = true
+		return
+	}
+	right := &chunk{min: c.entries[at].key, shard: c.shard, zone: c.zone}
+	right.entries = append([]entry(nil), c.entries[at:]...)
+	for _, e := range right.entries {
+		right.bytes += int64(e.size)
+	}
+	c.entries = c.entries[:at:at]
+	c.bytes -= right.bytes
+	cl.chunks = slices.Insert(cl.chunks, ci+1, right)
+	cl.shardChunks[c.shard]++
+	if right.bytes > cl.chunkSize {
+		cl.split(ci + 1)
+	}
+	if c.bytes > cl.chunkSize {
+		cl.split(ci)
+	}
+}
+
+// splitAt makes key a chunk boundary (zone bounds must be chunk bounds).
+func (cl *cluster) splitAt(key string) {
+	if key == "" || key >= keyMax {
+		return
+	}
+	ci := cl.find([]byte(key))
+	c := cl.chunks[ci]
+	if c.min == key {
+		return
+	}
+	right := &chunk{min: key, shard: c.shard, zone: c.zone}
+	left := c.entries[:0:0]
+	for _, e := range c.entries {
+		if e.key >= key {
+			right.entries = append(right.entries, e)
+			right.bytes += int64(e.size)
+		} else {
+			left = append(left, e)
+		}
+	}
+	c.entries = left
+	c.bytes -= right.bytes
+	c.jumbo, right.jumbo = false, false
+	cl.chunks = slices.Insert(cl.chunks, ci+1, right)
+	cl.shardChunks[c.shard]++
+}
+
+// applyZones splits at every zone bound and tags chunks with their zone.
+func (cl *cluster) applyZones() {
+	for _, z := range cl.zones {
+		for _, r := range z.ranges {
+			cl.splitAt(r[0])
+			cl.splitAt(r[1])
+		}
+	}
+	for _, c := range cl.chunks {
+		c.zone = -1
+		for zi, z := range cl.zones {
+			for _, r := range z.ranges {
+				if c.min >= r[0] && c.min < r[1] {
+					c.zone = zi
+				}
+			}
+		}
+	}
+}
+
+// placeZones moves the chunks of an empty collection onto their zones'
+// shards, as shardCollection does for zones defined beforehand (4.0.3+).
+func (cl *cluster) placeZones() {
+	next := make([]int, len(cl.zones))
+	for _, c := range cl.chunks {
+		if c.zone < 0 || cl.zones[c.zone].mask&(1<<c.shard) != 0 {
+			continue
+		}
+		z := cl.zones[c.zone]
+		for s := next[c.zone]; ; s = (s + 1) % cl.shards {
+			if z.mask&(1<<s) != 0 {
+				cl.shardChunks[c.shard]--
+				cl.shardChunks[s]++
+				c.shard = s
+				next[c.zone] = (s + 1) % cl.shards
+				break
+			}
+		}
+	}
+}
+
+func (cl *cluster) move(c *chunk, to int) {
+	cl.shardBytes[c.shard] -= c.bytes
+	cl.shardChunks[c.shard]--
+	cl.shardBytes[to] += c.bytes
+	cl.shardChunks[to]++
+	c.shard = to
+	cl.migrations++
+	cl.migratedBytes += c.bytes
+}
+
+// balance runs up to rounds balancer rounds and returns the migrations made.
+// Per round each shard joins at most one migration. Zone violations are fixed
+// first; then, per zone and for the unzoned ranges, data moves from the shard
+// with the most to the one with the least while the difference is at least
+// 3 × chunk size (MongoDB 6.0.3+ migration threshold).
+func (cl *cluster) balance(rounds int) int {
+	moved := 0
+	all := uint64(1)<<cl.shards - 1
+	for r := 0; r < rounds; r++ {
+		var busy uint64
+		before := moved
+		for _, c := range cl.chunks {
+			if c.zone < 0 || c.jumbo || cl.zones[c.zone].mask&(1<<c.shard) != 0 || busy&(1<<c.shard) != 0 {
+				continue
+			}
+			if to := cl.leastLoaded(cl.zones[c.zone].mask &^ busy); to >= 0 {
+				busy |= 1<<c.shard | 1<<to
+				cl.move(c, to)
+				moved++
+			}
+		}
+		for g := -1; g < len(cl.zones); g++ {
+			mask := all
+			if g >= 0 {
+				mask = cl.zones[g].mask
+			}
+			load := make([]int64, cl.shards)
+			for _, c := range cl.chunks {
+				if c.zone == g {
+					load[c.shard] += c.bytes
+				}
+			}
+			for {
+				free := mask &^ busy
+				if bits.OnesCount64(free) < 2 {
+					break
+				}
+				donor, recv := -1, -1
+				for s := 0; s < cl.shards; s++ {
+					if free&(1<<s) == 0 {
+						continue
+					}
+					if donor < 0 || load[s] > load[donor] {
+						donor = s
+					}
+					if recv < 0 || load[s] < load[recv] {
+						recv = s
+					}
+				}
+				if load[donor]-load[recv] < 3*cl.chunkSize {
+					break
+				}
+				var pick *chunk
+				for _, c := range cl.chunks {
+					if c.shard == donor && c.zone == g && !c.jumbo && c.bytes > 0 {
+						pick = c
+						break
+					}
+				}
+				busy |= 1<<donor | 1<<recv
+				if pick == nil {
+					continue
+				}
+				load[donor] -= pick.bytes
+				load[recv] += pick.bytes
+				cl.move(pick, recv)
+				moved++
+			}
+		}
+		if moved == before {
+			break
+		}
+	}
+	return moved
+}
+
+func (cl *cluster) leastLoaded(mask uint64) int {
+	best := -1
+	for s := 0; s < cl.shards; s++ {
+		if mask&(1<<s) != 0 && (best < 0 || cl.shardBytes[s] < cl.shardBytes[best]) {
+			best = s
+		}
+	}
+	return best
+}
+
+// shardsHit counts the shards owning chunks that intersect [lo, hi].
+func (cl *cluster) shardsHit(lo, hi []byte) int {
+	var mask uint64
+	for i := cl.find(lo); i < len(cl.chunks) && cl.chunks[i].min <= string(hi); i++ {
+		mask |= 1 << cl.chunks[i].shard
+	}
+	return bits.OnesCount64(mask)
+}
+
+// owningShards counts shards that hold at least one chunk: a broadcast
+// (scatter-gather) operation contacts all of them.
+func (cl *cluster) owningShards() int {
+	n := 0
+	for _, c := range cl.shardChunks {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
