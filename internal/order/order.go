@@ -66,17 +66,18 @@ type Item struct {
 }
 
 // Order is the aggregate stored in the transactional store.
+// Its JSON form is the outbox payload of order events.
 type Order struct {
-	ID             string
-	UserID         string
-	CartID         string
-	Zone           string
-	Items          []Item
-	Total          money.Amount
-	Status         Status
-	IdempotencyKey string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	ID             string       `json:"id"`
+	UserID         string       `json:"user_id"`
+	CartID         string       `json:"cart_id"`
+	Zone           string       `json:"zone"`
+	Items          []Item       `json:"items"`
+	Total          money.Amount `json:"total"`
+	Status         Status       `json:"status"`
+	IdempotencyKey string       `json:"idempotency_key"`
+	CreatedAt      time.Time    `json:"created_at"`
+	UpdatedAt      time.Time    `json:"updated_at"`
 }
 
 // TransitionTo applies a status change, enforcing the state machine.

@@ -1,0 +1,249 @@
+// Package placement decides which backend holds which data family (DESIGN.md "placement") and
+// opens the repositories accordingly, so a migration moves a family by changing configuration.
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/projection"
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+// Family is a group of data that moves between backends as one.
+type Family string
+
+const (
+	// Orders is the transactional family: orders, products with stock, the outbox and users.
+	// It needs multi-row transactions, so only the embedded store or MongoDB can hold it.
+	Orders   Family = "orders"
+	Carts    Family = "carts"
+	Sessions Family = "sessions"
+	Events   Family = "events"
+	History  Family = "history"
+	// Catalog is the product read model for search and product pages (CAT-1). On the
+	// transactional backend it is the products table itself; elsewhere the projector feeds it.
+	Catalog Family = "catalog"
+)
+
+// Families lists every family in a stable order.
+var Families = []Family{Orders, Carts, Sessions, Events, History, Catalog}
+
+// Backend names.
+const (
+	SQLite    = "sqlite"
+	Cassandra = "cassandra"
+	Mongo     = "mongo"
+)
+
+// Config maps each family to a backend name.
+type Config map[Family]string
+
+// Embedded is the one-machine default: everything in SQLite.
+func Embedded() Config {
+	c := Config{}
+	for _, f := range Families {
+		c[f] = SQLite
+	}
+	return c
+}
+
+// Parse reads "carts=cassandra,sessions=cassandra" over the embedded default.
+func Parse(s string) (Config, error) {
+	c := Embedded()
+	if strings.TrimSpace(s) == "" {
+		return c, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		fam, backend, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return nil, fmt.Errorf("placement %q: want family=backend", part)
+		}
+		f := Family(strings.TrimSpace(fam))
+		if _, known := c[f]; !known {
+			return nil, fmt.Errorf("placement: unknown family %q (known: %s)", fam, familyNames())
+		}
+		c[f] = strings.TrimSpace(backend)
+	}
+	return c, c.Validate()
+}
+
+// Validate refuses placements a backend cannot serve.
+func (c Config) Validate() error {
+	for _, f := range Families {
+		switch b := c[f]; b {
+		case SQLite, Mongo:
+		case Cassandra:
+			if f == Orders {
+				return errors.New("placement: orders need multi-row transactions (stock, outbox); Cassandra cannot hold them (seed 003)")
+			}
+		default:
+			return fmt.Errorf("placement: family %s: unknown backend %q (sqlite, cassandra, mongo)", f, b)
+		}
+	}
+	return nil
+}
+
+// String renders the config as Parse reads it.
+func (c Config) String() string {
+	parts := make([]string, 0, len(c))
+	for _, f := range Families {
+		parts = append(parts, string(f)+"="+c[f])
+	}
+	return strings.Join(parts, ",")
+}
+
+func familyNames() string {
+	names := make([]string, len(Families))
+	for i, f := range Families {
+		names[i] = string(f)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// Stores are the repositories serving each family.
+type Stores struct {
+	Orders   order.Repository
+	Products catalog.Repository
+	Outbox   outbox.Log
+	Users    account.Repository
+	Carts    cart.Repository
+	Sessions session.Repository
+	Events   event.Repository
+	History  history.Repository
+	// Catalog serves product reads (search, product page); it is Products unless the catalog
+	// family lives elsewhere, and CatalogSink is then where the projector writes it.
+	Catalog     CatalogReader
+	CatalogSink projection.CatalogSink
+
+	closers []func() error
+}
+
+// CatalogReader is the read side of the catalog.
+type CatalogReader interface {
+	GetProduct(ctx context.Context, id string) (catalog.Product, error)
+	SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error)
+}
+
+// Close closes every opened backend.
+func (s *Stores) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// Options locate the backends; only those a placement uses are opened.
+type Options struct {
+	SQLitePath        string   // embedded database file
+	CassandraHosts    []string // contact points, e.g. 127.0.0.1
+	CassandraKeyspace string
+	MongoURI          string // a mongos
+	MongoDatabase     string
+}
+
+// A backend provides some of the family interfaces below; placement asks each for what the
+// configuration assigns to it.
+type backend interface{ Close() error }
+
+type ordersProvider interface {
+	Orders() order.Repository
+	Products() catalog.Repository
+	Outbox() outbox.Log
+	Users() account.Repository
+}
+type cartsProvider interface{ Carts() cart.Repository }
+type sessionsProvider interface{ Sessions() session.Repository }
+type eventsProvider interface{ Events() event.Repository }
+type historyProvider interface{ History() history.Repository }
+
+// catalogProvider is a read model fed by the projector (Cassandra's products tables).
+type catalogProvider interface {
+	Catalog() CatalogReader
+	CatalogSink() projection.CatalogSink
+}
+
+// openers: one per backend, each in its own file (placement_<backend>.go).
+var openers = map[string]func(ctx context.Context, o Options) (backend, error){
+	SQLite:    openSQLite,
+	Cassandra: openCassandra,
+	Mongo:     openMongo,
+}
+
+// Open opens the backends cfg uses and returns the repositories per family.
+func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Stores{}
+	opened := map[string]backend{}
+	for _, f := range Families {
+		name := cfg[f]
+		if _, ok := opened[name]; ok {
+			continue
+		}
+		b, err := openers[name](ctx, o)
+		if err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("open %s backend: %w", name, err)
+		}
+		opened[name] = b
+		s.closers = append(s.closers, b.Close)
+	}
+	missing := func(f Family) error {
+		return fmt.Errorf("placement: the %s backend cannot hold family %s", cfg[f], f)
+	}
+	op, ok := opened[cfg[Orders]].(ordersProvider)
+	if !ok {
+		_ = s.Close()
+		return nil, missing(Orders)
+	}
+	s.Orders, s.Products, s.Outbox, s.Users = op.Orders(), op.Products(), op.Outbox(), op.Users()
+	s.Catalog = s.Products
+	var errs []error
+	if p, ok := opened[cfg[Carts]].(cartsProvider); ok {
+		s.Carts = p.Carts()
+	} else {
+		errs = append(errs, missing(Carts))
+	}
+	if p, ok := opened[cfg[Sessions]].(sessionsProvider); ok {
+		s.Sessions = p.Sessions()
+	} else {
+		errs = append(errs, missing(Sessions))
+	}
+	if p, ok := opened[cfg[Events]].(eventsProvider); ok {
+		s.Events = p.Events()
+	} else {
+		errs = append(errs, missing(Events))
+	}
+	if p, ok := opened[cfg[History]].(historyProvider); ok {
+		s.History = p.History()
+	} else {
+		errs = append(errs, missing(History))
+	}
+	if cfg[Catalog] != cfg[Orders] {
+		if p, ok := opened[cfg[Catalog]].(catalogProvider); ok {
+			s.Catalog, s.CatalogSink = p.Catalog(), p.CatalogSink()
+		} else {
+			errs = append(errs, missing(Catalog))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
