@@ -154,4 +154,3 @@ func (r *orders) Transition(ctx context.Context, id string, to order.Status, at 
 	})
 	return o, err
 }
-
