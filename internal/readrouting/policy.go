@@ -1,0 +1,196 @@
+// Package readrouting decides, per read operation, whether shardmart reads
+// from the primary or may read from a secondary (RPL-1, seed 000's table).
+//
+// MongoDB's maxStalenessSeconds cannot go below 90 s, so it cannot enforce
+// seed 000's 5 s and 10 s budgets. Instead a Monitor measures each secondary's
+// replication lag periodically, and the Policy sends an operation to
+// secondaries only when every secondary that mongos might pick is within the
+// operation's budget, counting the measurement's age and uncertainty;
+// otherwise, or when lag is unknown or stale, the read goes to the primary.
+package readrouting
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+)
+
+// Operation names one read the application makes.
+type Operation string
+
+// The reads of seed 000's table, plus the carts read.
+const (
+	OpOrderHistory    Operation = "orders.history"     // ORD-2
+	OpOrderStatus     Operation = "orders.status"      // ORD-3, any status but paid
+	OpOrderStatusPaid Operation = "orders.status_paid" // ORD-3, checking for "paid"
+	OpStock           Operation = "products.stock"     // PRD-1
+	OpCategorySearch  Operation = "products.search"    // PRD-2
+	OpProductPage     Operation = "products.page"      // PRD-3
+	OpCheckoutPrice   Operation = "products.price"     // PRD-4, at checkout
+	OpCart            Operation = "carts.current"      // CRT-2, user and guest
+)
+
+// Rule is one row of the read table: an operation and its staleness budget;
+// a zero budget means primary only.
+type Rule struct {
+	Op         Operation
+	Collection string
+	Budget     time.Duration
+	Why        string
+}
+
+// PrimaryOnly reports whether the rule never reads from a secondary.
+func (r Rule) PrimaryOnly() bool { return r.Budget <= 0 }
+
+// Table is seed 000's per-operation read table, in the seed's order.
+func Table() []Rule {
+	return []Rule{
+		{OpOrderHistory, "orders", 10 * time.Second, "history is the outcome of finished orders; a noticeable but harmless delay"},
+		{OpOrderStatus, "orders", 5 * time.Second, "status shown to the user changes rarely; 5 s goes unnoticed"},
+		{OpOrderStatusPaid, "orders", 0, "a stale \"not paid\" can make the user pay twice"},
+		{OpStock, "products", 0, "a stale stock level oversells"},
+		{OpCategorySearch, "products", 5 * time.Second, "categories and prices change rarely; search is the most frequent read"},
+		{OpProductPage, "products", 5 * time.Second, "descriptions change rarely"},
+		{OpCheckoutPrice, "products", 0, "the price charged must be current (promotions, losses)"},
+		{OpCart, "carts", 0, "carts change constantly (add, remove, merge)"},
+	}
+}
+
+// Policy turns the table and a lag snapshot into a read preference.
+type Policy struct {
+	rules map[Operation]Rule
+	// Uncertainty is added to every measured lag: replSetGetStatus derives
+	// member optimes from heartbeats (2 s by default), so they can be that old.
+	Uncertainty time.Duration
+	// MaxSnapshotAge: an older snapshot counts as unknown lag.
+	MaxSnapshotAge time.Duration
+	// Backstop is the maxStaleness put on secondary reads (90 s is the
+	// server's minimum): if a secondary falls far behind between two
+	// measurements, the driver and mongos still refuse it.
+	Backstop time.Duration
+	now      func() time.Time
+}
+
+// NewPolicy builds the policy for seed 000's table.
+func NewPolicy() Policy { return NewPolicyFor(Table()) }
+
+// NewPolicyFor builds a policy over any table (tests, other services).
+func NewPolicyFor(rules []Rule) Policy {
+	p := Policy{
+		rules:          make(map[Operation]Rule, len(rules)),
+		Uncertainty:    2 * time.Second,
+		MaxSnapshotAge: 5 * time.Second,
+		Backstop:       90 * time.Second,
+		now:            time.Now,
+	}
+	for _, r := range rules {
+		p.rules[r.Op] = r
+	}
+	return p
+}
+
+// Rule returns the table row of op; unknown operations are primary-only.
+func (p Policy) Rule(op Operation) Rule {
+	if r, ok := p.rules[op]; ok {
+		return r
+	}
+	return Rule{Op: op, Why: "unknown operation: primary by default"}
+}
+
+// Target says where a read goes.
+type Target int
+
+const (
+	Primary Target = iota
+	Secondary
+)
+
+func (t Target) String() string {
+	if t == Secondary {
+		return "secondary"
+	}
+	return "primary"
+}
+
+// Decision is the outcome for one read, with the reason for logs and metrics.
+type Decision struct {
+	Op     Operation
+	Target Target
+	// WorstLag is the bound compared with the budget (lag + age + uncertainty).
+	WorstLag time.Duration
+	Reason   string
+}
+
+// Decide applies the policy at time now.
+func (p Policy) Decide(op Operation, snap LagSnapshot, now time.Time) Decision {
+	r := p.Rule(op)
+	d := Decision{Op: op, Target: Primary}
+	if r.PrimaryOnly() {
+		d.Reason = "primary-only operation"
+		return d
+	}
+	if snap.MeasuredAt.IsZero() {
+		d.Reason = "replication lag not measured yet"
+		return d
+	}
+	if len(snap.Errors) > 0 {
+		shard := slices.Sorted(maps.Keys(snap.Errors))[0]
+		d.Reason = fmt.Sprintf("lag of shard %s unknown: %s", shard, snap.Errors[shard])
+		return d
+	}
+	age := now.Sub(snap.MeasuredAt)
+	if age < 0 {
+		age = 0
+	}
+	if age > p.MaxSnapshotAge {
+		d.Reason = fmt.Sprintf("lag snapshot is %s old (max %s)", age.Round(time.Millisecond), p.MaxSnapshotAge)
+		return d
+	}
+	// mongos may pick any SECONDARY of a shard (within its latency window),
+	// so the worst one decides. A shard without secondaries is fine: with
+	// secondaryPreferred mongos reads its primary, which is never stale.
+	secondaries := 0
+	var worst time.Duration
+	for _, m := range snap.Members {
+		if m.State != StateSecondary {
+			continue
+		}
+		if !m.Known {
+			d.Reason = fmt.Sprintf("lag of %s/%s unknown", m.Shard, m.Host)
+			return d
+		}
+		secondaries++
+		worst = max(worst, m.Lag)
+	}
+	if secondaries == 0 {
+		d.Reason = "no secondary in the snapshot"
+		return d
+	}
+	// Lag can grow by at most the time elapsed since it was measured.
+	d.WorstLag = worst + age + p.Uncertainty
+	if d.WorstLag > r.Budget {
+		d.Reason = fmt.Sprintf("worst secondary lag %s > budget %s", d.WorstLag.Round(time.Millisecond), r.Budget)
+		return d
+	}
+	d.Target = Secondary
+	d.Reason = fmt.Sprintf("worst secondary lag %s <= budget %s", d.WorstLag.Round(time.Millisecond), r.Budget)
+	return d
+}
+
+// ReadPref is the read preference for op given the latest lag snapshot:
+// readpref.Primary(), or secondaryPreferred with the 90 s backstop (falling
+// back to the primary is always safe for consistency).
+func (p Policy) ReadPref(op Operation, snap LagSnapshot) *readpref.ReadPref {
+	return p.ReadPrefFor(p.Decide(op, snap, p.now()))
+}
+
+// ReadPrefFor maps a decision to the driver's read preference.
+func (p Policy) ReadPrefFor(d Decision) *readpref.ReadPref {
+	if d.Target == Secondary {
+		return readpref.SecondaryPreferred(readpref.WithMaxStaleness(p.Backstop))
+	}
+	return readpref.Primary()
+}
