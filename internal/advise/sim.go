@@ -1,11 +1,11 @@
 package advise
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -432,7 +432,13 @@ func (s *sim) characteristics(inserted int64) KeyCharacteristics {
 	}
 	kc.SampledDocs = int64(len(recs))
 	// Monotonicity: position in index order vs insertion order.
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].idx < recs[j].idx })
+	// Ties break on insertion order, as record ids do inside an index key.
+	slices.SortFunc(recs, func(a, b rec) int {
+		if c := strings.Compare(a.idx, b.idx); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.d, b.d)
+	})
 	xs := make([]float64, len(recs))
 	ys := make([]float64, len(recs))
 	for i, r := range recs {
@@ -441,7 +447,12 @@ func (s *sim) characteristics(inserted int64) KeyCharacteristics {
 	kc.Monotonicity = pearson(xs, ys)
 	kc.Monotonic = math.Abs(kc.Monotonicity) >= 0.7
 	// Cardinality and frequency over the unhashed values.
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].raw < recs[j].raw })
+	slices.SortFunc(recs, func(a, b rec) int {
+		if c := strings.Compare(a.raw, b.raw); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.d, b.d)
+	})
 	type run struct {
 		d int64
 		n int64
@@ -454,7 +465,7 @@ func (s *sim) characteristics(inserted int64) KeyCharacteristics {
 		runs[len(runs)-1].n++
 	}
 	kc.Distinct = int64(len(runs))
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].n > runs[j].n })
+	slices.SortStableFunc(runs, func(a, b run) int { return cmp.Compare(b.n, a.n) })
 	for _, r := range runs[:min(5, len(runs))] {
 		kc.MostCommon = append(kc.MostCommon, ValueFreq{Value: s.keyValues(r.d), Docs: r.n})
 	}

@@ -797,3 +797,24 @@ func scalarValue(n *yaml.Node) Value {
 	}
 	return String(n.Value)
 }
+
+// SetShards overrides the shard count, refusing zones that name shards the
+// smaller cluster would not have.
+func (w *Workload) SetShards(n int) error {
+	if n < 1 || n > 64 {
+		return fmt.Errorf("shards: want 1 to 64, got %d", n)
+	}
+	for _, c := range w.Collections {
+		for _, cand := range c.Candidates {
+			for _, z := range cand.Zones {
+				for _, s := range z.Shards {
+					if s >= n {
+						return fmt.Errorf("shards %d: zone %s of %s %s uses shard %d", n, z.Name, c.Name, cand.Key, s)
+					}
+				}
+			}
+		}
+	}
+	w.Shards = n
+	return nil
+}
