@@ -127,3 +127,11 @@ func Roll(ctx context.Context, a Admin, spec Spec, c Collection, at time.Time, d
 	}
 	return len(steps), nil
 }
+
+// ListZoneRanges reads the config.tags ranges of ns.
+func ListZoneRanges(ctx context.Context, a Admin, ns string) ([]ZoneRange, error) {
+	return zoneRanges(ctx, a, ns)
+}
+
+// ShellValue renders a BSON value as mongosh source.
+func ShellValue(v any) string { return shellValue(v) }
