@@ -112,6 +112,16 @@ func mongoConnect(cmd *cobra.Command, extra time.Duration) (context.Context, sha
 	return ctx, sharding.DriverAdmin{Client: client}, cleanup, nil
 }
 
+// withMongo connects to the mongos, runs fn and disconnects.
+func withMongo(cmd *cobra.Command, extra time.Duration, fn func(ctx context.Context, admin sharding.DriverAdmin) error) error {
+	ctx, admin, done, err := mongoConnect(cmd, extra)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(ctx, admin)
+}
+
 func newMongoPlanCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan",
@@ -169,15 +179,12 @@ func newMongoApplyCmd(stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, admin, done, err := mongoConnect(cmd, 0)
-			if err != nil {
+			return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
+				dry, _ := cmd.Flags().GetBool("dry-run")
+				res, err := sharding.Apply(ctx, admin, spec, stdio.Out, dry)
+				fmt.Fprintf(stdio.Out, "apply: %d run, %d already in place, %d drift\n", res.Ran, res.Skipped, len(res.Drift))
 				return err
-			}
-			defer done()
-			dry, _ := cmd.Flags().GetBool("dry-run")
-			res, err := sharding.Apply(ctx, admin, spec, stdio.Out, dry)
-			fmt.Fprintf(stdio.Out, "apply: %d run, %d already in place, %d drift\n", res.Ran, res.Skipped, len(res.Drift))
-			return err
+			})
 		},
 	}
 	cmd.Flags().Bool("dry-run", false, "read the cluster and print what would run, without running it")
@@ -191,26 +198,23 @@ func newMongoBalancerCmd(stdio IO) *cobra.Command {
 		Short: "Balancer mode and round, and auto-split per server version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, admin, done, err := mongoConnect(cmd, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			st, err := sharding.GetBalancerStatus(ctx, admin)
-			if err != nil {
-				return err
-			}
-			as, err := sharding.GetAutoSplit(ctx, admin)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdio.Out, "balancer: %s\n", st)
-			if as.NoOp {
-				fmt.Fprintf(stdio.Out, "auto-split: no-op on %s (%s)\n", as.Version, as.Note)
-			} else {
-				fmt.Fprintf(stdio.Out, "auto-split: enabled=%t on %s (%s)\n", as.Enabled, as.Version, as.Note)
-			}
-			return nil
+			return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
+				st, err := sharding.GetBalancerStatus(ctx, admin)
+				if err != nil {
+					return err
+				}
+				as, err := sharding.GetAutoSplit(ctx, admin)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio.Out, "balancer: %s\n", st)
+				if as.NoOp {
+					fmt.Fprintf(stdio.Out, "auto-split: no-op on %s (%s)\n", as.Version, as.Note)
+				} else {
+					fmt.Fprintf(stdio.Out, "auto-split: enabled=%t on %s (%s)\n", as.Enabled, as.Version, as.Note)
+				}
+				return nil
+			})
 		},
 	}
 	start := &cobra.Command{
@@ -218,20 +222,17 @@ func newMongoBalancerCmd(stdio IO) *cobra.Command {
 		Short: "Enable the balancer (balancerStart)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, admin, done, err := mongoConnect(cmd, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if err := sharding.RunLogged(ctx, admin, stdio.Out, sharding.BalancerStartCmd()); err != nil {
-				return err
-			}
-			st, err := sharding.GetBalancerStatus(ctx, admin)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdio.Out, "balancer: %s\n", st)
-			return nil
+			return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
+				if err := sharding.RunLogged(ctx, admin, stdio.Out, sharding.BalancerStartCmd()); err != nil {
+					return err
+				}
+				st, err := sharding.GetBalancerStatus(ctx, admin)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdio.Out, "balancer: %s\n", st)
+				return nil
+			})
 		},
 	}
 	stop := &cobra.Command{
@@ -241,14 +242,11 @@ func newMongoBalancerCmd(stdio IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			wait, _ := cmd.Flags().GetDuration("wait")
 			poll, _ := cmd.Flags().GetDuration("poll")
-			ctx, admin, done, err := mongoConnect(cmd, wait)
-			if err != nil {
+			return withMongo(cmd, wait, func(ctx context.Context, admin sharding.DriverAdmin) error {
+				fmt.Fprintln(stdio.Out, sharding.Shell("admin", sharding.BalancerStopCmd(wait)))
+				_, err := sharding.StopBalancer(ctx, admin, wait, poll, stdio.Out)
 				return err
-			}
-			defer done()
-			fmt.Fprintln(stdio.Out, sharding.Shell("admin", sharding.BalancerStopCmd(wait)))
-			_, err = sharding.StopBalancer(ctx, admin, wait, poll, stdio.Out)
-			return err
+			})
 		},
 	}
 	stop.Flags().Duration("wait", 5*time.Minute, "how long to wait for a running round to finish")
@@ -272,12 +270,9 @@ func newMongoZonesCmd(stdio IO) *cobra.Command {
 		return &cobra.Command{
 			Use: use + " SHARD ZONE", Short: short, Args: cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				ctx, admin, done, err := mongoConnect(cmd, 0)
-				if err != nil {
-					return err
-				}
-				defer done()
-				return sharding.RunLogged(ctx, admin, stdio.Out, build(args[0], args[1]))
+				return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
+					return sharding.RunLogged(ctx, admin, stdio.Out, build(args[0], args[1]))
+				})
 			},
 		}
 	}
@@ -329,12 +324,9 @@ func newMongoZonesCmd(stdio IO) *cobra.Command {
 					fmt.Fprintln(stdio.Out, sharding.Shell("admin", command))
 					return nil
 				}
-				ctx, admin, done, err := mongoConnect(cmd, 0)
-				if err != nil {
-					return err
-				}
-				defer done()
-				return sharding.RunLogged(ctx, admin, stdio.Out, command)
+				return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
+					return sharding.RunLogged(ctx, admin, stdio.Out, command)
+				})
 			},
 		}
 		c.Flags().String("min", "", `shard-key prefix as Extended JSON, padded with MinKey, e.g. '{"category":"books"}' (empty: MinKey)`)
@@ -349,23 +341,20 @@ func newMongoZonesCmd(stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, admin, done, err := mongoConnect(cmd, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "namespace\tzone\tmin\tmax")
-			for _, c := range spec.Collections {
-				rs, err := sharding.ListZoneRanges(ctx, admin, spec.Namespace(c.Name))
-				if err != nil {
-					return err
+			return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
+				tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "namespace\tzone\tmin\tmax")
+				for _, c := range spec.Collections {
+					rs, err := sharding.ListZoneRanges(ctx, admin, spec.Namespace(c.Name))
+					if err != nil {
+						return err
+					}
+					for _, r := range rs {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.NS, r.Tag, sharding.ShellValue(r.Min), sharding.ShellValue(r.Max))
+					}
 				}
-				for _, r := range rs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.NS, r.Tag, sharding.ShellValue(r.Min), sharding.ShellValue(r.Max))
-				}
-			}
-			return tw.Flush()
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.AddCommand(addShard, removeShard,
@@ -413,12 +402,9 @@ balancer is enabled, since it would undo manual placement; stop it first with
 			o.ForceJumbo, _ = f.GetBool("force-jumbo")
 			o.WaitForDelete, _ = f.GetBool("wait-for-delete")
 			o.SecondaryThrottle, _ = f.GetBool("secondary-throttle")
-			ctx, admin, done, err := mongoConnect(cmd, 0)
-			if err != nil {
-				return err
-			}
-			defer done()
-			return sharding.MoveRange(ctx, admin, spec.Namespace(coll.Name), coll, to, lo, hi, o, force, stdio.Out)
+			return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
+				return sharding.MoveRange(ctx, admin, spec.Namespace(coll.Name), coll, to, lo, hi, o, force, stdio.Out)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -454,17 +440,14 @@ func newMongoFirehoseCmd(stdio IO) *cobra.Command {
 					return fmt.Errorf("--at %q: want YYYY-MM-DD: %w", s, err)
 				}
 			}
-			ctx, admin, done, err := mongoConnect(cmd, 0)
-			if err != nil {
+			return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
+				dry, _ := cmd.Flags().GetBool("dry-run")
+				n, err := sharding.Roll(ctx, admin, spec, coll, at, dry, stdio.Out)
+				if err == nil && n > 0 && !dry {
+					fmt.Fprintf(stdio.Out, "firehose boundary of %s now %s\n", spec.Namespace(coll.Name), sharding.Day(at).Format(time.DateOnly))
+				}
 				return err
-			}
-			defer done()
-			dry, _ := cmd.Flags().GetBool("dry-run")
-			n, err := sharding.Roll(ctx, admin, spec, coll, at, dry, stdio.Out)
-			if err == nil && n > 0 && !dry {
-				fmt.Fprintf(stdio.Out, "firehose boundary of %s now %s\n", spec.Namespace(coll.Name), sharding.Day(at).Format(time.DateOnly))
-			}
-			return err
+			})
 		},
 	}
 	roll.Flags().String("collection", "events", "firehose collection")
