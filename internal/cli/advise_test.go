@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runAdviseCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := NewRootCmd(IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	root.SetArgs(append([]string{"advise"}, args...))
+	err := root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestAdviseListsScenarios(t *testing.T) {
+	out, _, err := runAdviseCmd(t, "--list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"orders", "products", "carts", "ascending", "random", "location", "firehose", "multihotspot"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("--list output lacks %q:\n%s", name, out)
+		}
+	}
+}
+
+func TestAdviseScenarioPrintsComparisonAndSVG(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "carts.svg")
+	out, errOut, err := runAdviseCmd(t, "--scenario", "carts", "--ops", "30000", "--shards", "3", "--seed", "9", "--svg", svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"{_id: hashed}", "{user_id: hashed}", "jumbo chunks", "{user_id: null}", "3 shards", "seed 9", "shard 2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "ops/s") {
+		t.Errorf("progress lacks a rate: %q", errOut)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("<svg")) || !bytes.Contains(b, []byte("<polyline")) {
+		t.Errorf("svg: got %.80q…, want an svg with polylines", b)
+	}
+}
+
+func TestAdviseInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(bad, []byte("name: x\ncolections: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "give exactly one of --scenario"},
+		{[]string{"--scenario", "nope"}, `unknown scenario "nope"`},
+		{[]string{"-f", bad}, "w.yaml:2: colections: unknown field"},
+		{[]string{"--scenario", "location", "--shards", "2"}, "uses shard 2"},
+	}
+	for _, tt := range tests {
+		_, _, err := runAdviseCmd(t, tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("advise %v: got %v, want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestAdviseFlagsFromEnvironment(t *testing.T) {
+	t.Setenv("SHARDMART_SHARDS", "5")
+	out, _, err := runAdviseCmd(t, "--scenario", "random", "--ops", "5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "5 shards") {
+		t.Errorf("SHARDMART_SHARDS=5 ignored:\n%.400s", out)
+	}
+}
