@@ -1,8 +1,196 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
 
-// newServeCmd is a placeholder until its issue lands; it is not wired to anything yet.
-func newServeCmd(_ IO) *cobra.Command {
-	return &cobra.Command{Use: "serve", Short: "(not yet implemented)", Hidden: true}
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/shardmart/shardmart/internal/demo"
+	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/shop"
+)
+
+type serveOptions struct {
+	backend         backendFlags
+	addr            string
+	adminToken      string
+	seed            bool
+	logFormat       string
+	shutdownTimeout time.Duration
+	purgeEvery      time.Duration
+}
+
+func newServeCmd(stdio IO) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP API (embedded store under ./data by default; seeds demo data into an empty store)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), stdio, o, nil)
+		},
+	}
+	o.backend.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", ":8080", "listen address (env SHARDMART_ADDR)")
+	f.StringVar(&o.adminToken, "admin-token", "", "token for admin routes (env SHARDMART_ADMIN_TOKEN); empty: a random one is generated and logged")
+	f.BoolVar(&o.seed, "seed", true, "seed demo data when the store is empty")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
+	f.DurationVar(&o.purgeEvery, "purge-every", time.Minute, "how often expired sessions and guest carts are deleted")
+	return cmd
+}
+
+// runServe serves until ctx ends, then shuts down gracefully. ready, if not nil, receives the
+// bound address once the server accepts connections (tests).
+func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string) error {
+	var handler slog.Handler
+	switch o.logFormat {
+	case "text":
+		handler = slog.NewTextHandler(stdio.Err, nil)
+	case "json":
+		handler = slog.NewJSONHandler(stdio.Err, nil)
+	default:
+		return fmt.Errorf("--log-format must be text or json, got %q", o.logFormat)
+	}
+	logger := slog.New(handler)
+	cfg, err := o.backend.config(logger)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	storeLatency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "shardmart", Subsystem: "store", Name: "operation_duration_seconds",
+		Help:    "Duration of repository operations by operation and outcome.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+	}, []string{"op", "outcome"})
+	reg.MustRegister(storeLatency)
+	cfg.Backends.Observe = func(op string, d time.Duration, err error) {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		storeLatency.WithLabelValues(op, outcome).Observe(d.Seconds())
+	}
+
+	s, err := shop.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "shardmart", Subsystem: "outbox", Name: "lag_messages",
+		Help: "Outbox messages committed but not yet applied by the projector.",
+	}, func() float64 {
+		c, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		lag, err := s.Projector.Lag(c)
+		if err != nil {
+			return -1
+		}
+		return float64(lag)
+	}))
+
+	if o.seed {
+		empty, err := s.Empty(ctx)
+		if err != nil {
+			return err
+		}
+		if empty {
+			logger.Info("empty store: seeding demo data (disable with --seed=false)")
+			opt := demo.Defaults()
+			res, err := seedDemo(ctx, s, opt)
+			if err != nil {
+				return err
+			}
+			logger.Info("demo data ready", "products", res.Products, "users", res.Users, "orders", res.Orders,
+				"login", "demo-0@example.com", "password", opt.Password)
+		}
+	}
+	if o.adminToken == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		o.adminToken = hex.EncodeToString(b[:])
+		logger.Warn("no --admin-token / SHARDMART_ADMIN_TOKEN given: generated one for this run", "admin_token", o.adminToken)
+	}
+
+	// Background work stops before the stores close (deferred above, so it runs last).
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{}, 2)
+	go func() { s.Projector.Run(bg, time.Second); done <- struct{}{} }()
+	go func() { purge(bg, s, o.purgeEvery, logger); done <- struct{}{} }()
+	defer func() { stopBG(); <-done; <-done }()
+
+	api := httpapi.New(httpapi.Deps{
+		Stores: s.Stores, Carts: s.Carts, Orders: s.Orders, Sessions: s.Sessions,
+		AdminToken: o.adminToken, Logger: logger, Registry: reg,
+		Ready: func(ctx context.Context) error { _, err := s.Stores.Outbox.LastSeq(ctx); return err },
+	})
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(handler, slog.LevelWarn)}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	logger.Info("serving", "addr", ln.Addr().String(), "placement", cfg.Placement.String())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing in-flight requests", "timeout", o.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// purge deletes expired sessions and guest carts; reads already hide them at once.
+func purge(ctx context.Context, s *shop.Shop, every time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now().UTC()
+		if n, err := s.Stores.Sessions.PurgeExpired(ctx, now); err != nil {
+			logger.Warn("purge sessions", "err", err)
+		} else if n > 0 {
+			logger.Info("purged expired sessions", "count", n)
+		}
+		if n, err := s.Stores.Carts.PurgeExpired(ctx, now); err != nil {
+			logger.Warn("purge guest carts", "err", err)
+		} else if n > 0 {
+			logger.Info("purged expired guest carts", "count", n)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
@@ -153,6 +154,8 @@ type Options struct {
 	CassandraKeyspace string
 	MongoURI          string // a mongos
 	MongoDatabase     string
+	// Observe, when set, receives every repository operation's duration (store metrics).
+	Observe func(op string, d time.Duration, err error)
 }
 
 // A backend provides some of the family interfaces below; placement asks each for what the

@@ -7,5 +7,10 @@ import (
 )
 
 func openSQLite(ctx context.Context, o Options) (backend, error) {
-	return sqlite.Open(ctx, o.SQLitePath)
+	db, err := sqlite.Open(ctx, o.SQLitePath)
+	if err != nil {
+		return nil, err
+	}
+	db.Observe = o.Observe
+	return db, nil
 }

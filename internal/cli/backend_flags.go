@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/shop"
+)
+
+// backendFlags are the store settings shared by serve and seed.
+type backendFlags struct {
+	dataDir           string
+	placement         string
+	cassandraHosts    string
+	cassandraKeyspace string
+	mongoURI          string
+	mongoDB           string
+	sessionTTL        time.Duration
+}
+
+func (b *backendFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&b.dataDir, "data-dir", "./data", "directory of the embedded store (env SHARDMART_DATA_DIR)")
+	f.StringVar(&b.placement, "placement", "", `which backend holds which family, over the embedded default, e.g. "carts=cassandra,sessions=cassandra" (families: orders, carts, sessions, events, history, catalog)`)
+	f.StringVar(&b.cassandraHosts, "cassandra-hosts", "127.0.0.1", "Cassandra contact points, comma-separated")
+	f.StringVar(&b.cassandraKeyspace, "cassandra-keyspace", "shardmart", "Cassandra keyspace")
+	f.StringVar(&b.mongoURI, "mongo-uri", "", "MongoDB connection string of a mongos (env SHARDMART_MONGO_URI)")
+	f.StringVar(&b.mongoDB, "mongo-db", "shardmart", "MongoDB database")
+	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime (seed 003: 7 days; seed 002: 24h); guest carts expire with their session")
+}
+
+func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
+	pl, err := placement.Parse(b.placement)
+	if err != nil {
+		return shop.Config{}, err
+	}
+	if b.sessionTTL < time.Minute {
+		return shop.Config{}, fmt.Errorf("--session-ttl must be at least 1m, got %s", b.sessionTTL)
+	}
+	var hosts []string
+	for _, h := range strings.Split(b.cassandraHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return shop.Config{
+		Placement: pl,
+		Backends: placement.Options{
+			SQLitePath:        filepath.Join(b.dataDir, "shardmart.db"),
+			CassandraHosts:    hosts,
+			CassandraKeyspace: b.cassandraKeyspace,
+			MongoURI:          b.mongoURI,
+			MongoDatabase:     b.mongoDB,
+		},
+		SessionTTL: b.sessionTTL,
+		Logger:     logger,
+	}, nil
+}

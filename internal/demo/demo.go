@@ -1,0 +1,180 @@
+// Package demo generates realistic shop data: thousands of products over categories of skewed
+// sizes (a few huge, many small, like a real catalog and like the hot categories seed 000 warns
+// about), stock in several zones, users, carts, orders and click events. It goes through the
+// same services the API uses, so demo data obeys every invariant.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/placement"
+)
+
+// Options size the data set.
+type Options struct {
+	Products   int
+	Categories int
+	Users      int
+	Seed       uint64
+	// Password is every demo user's password (they are demo-0@example.com ... demo-N@...).
+	Password string
+	Progress io.Writer
+}
+
+// Defaults are big enough to show skew and pagination, small enough to seed in seconds.
+func Defaults() Options {
+	return Options{Products: 5000, Categories: 20, Users: 200, Seed: 1, Password: "demo-password"}
+}
+
+// Zones where stock is kept.
+var Zones = []string{"eu-west", "us-east", "ap-south"}
+
+var categoryNames = []string{"electronics", "books", "clothing", "home", "toys", "sports", "beauty",
+	"grocery", "garden", "automotive", "music", "movies", "office", "pets", "baby", "health",
+	"jewelry", "tools", "games", "crafts", "shoes", "watches", "luggage", "software", "outdoor"}
+
+var adjectives = []string{"Classic", "Smart", "Compact", "Deluxe", "Eco", "Ultra", "Vintage", "Pro", "Mini", "Travel"}
+var nouns = []string{"Lamp", "Kettle", "Backpack", "Speaker", "Notebook", "Jacket", "Puzzle", "Bottle", "Charger", "Chair"}
+
+// Result counts what was generated.
+type Result struct {
+	Products, Users, Carts, Orders, Events int
+	Categories                             map[string]int
+}
+
+// Seed writes the data set through stores and services. It is not idempotent: run it on an
+// empty store (serve checks the outbox is empty first).
+func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts *cart.Service, opt Options) (Result, error) {
+	if opt.Categories < 1 || opt.Categories > len(categoryNames) {
+		return Result{}, fmt.Errorf("demo: categories must be 1..%d", len(categoryNames))
+	}
+	if opt.Products < opt.Categories || opt.Users < 0 {
+		return Result{}, fmt.Errorf("demo: need at least one product per category and users >= 0")
+	}
+	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eed))
+	progress := func(format string, a ...any) {
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, format+"\n", a...)
+		}
+	}
+	res := Result{Categories: map[string]int{}}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+
+	// Zipf-like sizes: category k gets a share proportional to 1/(k+1).
+	weights := make([]float64, opt.Categories)
+	total := 0.0
+	for k := range weights {
+		weights[k] = 1 / float64(k+1)
+		total += weights[k]
+	}
+	var products []catalog.Product
+	for k := 0; k < opt.Categories; k++ {
+		n := int(math.Round(float64(opt.Products) * weights[k] / total))
+		if k == opt.Categories-1 {
+			n = opt.Products - len(products)
+		}
+		n = max(n, 1)
+		for i := 0; i < n && len(products) < opt.Products; i++ {
+			p := catalog.Product{
+				ID:       fmt.Sprintf("%s-%05d", categoryNames[k], i),
+				Name:     adjectives[rng.IntN(len(adjectives))] + " " + nouns[rng.IntN(len(nouns))],
+				Category: categoryNames[k],
+				// Log-normal-ish prices from about 1 to 2000, in cents.
+				Price:      money.Amount(100 + int64(math.Exp(rng.Float64()*7.6)*100)/5*5),
+				Attributes: map[string]string{"color": []string{"red", "blue", "black", "white"}[rng.IntN(4)], "brand": fmt.Sprintf("brand-%d", rng.IntN(40))},
+				Stock:      map[string]int64{},
+				CreatedAt:  now, UpdatedAt: now,
+			}
+			for _, z := range Zones {
+				p.Stock[z] = int64(rng.IntN(200))
+			}
+			if err := s.Products.CreateProduct(ctx, p); err != nil {
+				return res, fmt.Errorf("demo: product %s: %w", p.ID, err)
+			}
+			products = append(products, p)
+			res.Categories[p.Category]++
+			if len(products)%1000 == 0 {
+				progress("  products: %d/%d", len(products), opt.Products)
+			}
+		}
+	}
+	res.Products = len(products)
+	progress("seeded %d products in %d categories", res.Products, opt.Categories)
+
+	hash, err := account.HashPassword(opt.Password) // one hash for all: same password, seeds in seconds
+	if err != nil {
+		return res, err
+	}
+	for i := 0; i < opt.Users; i++ {
+		userID := fmt.Sprintf("demo-user-%04d", i)
+		u := account.User{ID: userID, Email: fmt.Sprintf("demo-%d@example.com", i), PasswordHash: hash, CreatedAt: now}
+		if err := s.Users.CreateUser(ctx, u); err != nil {
+			return res, fmt.Errorf("demo: user %d: %w", i, err)
+		}
+		res.Users++
+		owner := cart.User(userID)
+		// Most users have ordered a few times; each order starts as a cart.
+		for o := 0; o < rng.IntN(4); o++ {
+			if err := fillCart(ctx, carts, owner, products, rng, 1+rng.IntN(3)); err != nil {
+				return res, err
+			}
+			_, _, err := orders.PlaceFromCart(ctx, userID, Zones[rng.IntN(len(Zones))], fmt.Sprintf("demo-%d-%d", i, o))
+			if err != nil && !isShort(err) {
+				return res, fmt.Errorf("demo: order for %s: %w", userID, err)
+			}
+			if err == nil {
+				res.Orders++
+			}
+		}
+		if rng.IntN(2) == 0 { // half have something in the cart right now
+			if err := fillCart(ctx, carts, owner, products, rng, 1+rng.IntN(4)); err != nil {
+				return res, err
+			}
+			res.Carts++
+		}
+		for e := 0; e < 5+rng.IntN(20); e++ {
+			p := products[rng.IntN(len(products))]
+			typ := []event.Type{event.View, event.View, event.View, event.Click, event.Search, event.AddToCart}[rng.IntN(6)]
+			ev := event.Event{ID: fmt.Sprintf("demo-%d-%d", i, e), Actor: owner.Key(), Type: typ,
+				At: now.Add(-time.Duration(rng.IntN(86400)) * time.Second), ProductID: p.ID,
+				Details: map[string]string{"category": p.Category}}
+			if err := s.Events.AppendEvent(ctx, ev); err != nil {
+				return res, fmt.Errorf("demo: event: %w", err)
+			}
+			res.Events++
+		}
+		if (i+1)%50 == 0 {
+			progress("  users: %d/%d", i+1, opt.Users)
+		}
+	}
+	progress("seeded %d users, %d orders, %d open carts, %d events", res.Users, res.Orders, res.Carts, res.Events)
+	return res, nil
+}
+
+func fillCart(ctx context.Context, carts *cart.Service, owner cart.Owner, products []catalog.Product, rng *rand.Rand, n int) error {
+	for j := 0; j < n; j++ {
+		// Popular products come first in each category: bias towards low indexes.
+		p := products[int(math.Pow(rng.Float64(), 2)*float64(len(products)))]
+		if _, err := carts.Put(ctx, owner, time.Time{}, p.ID, int64(1+rng.IntN(3))); err != nil {
+			return fmt.Errorf("demo: cart item: %w", err)
+		}
+	}
+	return nil
+}
+
+func isShort(err error) bool {
+	var short *catalog.InsufficientStockError
+	return errors.As(err, &short)
+}

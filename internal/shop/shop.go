@@ -1,0 +1,72 @@
+// Package shop is the composition root: it opens the stores a placement names and builds the
+// services and the outbox projector on top of them, the same way for serve, seed and benchmarks.
+package shop
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/projection"
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+// Config selects the backends and tunes the services.
+type Config struct {
+	Placement  placement.Config
+	Backends   placement.Options
+	SessionTTL time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Shop is an open platform instance.
+type Shop struct {
+	Stores    *placement.Stores
+	Carts     *cart.Service
+	Orders    *order.Service
+	Sessions  *session.Service
+	Projector *outbox.Projector
+}
+
+// Open opens the stores and wires the services.
+func Open(ctx context.Context, c Config) (*Shop, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = session.DefaultTTL
+	}
+	if c.Placement == nil {
+		c.Placement = placement.Embedded()
+	}
+	st, err := placement.Open(ctx, c.Placement, c.Backends)
+	if err != nil {
+		return nil, err
+	}
+	p := outbox.NewProjector(st.Outbox, projection.Consumer, c.Logger)
+	projection.Register(p, projection.Targets{Carts: st.Carts, History: st.History, Catalog: st.CatalogSink})
+	return &Shop{
+		Stores:    st,
+		Carts:     &cart.Service{Carts: st.Carts, Products: st.Catalog, Now: c.Now},
+		Orders:    &order.Service{Orders: st.Orders, Carts: st.Carts, Projector: p, Now: c.Now, Logger: c.Logger},
+		Sessions:  &session.Service{Sessions: st.Sessions, TTL: c.SessionTTL, Now: c.Now},
+		Projector: p,
+	}, nil
+}
+
+// Empty reports whether nothing was ever written to the transactional store.
+func (s *Shop) Empty(ctx context.Context) (bool, error) {
+	last, err := s.Stores.Outbox.LastSeq(ctx)
+	return last == 0, err
+}
+
+// Close closes the stores.
+func (s *Shop) Close() error { return s.Stores.Close() }
