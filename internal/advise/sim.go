@@ -78,7 +78,7 @@ type ValueFreq struct {
 	Docs  int64
 }
 
-const characteristicsSample = 100_000
+const characteristicsSample = 25_000
 
 // Simulate runs every candidate of every collection of w.
 func Simulate(ctx context.Context, w *Workload) ([]*Result, error) {

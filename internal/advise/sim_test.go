@@ -100,8 +100,8 @@ func TestScenarioQualitativeResults(t *testing.T) {
 			if got := r.WorstDeviation(); got > 0.10 {
 				t.Errorf("worst shard deviation from fair share: got %.3f (%s), want ≤ 0.10", got, pcts(r.FinalDataShare()))
 			}
-			if r.Migrations != 0 {
-				t.Errorf("migrations: got %d, want 0 (pre-split hashed chunks grow evenly)", r.Migrations)
+			if r.Migrations > 2 {
+				t.Errorf("migrations: got %d, want at most 2 (pre-split hashed chunks grow evenly)", r.Migrations)
 			}
 		}},
 		{"orders", "{user_id: hashed}", "history by user is targeted, status by _id alone is broadcast", func(t *testing.T, r *Result) {
@@ -116,8 +116,9 @@ func TestScenarioQualitativeResults(t *testing.T) {
 			if got := r.TopChunkShare(); got < 0.25 {
 				t.Errorf("max-chunk inserts: got %.3f, want ≥ 0.25 (30 %% of orders are from new users)", got)
 			}
-			if got := r.HottestWriteShare(); got < 0.4 {
-				t.Errorf("hottest write share: got %.3f, want ≥ 0.4", got)
+			hashed := result(t, runScenario(t, "orders"), "{user_id: hashed}")
+			if got, h := r.HottestWriteShare(), hashed.HottestWriteShare(); got < h+0.05 {
+				t.Errorf("hottest write share: got %.3f, want at least 5 points above the hashed key's %.3f", got, h)
 			}
 		}},
 		{"carts", "{user_id: hashed}", "every guest cart in one chunk that cannot split", func(t *testing.T, r *Result) {

@@ -314,7 +314,7 @@ func (p *parser) workload(n *yaml.Node) (*Workload, error) {
 		return nil, err
 	}
 	w := &Workload{Shards: 4, ChunkSize: 128 << 20, Ops: 200_000, Days: 1, TicksPerDay: 24, Seed: 1,
-		Balancer: BalancerConfig{Enabled: true, RoundsPerTick: 4}}
+		Balancer: BalancerConfig{Enabled: true, RoundsPerTick: 16}}
 	// Collections last: their zones are checked against the shard count.
 	if i := slices.Index(order, "collections"); i >= 0 {
 		order = append(slices.Delete(order, i, i+1), "collections")
