@@ -48,7 +48,20 @@ type cluster struct {
 
 	migrations    int
 	migratedBytes int64
+	moves         []move
+	tick          int
 }
+
+// move is one migration the balancer ran.
+type move struct {
+	tick     int
+	from, to int
+	min      string
+	bytes    int64
+}
+
+// maxMoveLog bounds the kept migration log; counts stay exact.
+const maxMoveLog = 10_000
 
 // keyMax sorts after every encoded key (tags stop at tagMax).
 const keyMax = "\xff"
@@ -247,6 +260,9 @@ func (cl *cluster) move(c *chunk, to int) {
 	cl.shardChunks[c.shard]--
 	cl.shardBytes[to] += c.bytes
 	cl.shardChunks[to]++
+	if len(cl.moves) < maxMoveLog {
+		cl.moves = append(cl.moves, move{tick: cl.tick, from: c.shard, to: to, min: c.min, bytes: c.bytes})
+	}
 	c.shard = to
 	cl.migrations++
 	cl.migratedBytes += c.bytes

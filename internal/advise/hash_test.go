@@ -112,3 +112,22 @@ func TestKeyEncodingOrder(t *testing.T) {
 		t.Errorf("int 3 and double 3.0 encode differently; MongoDB treats them as equal keys")
 	}
 }
+
+func TestDecodeKeyRendersBounds(t *testing.T) {
+	k := KeySpec{Fields: []KeyField{{Name: "ip"}, {Name: "_id", Hashed: true}}}
+	enc := appendKeyPart(nil, String("056.000.000.000"))
+	enc = appendHashedPart(enc, -42)
+	tests := []struct {
+		enc  string
+		want string
+	}{
+		{string(enc), `{ip: "056.000.000.000", _id: NumberLong(-42)}`},
+		{"", "{ip: MinKey, _id: MinKey}"},
+		{string(append(appendKeyPart(nil, Null()), tagMax)), "{ip: null, _id: MaxKey}"},
+	}
+	for _, tt := range tests {
+		if got := decodeKey(k, tt.enc); got != tt.want {
+			t.Errorf("decodeKey: got %s, want %s", got, tt.want)
+		}
+	}
+}

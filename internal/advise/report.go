@@ -1,9 +1,11 @@
 package advise
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -177,6 +179,7 @@ func WriteTable(out io.Writer, w *Workload, results []*Result) {
 		add("migrations (data moved)", func(r *Result) string {
 			return fmt.Sprintf("%d (%s)", r.Migrations, Bytes(r.MigratedBytes))
 		})
+		add("busiest migration routes", func(r *Result) string { return routes(r.Moves, 3) })
 		add("chunks (per shard)", func(r *Result) string {
 			parts := make([]string, len(r.ChunksPerShard))
 			for i, c := range r.ChunksPerShard {
@@ -323,4 +326,40 @@ func spark(series [][]int64, shard, cols int) string {
 		b.WriteRune(blocks[int(math.Round(v*float64(len(blocks)-1)))])
 	}
 	return b.String()
+}
+
+// routes summarises migrations by donor and recipient, busiest first.
+func routes(moves []Migration, n int) string {
+	if len(moves) == 0 {
+		return "-"
+	}
+	type route struct{ from, to, count int }
+	idx := map[[2]int]int{}
+	var rs []route
+	for _, m := range moves {
+		k := [2]int{m.From, m.To}
+		i, ok := idx[k]
+		if !ok {
+			i = len(rs)
+			idx[k] = i
+			rs = append(rs, route{from: m.From, to: m.To})
+		}
+		rs[i].count++
+	}
+	slices.SortStableFunc(rs, func(a, b route) int { return cmp.Compare(b.count, a.count) })
+	parts := make([]string, 0, n)
+	for _, r := range rs[:min(n, len(rs))] {
+		parts = append(parts, fmt.Sprintf("%d→%d ×%d", r.from, r.to, r.count))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteMoves lists the first n migrations of a result, as the balancer
+// would log them.
+func WriteMoves(out io.Writer, r *Result, n int) {
+	fmt.Fprintf(out, "%s / %s — first %d of %d migrations:\n", r.Collection, r.label(), min(n, len(r.Moves)), r.Migrations)
+	for _, m := range r.Moves[:min(n, len(r.Moves))] {
+		fmt.Fprintf(out, "  %s  shard %d → shard %d  %8s  range from %s\n", r.tickTime(m.Tick), m.From, m.To, Bytes(m.Bytes), m.Min)
+	}
+	fmt.Fprintln(out)
 }

@@ -38,6 +38,15 @@ type Result struct {
 	Characteristics     KeyCharacteristics
 	SampleRepeats       bool // more inserts than sample documents: the sample was replayed
 	ZoneViolationsAtEnd int
+	Moves               []Migration // the first migrations, at most 10000
+}
+
+// Migration is one range the balancer moved.
+type Migration struct {
+	Tick     int
+	From, To int
+	Min      string // the range's lower bound, rendered
+	Bytes    int64
 }
 
 // JumboChunk is a chunk that holds one key value and exceeds the chunk size.
@@ -302,6 +311,7 @@ func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Can
 			}
 		}
 		if w.Balancer.Enabled {
+			s.cl.tick = tick
 			if s.cl.balance(w.Balancer.RoundsPerTick) > 0 && res.FirstMigrationTick < 0 {
 				res.FirstMigrationTick = tick
 			}
@@ -322,13 +332,21 @@ func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Can
 	res.Chunks = len(s.cl.chunks)
 	res.ChunksPerShard = slices.Clone(s.cl.shardChunks)
 	res.SampleRepeats = c.Sample != nil && inserted > int64(len(c.Sample))
+	for _, m := range s.cl.moves {
+		res.Moves = append(res.Moves, Migration{Tick: m.tick, From: m.from, To: m.to, Min: decodeKey(cand.Key, m.min), Bytes: m.bytes})
+	}
+	var jumboKeys []string
 	for _, ch := range s.cl.chunks {
 		if ch.jumbo && ch.bytes > w.ChunkSize {
-			res.Jumbo = append(res.Jumbo, JumboChunk{Key: s.renderKey(ch.entries[0].key, inserted), Bytes: ch.bytes, Shard: ch.shard})
+			jumboKeys = append(jumboKeys, ch.entries[0].key)
+			res.Jumbo = append(res.Jumbo, JumboChunk{Bytes: ch.bytes, Shard: ch.shard})
 		}
 		if ch.zone >= 0 && s.cl.zones[ch.zone].mask&(1<<ch.shard) == 0 {
 			res.ZoneViolationsAtEnd++
 		}
+	}
+	for i, k := range s.renderKeys(jumboKeys, inserted) {
+		res.Jumbo[i].Key = k
 	}
 	res.Characteristics = s.characteristics(inserted)
 	return res, nil
@@ -389,16 +407,25 @@ func (s *sim) hits(p *opPlan, d, inserted int64) int {
 	return s.cl.shardsHit(lo, hi)
 }
 
-// renderKey shows the key value of the first document whose encoding is key.
-func (s *sim) renderKey(key string, inserted int64) string {
+// renderKeys shows the values behind encoded keys (hashed ones cannot be
+// decoded) by finding the first document with each key, in one pass.
+func (s *sim) renderKeys(keys []string, inserted int64) []string {
+	out := make([]string, len(keys))
+	want := map[string][]int{}
+	for i, k := range keys {
+		want[k] = append(want[k], i)
+	}
 	var b []byte
-	for d := int64(0); d < inserted; d++ {
+	for d := int64(0); d < inserted && len(want) > 0; d++ {
 		b = s.encodeKey(b[:0], d)
-		if string(b) == key {
-			return s.keyValues(d)
+		if idx, ok := want[string(b)]; ok {
+			for _, i := range idx {
+				out[i] = s.keyValues(d)
+			}
+			delete(want, string(b))
 		}
 	}
-	return "?"
+	return out
 }
 
 func (s *sim) keyValues(d int64) string {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -207,4 +208,87 @@ func appendDouble(dst []byte, f float64) []byte {
 	}
 	w := math.Floor(f)
 	return appendNumber(dst, int64(w), f-w)
+}
+
+// decodeKey renders an encoded shard-key value or chunk bound for reports,
+// e.g. {user_id: NumberLong(-4611686018427387904)} or {ip: "056.000.000.000", _id: MinKey}.
+func decodeKey(k KeySpec, enc string) string {
+	if enc == "" {
+		enc = strings.Repeat(string(rune(tagMin)), len(k.Fields))
+	}
+	b := []byte(enc)
+	parts := make([]string, 0, len(k.Fields))
+	for _, f := range k.Fields {
+		var s string
+		s, b = decodePart(b, f.Hashed)
+		parts = append(parts, f.Name+": "+s)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func decodePart(b []byte, hashed bool) (string, []byte) {
+	if len(b) == 0 {
+		return "?", b
+	}
+	t, b := b[0], b[1:]
+	need := func(n int) bool { return len(b) >= n }
+	switch t {
+	case tagMin:
+		return "MinKey", b
+	case tagMax:
+		return "MaxKey", b
+	case 5 + 2:
+		return "null", b
+	case 10 + 2:
+		if !need(16) {
+			return "?", nil
+		}
+		whole := int64(binary.BigEndian.Uint64(b) ^ (1 << 63))
+		frac := math.Float64frombits(binary.BigEndian.Uint64(b[8:]))
+		b = b[16:]
+		if hashed {
+			return "NumberLong(" + strconv.FormatInt(whole, 10) + ")", b
+		}
+		if frac == 0 {
+			return strconv.FormatInt(whole, 10), b
+		}
+		return strconv.FormatFloat(float64(whole)+frac, 'g', -1, 64), b
+	case 15 + 2:
+		var s []byte
+		for i := 0; i+1 < len(b); i++ {
+			if b[i] != 0 {
+				s = append(s, b[i])
+				continue
+			}
+			if b[i+1] == 0xFF {
+				s = append(s, 0)
+				i++
+				continue
+			}
+			return strconv.Quote(string(s)), b[i+2:]
+		}
+		return "?", nil
+	case 30 + 2:
+		if !need(21) {
+			return "?", nil
+		}
+		return "UUID(\"" + hex.EncodeToString(b[5:21]) + "\")", b[21:]
+	case 35 + 2:
+		if !need(12) {
+			return "?", nil
+		}
+		return "ObjectId(\"" + hex.EncodeToString(b[:12]) + "\")", b[12:]
+	case 40 + 2:
+		if !need(1) {
+			return "?", nil
+		}
+		return strconv.FormatBool(b[0] != 0), b[1:]
+	case 45 + 2:
+		if !need(8) {
+			return "?", nil
+		}
+		ms := int64(binary.BigEndian.Uint64(b) ^ (1 << 63))
+		return time.UnixMilli(ms).UTC().Format(time.RFC3339), b[8:]
+	}
+	return "?", nil
 }

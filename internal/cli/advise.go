@@ -44,6 +44,7 @@ See docs/advise.md for the workload format and how to read the output.`,
 	f.Int("shards", 0, "number of shards (default: the workload's)")
 	f.Uint64("seed", 0, "random seed (default: the workload's); equal seeds give equal results")
 	f.Int64("ops", 0, "simulated operations per candidate (default: the workload's)")
+	f.Int("moves", 0, "also list the first N balancer migrations of each candidate")
 	f.Duration("timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }
@@ -55,6 +56,7 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 	file, _ := f.GetString("file")
 	svgPath, _ := f.GetString("svg")
 	timeout, _ := f.GetDuration("timeout")
+	moves, _ := f.GetInt("moves")
 	if list {
 		scs, err := advise.Scenarios()
 		if err != nil {
@@ -132,6 +134,11 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 			}
 		}
 		advise.WriteTable(stdio.Out, w, results)
+		if moves > 0 {
+			for _, r := range results {
+				advise.WriteMoves(stdio.Out, r, moves)
+			}
+		}
 		all = append(all, results...)
 	}
 	if svgPath != "" {

@@ -31,11 +31,11 @@ func TestAdviseListsScenarios(t *testing.T) {
 
 func TestAdviseScenarioPrintsComparisonAndSVG(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "carts.svg")
-	out, errOut, err := runAdviseCmd(t, "--scenario", "carts", "--ops", "30000", "--shards", "3", "--seed", "9", "--svg", svg)
+	out, errOut, err := runAdviseCmd(t, "--scenario", "carts", "--ops", "30000", "--shards", "3", "--seed", "9", "--svg", svg, "--moves", "2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"{_id: hashed}", "{user_id: hashed}", "jumbo chunks", "{user_id: null}", "3 shards", "seed 9", "shard 2"} {
+	for _, want := range []string{"{_id: hashed}", "{user_id: hashed}", "jumbo chunks", "{user_id: null}", "3 shards", "seed 9", "shard 2", "migrations:", "range from {user_id: NumberLong("} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
