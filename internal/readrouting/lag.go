@@ -154,7 +154,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 	t := time.NewTicker(m.interval)
 	defer t.Stop()
 	for {
-		m.Measure(ctx)
+		// A round slower than the interval is stale anyway: cut it short so a
+		// hung shard shows up as an error (primary reads), not as old data.
+		rctx, cancel := context.WithTimeout(ctx, m.interval)
+		m.Measure(rctx)
+		cancel()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

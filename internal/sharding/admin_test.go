@@ -344,6 +344,16 @@ func TestMoveRange(t *testing.T) {
 			t.Errorf("got %v, want one moveChunk", w)
 		}
 	})
+	t.Run("moveChunk before 6.0 on a hashed key needs bounds", func(t *testing.T) {
+		orders, _ := spec.Collection("orders")
+		rec := newRecorder(t)
+		rec.replies["balancerStatus"] = []bson.D{status("off", false)}
+		rec.replies["buildInfo"] = []bson.D{{{Key: "version", Value: "5.0.26"}, {Key: "ok", Value: 1.0}}}
+		err := MoveRange(context.Background(), rec, "shardmart.orders", orders, "shard2", bson.D{{Key: "user_id", Value: int64(-154124144)}}, nil, MoveRangeOptions{}, false, &bytes.Buffer{})
+		if !errors.Is(err, ErrMoveChunkBounds) || len(rec.writes()) != 0 {
+			t.Errorf("err=%v writes=%v, want ErrMoveChunkBounds and nothing sent", err, rec.writes())
+		}
+	})
 	t.Run("force overrides", func(t *testing.T) {
 		if _, err := run(t, "full", "7.0.14", true); err != nil {
 			t.Errorf("force: %v", err)

@@ -54,6 +54,9 @@ func RunLogged(ctx context.Context, a Admin, out io.Writer, cmds ...bson.D) erro
 // ErrBalancerRunning refuses a manual move while the balancer could undo it.
 var ErrBalancerRunning = errors.New("balancer is enabled: stop it first (shardmart mongo balancer stop) or pass --force")
 
+// ErrMoveChunkBounds means a pre-6.0 server needs exact chunk bounds.
+var ErrMoveChunkBounds = errors.New("moveChunk needs exact chunk bounds")
+
 // MoveRange moves a range manually (SHD-5), refusing while the balancer is
 // on or mid-round unless force: the chapter warns the balancer reshuffles
 // manual placement. Servers before 6.0 get moveChunk (exact chunk bounds).
@@ -90,6 +93,14 @@ func MoveRange(ctx context.Context, a Admin, ns string, c Collection, toShard st
 	}
 	cmd := MoveRangeCmd(ns, toShard, fmin, fmax, o)
 	if !VersionAtLeast(bi.Version, 6, 0, 0) {
+		if max == nil {
+			// moveChunk's find is an equality match on the whole key, and
+			// the manual forbids it for hashed keys: those need bounds.
+			if c.Key.Hashed() || len(min) != len(c.Key) {
+				return fmt.Errorf("%w: server %s has no moveRange; give the chunk's exact --min and --max (moveChunk bounds)", ErrMoveChunkBounds, bi.Version)
+			}
+			fmin = min
+		}
 		cmd = MoveChunkCmd(ns, toShard, fmin, fmax, o)
 	}
 	start := time.Now()
