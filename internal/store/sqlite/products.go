@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/shardmart/shardmart/internal/catalog"
@@ -41,8 +42,8 @@ func scanProduct(row rowScanner) (catalog.Product, error) {
 		if !ok {
 			continue
 		}
-		var n int64
-		if _, err := fmt.Sscan(qty, &n); err != nil {
+		n, err := strconv.ParseInt(qty, 10, 64)
+		if err != nil {
 			return p, fmt.Errorf("product %s stock %q: %w", p.ID, kv, err)
 		}
 		p.Stock[zone] = n
@@ -165,9 +166,9 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 		maxPrice = int64(q.MaxPrice)
 	}
 	rows, err := r.r.QueryContext(ctx, `SELECT `+productColumns+` FROM products p
-		WHERE p.category = ? AND p.price >= ? AND p.price <= ? AND (p.price > ? OR (p.price = ? AND p.id > ?))
+		WHERE p.category = ? AND p.price >= ? AND p.price <= ? AND (p.price, p.id) > (?, ?)
 		ORDER BY p.price, p.id LIMIT ?`,
-		q.Category, int64(q.MinPrice), maxPrice, after.Price, after.Price, after.ID, q.Page.Limit+1)
+		q.Category, int64(q.MinPrice), maxPrice, after.Price, after.ID, q.Page.Limit+1)
 	if err != nil {
 		return page, fmt.Errorf("search products: %w", err)
 	}
