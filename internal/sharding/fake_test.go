@@ -80,7 +80,7 @@ func matches(d, filter bson.D) bool {
 	return true
 }
 
-// names lists the command names sent, in order, skipping reads.
+// writes lists the commands sent that change the cluster, in order.
 func (r *recorder) writes() []bson.D {
 	var out []bson.D
 	for _, s := range r.sent {
