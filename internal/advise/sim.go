@@ -187,6 +187,19 @@ func encodeBound(k KeySpec, vals []Value) []byte {
 	return b
 }
 
+// boundKey is encodeBound as a chunk-bound string; the all-MinKey bound is
+// the collection's lowest bound "" and the all-MaxKey bound is keyMax.
+func boundKey(k KeySpec, vals []Value) string {
+	b := string(encodeBound(k, vals))
+	if strings.Trim(b, string(rune(tagMin))) == "" {
+		return ""
+	}
+	if strings.Trim(b, "\x81") == "" {
+		return keyMax
+	}
+	return b
+}
+
 // SimulateCandidate runs one collection under one candidate key. Every
 // candidate sees the same operation stream for a given seed.
 func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Candidate) (*Result, error) {
@@ -215,7 +228,7 @@ func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Can
 			zs.mask |= 1 << sh
 		}
 		for _, r := range z.Ranges {
-			zs.ranges = append(zs.ranges, [2]string{string(encodeBound(cand.Key, r.Min)), string(encodeBound(cand.Key, r.Max))})
+			zs.ranges = append(zs.ranges, [2]string{boundKey(cand.Key, r.Min), boundKey(cand.Key, r.Max)})
 		}
 		if z.Firehose {
 			if z.Roll {

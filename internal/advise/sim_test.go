@@ -181,6 +181,26 @@ func TestScenarioQualitativeResults(t *testing.T) {
 				t.Errorf("hottest write share: got %.3f, want ≤ 0.6", got)
 			}
 		}},
+		{"multihotspot", "{state: 1}", "a 50-value key caps the collection at 50 chunks, all jumbo", func(t *testing.T, r *Result) {
+			if r.Chunks > 51 {
+				t.Errorf("chunks: got %d, want ≤ 51 (one per state, plus the MinKey chunk)", r.Chunks)
+			}
+			if len(r.Jumbo) < 45 {
+				t.Errorf("jumbo chunks: got %d, want nearly every state's chunk", len(r.Jumbo))
+			}
+			if got := r.Characteristics.Distinct; got != 50 {
+				t.Errorf("cardinality: got %d, want 50", got)
+			}
+		}},
+		{"tiers", "{_id: hashed} +zones low", "a whole-range zone keeps the collection on its tier", func(t *testing.T, r *Result) {
+			sh := r.FinalDataShare()
+			if sh[0] != 0 || sh[1] != 0 {
+				t.Errorf("data on shards 0 and 1: got %.3f and %.3f, want 0", sh[0], sh[1])
+			}
+			if d := sh[2] - sh[3]; d > 0.05 || d < -0.05 {
+				t.Errorf("tier shards 2 and 3: got %.3f and %.3f, want within 5 points", sh[2], sh[3])
+			}
+		}},
 		{"random", "{rnd: 1}", "random key: writes spread, few migrations compared with the ascending key", func(t *testing.T, r *Result) {
 			if got := r.TopChunkShare(); got > 0.2 {
 				t.Errorf("max-chunk inserts: got %.3f, want ≤ 0.2", got)

@@ -106,7 +106,7 @@ func TestScenariosParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ascending", "carts", "firehose", "location", "multihotspot", "orders", "products", "random"}
+	want := []string{"ascending", "carts", "firehose", "location", "multihotspot", "orders", "products", "random", "tiers"}
 	var got []string
 	for _, s := range ss {
 		got = append(got, s.Name)
