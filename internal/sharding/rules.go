@@ -48,13 +48,16 @@ func Check(spec Spec) []Finding {
 		}
 		first := c.Key[0]
 		last := c.Key[len(c.Key)-1]
-		for _, f := range c.Key {
+		for i, f := range c.Key {
 			tr := c.Traits[f.Name]
 			if tr.Array {
 				add(c, "no-arrays", SevError, "%s may hold an array: shardCollection fails and such documents cannot be inserted", f.Name)
 			}
-			if tr.Nullable {
+			switch {
+			case tr.Nullable && i == len(c.Key)-1:
 				add(c, "nullable", SevWarning, "%s is null for many documents (e.g. guests): they all share one key value and one chunk", f.Name)
+			case tr.Nullable:
+				add(c, "nullable", SevWarning, "%s is null for many documents (e.g. guests): later key fields split them into chunks, but their writes share one key range (a hotspot)", f.Name)
 			}
 		}
 		firstTr := c.Traits[first.Name]
