@@ -6,8 +6,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/order"
@@ -17,21 +21,226 @@ import (
 
 // Deps is everything the API needs; the serve command builds it.
 type Deps struct {
-	Stores     *placement.Stores
-	Carts      *cart.Service
-	Orders     *order.Service
-	Sessions   *session.Service
+	Stores   *placement.Stores
+	Carts    *cart.Service
+	Orders   *order.Service
+	Sessions *session.Service
+	// AdminToken guards catalog writes and order-status changes (header X-Admin-Token).
+	// Empty disables those routes (403) and New logs a warning.
 	AdminToken string
 	Logger     *slog.Logger
 	// Registry receives the API's metrics (requests and latency per route).
 	Registry prometheus.Registerer
+	// Gatherer is what /metrics serves. Nil: Registry when it is a *prometheus.Registry,
+	// else prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
 	// Ready reports whether the backends answer (for /readyz).
 	Ready func(ctx context.Context) error
+	// OutboxLag, when set, is exported as the shardmart_outbox_lag_messages gauge
+	// (pass (*outbox.Projector).Lag).
+	OutboxLag func(ctx context.Context) (int64, error)
+	// Now is the clock for events; nil means time.Now.
+	Now func() time.Time
+}
+
+// access is who may call a route.
+type access int
+
+const (
+	accPublic  access = iota // anyone
+	accSession               // a live session (guest or user)
+	accUser                  // a session bound to a user
+	accAdmin                 // the admin token
+)
+
+// handlerFunc handles one route for an authenticated caller; a returned error becomes a problem.
+type handlerFunc func(s *server, w http.ResponseWriter, r *http.Request, c *caller) error
+
+// route is one row of THE route table: the mux, the OpenAPI test and the metrics labels all
+// read it, so the three can never disagree.
+type route struct {
+	method string
+	path   string // ServeMux pattern path, which is also the OpenAPI path template
+	access access
+	handle handlerFunc
+}
+
+func (rt route) pattern() string { return rt.method + " " + rt.path }
+
+// routes lists every endpoint.
+var routes = []route{
+	{"GET", "/healthz", accPublic, (*server).healthz},
+	{"GET", "/readyz", accPublic, (*server).readyz},
+	{"GET", "/metrics", accPublic, (*server).metricsHandler},
+	{"GET", "/openapi.json", accPublic, (*server).openapi},
+
+	{"POST", "/v1/sessions", accPublic, (*server).startSession},
+	{"POST", "/v1/users", accSession, (*server).register},
+	{"POST", "/v1/login", accSession, (*server).login},
+
+	{"GET", "/v1/products", accPublic, (*server).searchProducts},
+	{"GET", "/v1/products/{id}", accPublic, (*server).getProduct},
+	{"POST", "/v1/products", accAdmin, (*server).createProduct},
+	{"PATCH", "/v1/products/{id}", accAdmin, (*server).patchProduct},
+	{"POST", "/v1/products/{id}/stock", accAdmin, (*server).adjustStock},
+
+	{"GET", "/v1/cart", accSession, (*server).getCart},
+	{"PUT", "/v1/cart/items/{product_id}", accSession, (*server).putCartItem},
+	{"DELETE", "/v1/cart/items/{product_id}", accSession, (*server).removeCartItem},
+
+	{"POST", "/v1/orders", accUser, (*server).placeOrder},
+	{"GET", "/v1/orders", accUser, (*server).listOrders},
+	{"GET", "/v1/orders/{id}", accUser, (*server).getOrder},
+	{"POST", "/v1/orders/{id}/status", accAdmin, (*server).transitionOrder},
+
+	{"POST", "/v1/events", accSession, (*server).appendEvent},
+	{"GET", "/v1/events", accSession, (*server).listEvents},
+}
+
+type server struct {
+	Deps
+	log     *slog.Logger
+	metrics *httpMetrics
+	promh   http.Handler
 }
 
 // New returns the API handler.
 func New(d Deps) http.Handler {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	if d.Gatherer == nil {
+		if g, ok := d.Registry.(prometheus.Gatherer); ok {
+			d.Gatherer = g
+		} else {
+			d.Gatherer = prometheus.DefaultGatherer
+		}
+	}
+	s := &server{Deps: d, log: d.Logger}
+	s.metrics = newHTTPMetrics(d.Registry)
+	if d.OutboxLag != nil {
+		registerOrReuse(d.Registry, &lagCollector{lag: d.OutboxLag, log: d.Logger})
+	}
+	s.promh = promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{ErrorLog: slogErrorLog{d.Logger}})
+	if d.AdminToken == "" {
+		d.Logger.Warn("no admin token configured: admin routes (catalog writes, order status) answer 403")
+	}
+
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	allowed := map[string][]string{}
+	for _, rt := range routes {
+		mux.Handle(rt.pattern(), s.wrap(rt.pattern(), rt.access, rt.handle))
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	// A known path with another method is a 405 problem with Allow; a method-less pattern is
+	// less specific than the routes above, so it only catches what they do not.
+	for path, methods := range allowed {
+		if slices.Contains(methods, "GET") {
+			methods = append(methods, "HEAD")
+		}
+		allow := strings.Join(methods, ", ")
+		mux.Handle(path, s.wrap("method_not_allowed", accPublic, func(_ *server, w http.ResponseWriter, _ *http.Request, _ *caller) error {
+			w.Header().Set("Allow", allow)
+			return problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "allowed: "+allow)
+		}))
+	}
+	mux.Handle("/", s.wrap("unmatched", accPublic, func(*server, http.ResponseWriter, *http.Request, *caller) error {
+		return errNotFound
+	}))
 	return mux
+}
+
+// wrap adds, around one route: request id, panic recovery, authentication, error rendering,
+// the access log line and the per-route metrics.
+func (s *server) wrap(label string, acc access, h handlerFunc) http.Handler {
+	obs := s.metrics.forRoute(label)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx, id := withRequestID(r.Context())
+		r = r.WithContext(ctx)
+		rec := &statusRecorder{ResponseWriter: w}
+		rec.Header().Set("X-Request-Id", id)
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "route", label, "request_id", id, "panic", v)
+				if rec.status == 0 {
+					writeProblem(rec, r, problem(http.StatusInternalServerError, "internal", "Internal error", "internal error"))
+				}
+			}
+			d := time.Since(start)
+			obs.observe(rec.status, d)
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("method", r.Method),
+				slog.String("route", label), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
+				slog.Duration("duration", d), slog.String("request_id", id))
+		}()
+		c, err := s.authenticate(r, acc)
+		if err == nil {
+			err = h(s, rec, r, c)
+		}
+		if err != nil {
+			s.fail(rec, r, label, err)
+		}
+	})
+}
+
+// fail renders err as a problem; internal causes are logged with the request id, not sent.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, label string, err error) {
+	p, internal := toProblem(err)
+	if internal {
+		s.log.Error("request failed", "route", label, "request_id", requestID(r.Context()), "err", err)
+	}
+	writeProblem(w, r, p)
+}
+
+// statusRecorder remembers the status for logs and metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (flush, deadlines).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (s *server) healthz(w http.ResponseWriter, _ *http.Request, _ *caller) error {
+	return reply(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	if s.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.Ready(ctx); err != nil {
+			s.log.Warn("not ready", "err", err)
+			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready", "a backend does not answer")
+		}
+	}
+	return reply(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *server) metricsHandler(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	s.promh.ServeHTTP(w, r)
+	return nil
 }

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/validation"
+)
+
+type cartItemView struct {
+	ProductID string `json:"product_id"`
+	Category  string `json:"category"`
+	Quantity  int64  `json:"quantity"`
+	// Name, unit price and line total are the catalog's current values; checkout prices again.
+	Name      string        `json:"name,omitempty"`
+	UnitPrice *money.Amount `json:"unit_price,omitempty"`
+	LineTotal *money.Amount `json:"line_total,omitempty"`
+	// Available is false when the product has left the catalog (the line is not in the subtotal).
+	Available bool `json:"available"`
+}
+
+type cartView struct {
+	Status    cart.Status    `json:"status"`
+	Items     []cartItemView `json:"items"`
+	Subtotal  money.Amount   `json:"subtotal"`
+	ExpiresAt *time.Time     `json:"expires_at,omitempty"`
+}
+
+// viewCart prices a cart's lines from the catalog.
+func (s *server) viewCart(ctx context.Context, c cart.Cart) (cartView, error) {
+	v := cartView{Status: c.Status, Items: make([]cartItemView, 0, len(c.Items))}
+	if v.Status == "" {
+		v.Status = cart.Active
+	}
+	if !c.ExpiresAt.IsZero() {
+		v.ExpiresAt = &c.ExpiresAt
+	}
+	for _, it := range c.Items {
+		line := cartItemView{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity}
+		p, err := s.Stores.Catalog.GetProduct(ctx, it.ProductID)
+		switch {
+		case errors.Is(err, catalog.ErrNotFound):
+		case err != nil:
+			return v, fmt.Errorf("price cart line %s: %w", it.ProductID, err)
+		default:
+			total, err := p.Price.Mul(it.Quantity)
+			if err == nil {
+				v.Subtotal, err = v.Subtotal.Add(total)
+			}
+			if err != nil {
+				return v, err
+			}
+			line.Name, line.UnitPrice, line.LineTotal, line.Available = p.Name, &p.Price, &total, true
+		}
+		v.Items = append(v.Items, line)
+	}
+	return v, nil
+}
+
+// cartView reads and prices the owner's active cart.
+func (s *server) cartView(ctx context.Context, owner cart.Owner) (cartView, error) {
+	c, err := s.Carts.Get(ctx, owner)
+	if err != nil {
+		return cartView{}, err
+	}
+	return s.viewCart(ctx, c)
+}
+
+func (s *server) getCart(w http.ResponseWriter, r *http.Request, c *caller) error {
+	v, err := s.cartView(r.Context(), c.owner())
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, v)
+}
+
+var errNoSuchProduct = validation.Field("product_id", "no such product")
+
+type quantityInput struct {
+	Quantity int64 `json:"quantity"`
+}
+
+func (s *server) putCartItem(w http.ResponseWriter, r *http.Request, c *caller) error {
+	id, err := pathID(r, "product_id", errNoSuchProduct)
+	if err != nil {
+		return err
+	}
+	var in quantityInput
+	if err := decodeBody(r, &in); err != nil {
+		return err
+	}
+	// A guest cart expires with its session (DESIGN.md note 10); the service ignores it for users.
+	ct, err := s.Carts.Put(r.Context(), c.owner(), c.sess.ExpiresAt, id, in.Quantity)
+	if err != nil {
+		return err
+	}
+	return s.sendCart(w, r, ct)
+}
+
+func (s *server) removeCartItem(w http.ResponseWriter, r *http.Request, c *caller) error {
+	id, err := pathID(r, "product_id", errNoSuchProduct)
+	if err != nil {
+		return err
+	}
+	ct, err := s.Carts.Remove(r.Context(), c.owner(), id)
+	if err != nil {
+		return err
+	}
+	return s.sendCart(w, r, ct)
+}
+
+func (s *server) sendCart(w http.ResponseWriter, r *http.Request, ct cart.Cart) error {
+	v, err := s.viewCart(r.Context(), ct)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, v)
+}

@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// httpMetrics are per route pattern and status class ("2xx", ...): bounded label sets.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shardmart_http_requests_total",
+			Help: "HTTP requests by route pattern and status class.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "shardmart_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern and status class.",
+			Buckets: latencyBuckets,
+		}, []string{"route", "code"}),
+	}
+	m.requests = registerOrReuse(reg, m.requests)
+	m.latency = registerOrReuse(reg, m.latency)
+	return m
+}
+
+// routeObserver pre-resolves one route's series so the hot path does no label hashing.
+type routeObserver struct {
+	counts [6]prometheus.Counter
+	hists  [6]prometheus.Observer
+}
+
+var classes = [6]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+func (m *httpMetrics) forRoute(route string) *routeObserver {
+	o := &routeObserver{}
+	for i, c := range classes {
+		o.counts[i] = m.requests.WithLabelValues(route, c)
+		o.hists[i] = m.latency.WithLabelValues(route, c)
+	}
+	return o
+}
+
+func (o *routeObserver) observe(status int, d time.Duration) {
+	if status == 0 {
+		status = 200 // a handler that wrote nothing sent an implicit 200
+	}
+	i := status / 100
+	if i < 1 || i > 5 {
+		i = 0
+	}
+	o.counts[i].Inc()
+	o.hists[i].Observe(d.Seconds())
+}
+
+// registerOrReuse registers c, or returns the collector already registered under the same
+// descriptors (a second New on one registry, as tests do).
+func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(fmt.Sprintf("httpapi: register metric: %v", err))
+	}
+	return c
+}
+
+// NewStoreObserver returns a function for a backend's Observe hook (sqlite.DB.Observe):
+// store operation latency by operation and outcome, registered on reg.
+func NewStoreObserver(reg prometheus.Registerer) func(op string, d time.Duration, err error) {
+	h := registerOrReuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "shardmart_store_operation_duration_seconds",
+		Help:    "Store repository operation latency by operation and outcome (ok, error).",
+		Buckets: latencyBuckets,
+	}, []string{"op", "outcome"}))
+	return func(op string, d time.Duration, err error) {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		h.WithLabelValues(op, outcome).Observe(d.Seconds())
+	}
+}
+
+// lagCollector reads the outbox lag at scrape time, so the gauge is never stale.
+type lagCollector struct {
+	lag func(ctx context.Context) (int64, error)
+	log *slog.Logger
+}
+
+var lagDesc = prometheus.NewDesc("shardmart_outbox_lag_messages",
+	"Outbox messages committed but not yet applied by the projector.", nil, nil)
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := c.lag(ctx)
+	if err != nil {
+		// An absent series (not a fake zero) tells the alert the lag is unknown.
+		c.log.Warn("outbox lag unavailable", "err", err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(n))
+}
+
+// slogErrorLog adapts promhttp's error log to slog.
+type slogErrorLog struct{ l *slog.Logger }
+
+func (e slogErrorLog) Println(v ...any) { e.l.Error("metrics: " + fmt.Sprint(v...)) }

@@ -1,0 +1,288 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/validation"
+)
+
+type productView struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Category   string            `json:"category"`
+	Price      money.Amount      `json:"price"`
+	Attributes map[string]string `json:"attributes"`
+	Stock      map[string]int64  `json:"stock"`
+	CreatedAt  time.Time         `json:"created_at"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+}
+
+func viewProduct(p catalog.Product) productView {
+	v := productView{ID: p.ID, Name: p.Name, Category: p.Category, Price: p.Price,
+		Attributes: p.Attributes, Stock: p.Stock, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	if v.Attributes == nil {
+		v.Attributes = map[string]string{}
+	}
+	if v.Stock == nil {
+		v.Stock = map[string]int64{}
+	}
+	return v
+}
+
+// listView is every paginated response: next_cursor is absent on the last page.
+type listView[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+func listOf[S, T any](page paging.Page[S], view func(S) T) listView[T] {
+	out := listView[T]{Items: make([]T, len(page.Items)), NextCursor: page.Next}
+	for i, it := range page.Items {
+		out.Items[i] = view(it)
+	}
+	return out
+}
+
+// pageParams reads limit and cursor; a bad limit names "limit".
+func pageParams(q url.Values, c *validation.Collector) paging.Request {
+	req := paging.Request{Cursor: q.Get("cursor")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > paging.MaxLimit {
+			c.Add("limit", "must be an integer between 1 and 100")
+		} else {
+			req.Limit = n
+		}
+	}
+	if len(req.Cursor) > 512 {
+		c.Add("cursor", "is not a cursor this server issued")
+	}
+	return req
+}
+
+// amountParam parses an optional money query parameter.
+func amountParam(q url.Values, name string, c *validation.Collector) money.Amount {
+	v := q.Get(name)
+	if v == "" {
+		return 0
+	}
+	a, err := money.Parse(v)
+	if err != nil {
+		c.Add(name, err.Error())
+	}
+	return a
+}
+
+func (s *server) searchProducts(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	q := r.URL.Query()
+	var c validation.Collector
+	search := catalog.Search{Category: q.Get("category")}
+	search.MinPrice = amountParam(q, "min_price", &c)
+	search.MaxPrice = amountParam(q, "max_price", &c)
+	search.Page = pageParams(q, &c)
+	if err := c.Err(); err != nil {
+		return err
+	}
+	search, err := search.Validate()
+	if err != nil {
+		return err
+	}
+	page, err := s.Stores.Catalog.SearchProducts(r.Context(), search)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, listOf(page, viewProduct))
+}
+
+// pathID reads an id path value; an id that cannot exist is answered with missing.
+func pathID(r *http.Request, name string, missing error) (string, error) {
+	id := r.PathValue(name)
+	if !catalog.ValidID(id) {
+		return "", missing
+	}
+	return id, nil
+}
+
+func (s *server) getProduct(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	id, err := pathID(r, "id", catalog.ErrNotFound)
+	if err != nil {
+		return err
+	}
+	p, err := s.Stores.Catalog.GetProduct(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, viewProduct(p))
+}
+
+// productInput is the body of POST /v1/products. Price is a decimal string, parsed here so a
+// bad price names the "price" field.
+type productInput struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Category   string            `json:"category"`
+	Price      string            `json:"price"`
+	Attributes map[string]string `json:"attributes"`
+	Stock      map[string]int64  `json:"stock"`
+}
+
+func (s *server) createProduct(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	var in productInput
+	if err := decodeBody(r, &in); err != nil {
+		return err
+	}
+	if in.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		in.ID = id.String()
+	}
+	now := s.Now().UTC()
+	p := catalog.Product{ID: in.ID, Name: in.Name, Category: in.Category, Attributes: in.Attributes,
+		Stock: in.Stock, CreatedAt: now, UpdatedAt: now}
+	var c validation.Collector
+	price, err := money.Parse(in.Price)
+	if err != nil {
+		c.Add("price", err.Error())
+	}
+	p.Price = price
+	if err := joinValidation(c.Err(), p.Validate()); err != nil {
+		return err
+	}
+	if err := s.Stores.Products.CreateProduct(r.Context(), p); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/products/"+p.ID)
+	return reply(w, http.StatusCreated, viewProduct(p))
+}
+
+// joinValidation merges field errors so a client sees every fault at once; a field named
+// twice keeps its first (most specific) message.
+func joinValidation(errs ...error) error {
+	var c validation.Collector
+	seen := map[string]bool{}
+	for _, err := range errs {
+		fields, _ := validation.Fields(err)
+		for _, f := range fields {
+			if !seen[f.Field] {
+				seen[f.Field] = true
+				c.Add(f.Field, f.Detail)
+			}
+		}
+	}
+	return c.Err()
+}
+
+// productPatch is a partial update: absent fields keep their value.
+type productPatch struct {
+	Name       *string            `json:"name"`
+	Category   *string            `json:"category"`
+	Price      *string            `json:"price"`
+	Attributes *map[string]string `json:"attributes"`
+}
+
+func (s *server) patchProduct(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	id, err := pathID(r, "id", catalog.ErrNotFound)
+	if err != nil {
+		return err
+	}
+	var in productPatch
+	if err := decodeBody(r, &in); err != nil {
+		return err
+	}
+	var c validation.Collector
+	var price money.Amount
+	if in.Price != nil {
+		if price, err = money.Parse(*in.Price); err != nil {
+			c.Add("price", err.Error())
+		}
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
+	now := s.Now().UTC()
+	// Validation runs inside the update, on the merged product, so the store writes nothing
+	// unless the whole result is valid.
+	p, err := s.Stores.Products.UpdateProduct(r.Context(), id, func(p *catalog.Product) error {
+		if in.Name != nil {
+			p.Name = *in.Name
+		}
+		if in.Category != nil {
+			p.Category = *in.Category
+		}
+		if in.Price != nil {
+			p.Price = price
+		}
+		if in.Attributes != nil {
+			p.Attributes = *in.Attributes
+		}
+		p.UpdatedAt = now
+		return p.Validate()
+	})
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, viewProduct(p))
+}
+
+type stockInput struct {
+	Zone  string `json:"zone"`
+	Delta int64  `json:"delta"`
+}
+
+type stockView struct {
+	ProductID string `json:"product_id"`
+	Zone      string `json:"zone"`
+	Stock     int64  `json:"stock"`
+}
+
+func (s *server) adjustStock(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	id, err := pathID(r, "id", catalog.ErrNotFound)
+	if err != nil {
+		return err
+	}
+	var in stockInput
+	if err := decodeBody(r, &in); err != nil {
+		return err
+	}
+	var c validation.Collector
+	c.Check(catalog.ValidSlug(in.Zone), "zone", "must be a zone slug such as \"eu-west\"")
+	c.Check(in.Delta != 0 && in.Delta >= -catalog.MaxStock && in.Delta <= catalog.MaxStock,
+		"delta", "must be a non-zero integer between -1000000000 and 1000000000")
+	if err := c.Err(); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	// The category completes the shard key, so the stock write stays targeted (DESIGN.md note 7).
+	p, err := s.Stores.Products.GetProduct(ctx, id)
+	if err != nil {
+		return err
+	}
+	level, err := s.Stores.Products.AdjustStock(ctx, p.Ref(), in.Zone, in.Delta)
+	if err != nil {
+		if prob, ok := stockProblem(err); ok {
+			return prob
+		}
+		return err
+	}
+	return reply(w, http.StatusOK, stockView{ProductID: id, Zone: in.Zone, Stock: level})
+}
+
+// stockProblem names "delta" (not "items") when an adjustment would go below zero.
+func stockProblem(err error) (*Problem, bool) {
+	p, _ := toProblem(err)
+	if p.Status != http.StatusConflict || p.ProductID == "" {
+		return nil, false
+	}
+	p.Errors = []validation.FieldError{{Field: "delta", Detail: "would take the stock below zero"}}
+	return p, true
+}
