@@ -62,4 +62,3 @@ func TestSeedIsSkewedAndConsistent(t *testing.T) {
 		t.Errorf("projector lag %d after drain", lag)
 	}
 }
-
