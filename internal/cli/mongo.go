@@ -131,8 +131,12 @@ func newMongoPlanCmd(stdio IO) *cobra.Command {
 			if list, _ := cmd.Flags().GetBool("list-variants"); list {
 				tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "collection\tvariants (default first)")
-				for _, c := range []string{"orders", "products", "carts", "sessions", "events"} {
-					fmt.Fprintf(tw, "%s\t%s\n", c, strings.Join(sharding.Variants()[c], ", "))
+				spec, err := sharding.NewSpec(sharding.Options{})
+				if err != nil {
+					return err
+				}
+				for _, c := range spec.Collections {
+					fmt.Fprintf(tw, "%s\t%s\n", c.Name, strings.Join(sharding.Variants()[c.Name], ", "))
 				}
 				return tw.Flush()
 			}

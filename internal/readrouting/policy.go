@@ -184,7 +184,11 @@ func (p Policy) Decide(op Operation, snap LagSnapshot, now time.Time) Decision {
 // readpref.Primary(), or secondaryPreferred with the 90 s backstop (falling
 // back to the primary is always safe for consistency).
 func (p Policy) ReadPref(op Operation, snap LagSnapshot) *readpref.ReadPref {
-	return p.ReadPrefFor(p.Decide(op, snap, p.now()))
+	now := time.Now
+	if p.now != nil { // the zero Policy has no clock of its own
+		now = p.now
+	}
+	return p.ReadPrefFor(p.Decide(op, snap, now()))
 }
 
 // ReadPrefFor maps a decision to the driver's read preference.

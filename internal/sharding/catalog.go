@@ -8,11 +8,11 @@ import (
 )
 
 // collectionOrder is the order plan/apply walk the collections in.
-var collectionOrder = []string{"orders", "products", "carts", "sessions", "events"}
+var collectionOrder = []string{"orders", "products", "carts", "sessions", "events", "order_history", "claims", "users"}
 
-// order_history is deliberately absent: in MongoDB a user's history IS the
-// orders collection read by user_id (targeted under {user_id: "hashed"}); a
-// second copy only makes sense in Cassandra (HIS-1), where seed 000 puts it.
+// The MongoDB backend's outbox, counters and outbox_checkpoints are absent on
+// purpose: they stay unsharded on the database's primary shard so outbox rows
+// are read in commit order (internal/store/mongo).
 
 func hashed(name string) KeyField { return KeyField{Name: name, Kind: Hashed} }
 func asc(name string) KeyField    { return KeyField{Name: name, Kind: Ascending} }
@@ -121,6 +121,29 @@ func catalog() map[string][]Collection {
 				}},
 				Zone: "standard",
 				Why:  "added: random session tokens spread evenly and every lookup is by token; cheap data pinned to the standard tier (SHD-7)",
+			},
+		},
+		"order_history": {
+			{
+				Name: "order_history", Variant: "user_id_hashed",
+				Key:    Key{hashed("user_id")},
+				Traits: map[string]FieldTraits{"user_id": userID},
+				Why:    "added: the history read model (HIS-1) when placement puts it on MongoDB; read only by user, like orders (its indexes are the repository's)",
+			},
+		},
+		"claims": {
+			{
+				Name: "claims", Variant: "id_hashed",
+				Key: Key{hashed("_id")},
+				Why: "added: uniqueness the shard keys cannot give (idempotency keys, one order per cart, emails): the claim's _id is the unique value, enforced cluster-wide by the _id index, looked up by _id",
+			},
+		},
+		"users": {
+			{
+				Name: "users", Variant: "id_hashed",
+				Key:    Key{hashed("_id")},
+				Traits: map[string]FieldTraits{"_id": {Monotonic: true}},
+				Why:    "added: accounts read by id; hashing spreads ascending ObjectIds",
 			},
 		},
 		"events": {

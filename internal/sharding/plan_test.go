@@ -73,7 +73,7 @@ func TestPlanOrderAndTargets(t *testing.T) {
 			t.Errorf("%s %s runs on %q, want %q", s.NS, s.Action, s.DB, wantDB)
 		}
 	}
-	for _, c := range []string{"orders", "products", "carts", "sessions", "events"} {
+	for _, c := range []string{"orders", "products", "carts", "sessions", "events", "order_history", "claims", "users"} {
 		if last["shardmart."+c] != ActShardCollection {
 			t.Errorf("%s: last step %s, want shardCollection", c, last["shardmart."+c])
 		}
