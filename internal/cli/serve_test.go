@@ -7,14 +7,15 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // TestServeSeedsAndShutsDownGracefully runs the real serve path on a temp dir: it seeds the
 // empty store, answers, and on cancel shuts the server down (http.Server.Shutdown) and returns.
 func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	var o serveOptions
-	cmd := newServeCmd(IO{})
-	o.backend.register(cmd)
+	o.backend.register(&cobra.Command{}) // fills the flag defaults
 	o.backend.dataDir = t.TempDir()
 	o.addr, o.seed, o.logFormat = "127.0.0.1:0", true, "text"
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
