@@ -92,19 +92,6 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		return err
 	}
 	defer s.Close()
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "shardmart", Subsystem: "outbox", Name: "lag_messages",
-		Help: "Outbox messages committed but not yet applied by the projector.",
-	}, func() float64 {
-		c, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		lag, err := s.Projector.Lag(c)
-		if err != nil {
-			return -1
-		}
-		return float64(lag)
-	}))
-
 	if o.seed {
 		empty, err := s.Empty(ctx)
 		if err != nil {
@@ -137,7 +124,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 
 	api := httpapi.New(httpapi.Deps{
 		Stores: s.Stores, Carts: s.Carts, Orders: s.Orders, Sessions: s.Sessions,
-		AdminToken: o.adminToken, Logger: logger, Registry: reg,
+		AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
 		Ready: func(ctx context.Context) error { _, err := s.Stores.Outbox.LastSeq(ctx); return err },
 	})
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
