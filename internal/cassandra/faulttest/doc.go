@@ -1,0 +1,5 @@
+// Package faulttest proves, on a real 3-node Cassandra 5.0 cluster started by the launcher,
+// the integrity mechanisms the Cassandra placement relies on (CAS-1): hinted handoff, read
+// repair, availability at ONE, scheduled anti-entropy repair, and that no write acknowledged
+// at QUORUM is lost when a node is SIGKILLed. It has only tests; see docs/cassandra.md.
+package faulttest

@@ -1,0 +1,229 @@
+package faulttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+)
+
+// TestClusterSeesItselfAndServesQuorum: three nodes, each sees all three UN, and a QUORUM
+// write is read back at QUORUM through every coordinator.
+func TestClusterSeesItselfAndServesQuorum(t *testing.T) {
+	ctx := start(t)
+	for i := range cluster.Nodes() {
+		out, err := cluster.Nodetool(ctx, i, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(out, "\nUN "); got != 3 {
+			t.Errorf("node %d sees %d nodes UN, want 3:\n%s", i+1, got, out)
+		}
+	}
+	lines := cartLines("smoke", 5)
+	writeCart(t, ctx, lines, gocql.Quorum)
+	for i := range cluster.Nodes() {
+		if got := presentOn(t, ctx, i, lines, gocql.Quorum); got != len(lines) {
+			t.Errorf("QUORUM read via node %d: %d of %d lines", i+1, got, len(lines))
+		}
+	}
+}
+
+// TestHintedHandoff: writes at QUORUM while node 3 is down leave hints on the coordinators;
+// node 3 comes back without the rows (delivery paused), and once delivery resumes it serves
+// every row alone at ONE. Only hints can have put them there: no read repair at ONE, no repair.
+func TestHintedHandoff(t *testing.T) {
+	ctx := start(t)
+	stopNode(t, ctx, n3)
+	lines := cartLines("hint", 30)
+	writeCart(t, ctx, lines, gocql.Quorum)
+
+	nodetoolAll(t, ctx, []int{n1, n2}, "pausehandoff")
+	restartNode(t, ctx, n3)
+	if got := presentOn(t, ctx, n3, lines, gocql.One); got != 0 {
+		t.Fatalf("node 3 has %d of %d lines before any hint was delivered; the test proves nothing", got, len(lines))
+	}
+	nodetoolAll(t, ctx, []int{n1, n2}, "resumehandoff")
+	// Delivery starts on the next 10 s dispatch round once node 3 is seen alive.
+	eventuallyPresentOn(t, ctx, n3, lines, 3*time.Minute)
+}
+
+// TestReadRepair: with hints disabled, node 3 misses writes made while it was down; a QUORUM
+// read coordinated by node 3 sees the mismatch, returns the newest data and repairs node 3
+// before answering (read_repair BLOCKING), so node 3 alone then has the rows.
+func TestReadRepair(t *testing.T) {
+	ctx := start(t)
+	nodetoolAll(t, ctx, []int{n1, n2, n3}, "disablehandoff")
+	stopNode(t, ctx, n3)
+	lines := cartLines("rr", 20)
+	writeCart(t, ctx, lines, gocql.Quorum)
+	restartNode(t, ctx, n3)
+
+	if got := presentOn(t, ctx, n3, lines, gocql.One); got != 0 {
+		t.Fatalf("node 3 has %d of %d lines without hints; the test proves nothing", got, len(lines))
+	}
+	if got := presentOn(t, ctx, n3, lines, gocql.Quorum); got != len(lines) {
+		t.Fatalf("QUORUM read via node 3 returned %d of %d lines", got, len(lines))
+	}
+	if got := presentOn(t, ctx, n3, lines, gocql.One); got != len(lines) {
+		t.Fatalf("after QUORUM reads node 3 alone has %d of %d lines: read repair did not happen", got, len(lines))
+	}
+}
+
+// TestSessionsAtOneSurviveANodeDown: with node 2 down every session has a replica missing
+// (RF 3 on 3 nodes), yet sessions are created, touched and read at ONE without an error.
+// ONE+ONE is eventually consistent (W+R = 2 <= RF): a read may reach the replica the write has
+// not reached yet, so the latest value must show within a short bound, not at once.
+func TestSessionsAtOneSurviveANodeDown(t *testing.T) {
+	ctx := start(t)
+	stopNode(t, ctx, n2)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i := range 40 {
+		id := fmt.Sprintf("sess-one-%d", i)
+		if err := session.Query(`INSERT INTO `+keyspace+`.sessions (session_id, user_id, last_active) VALUES (?, ?, ?)`,
+			id, fmt.Sprintf("user-%d", i), now).Consistency(gocql.One).ExecContext(ctx); err != nil {
+			t.Fatalf("create session %s at ONE with node 2 down: %v", id, err)
+		}
+		later := now.Add(time.Minute)
+		if err := session.Query(`UPDATE `+keyspace+`.sessions SET last_active = ? WHERE session_id = ?`, later, id).
+			Consistency(gocql.One).ExecContext(ctx); err != nil {
+			t.Fatalf("touch session %s at ONE: %v", id, err)
+		}
+		var got time.Time
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			err := session.Query(`SELECT last_active FROM `+keyspace+`.sessions WHERE session_id = ?`, id).
+				Consistency(gocql.One).ScanContext(ctx, &got)
+			if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+				t.Fatalf("read session %s at ONE with node 2 down: %v", id, err)
+			}
+			if err == nil && got.Equal(later) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("session %s last_active = %v (err %v), want %v", id, got, err, later)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// TestAntiEntropyRepair: with hints off, node 3 misses cart and session writes made while it
+// was down. The repair `shardmart cassandra repair` runs (nodetool repair -pr on every node,
+// sessions skipped) gives node 3 every cart row, read from node 3 alone, and leaves the
+// skipped sessions table alone.
+func TestAntiEntropyRepair(t *testing.T) {
+	ctx := start(t)
+	nodetoolAll(t, ctx, []int{n1, n2, n3}, "disablehandoff")
+	stopNode(t, ctx, n3)
+	lines := cartLines("ae", 30)
+	writeCart(t, ctx, lines, gocql.One)
+	if err := session.Query(`INSERT INTO `+keyspace+`.sessions (session_id, user_id) VALUES (?, ?)`, "sess-ae", "u").
+		Consistency(gocql.One).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restartNode(t, ctx, n3)
+	if got := presentOn(t, ctx, n3, lines, gocql.One); got != 0 {
+		t.Fatalf("node 3 has %d of %d lines before repair; the test proves nothing", got, len(lines))
+	}
+
+	repaired, err := cluster.Repair(ctx, launcher.RepairOptions{Keyspace: keyspace, Skip: launcher.DefaultRepairSkip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(repaired, ",") != "carts" {
+		t.Fatalf("repaired tables %v, want [carts] (sessions skipped)", repaired)
+	}
+	if got := presentOn(t, ctx, n3, lines, gocql.One); got != len(lines) {
+		t.Fatalf("after repair node 3 alone has %d of %d lines", got, len(lines))
+	}
+	id, err := hostID(n3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user string
+	err = session.Query(`SELECT user_id FROM `+keyspace+`.sessions WHERE session_id = ?`, "sess-ae").
+		SetHostID(id).Consistency(gocql.One).ScanContext(ctx, &user)
+	if !errors.Is(err, gocql.ErrNotFound) {
+		t.Fatalf("session on node 3 after repair: %q, %v; want it absent (sessions are not repaired)", user, err)
+	}
+}
+
+// TestNoAcknowledgedQuorumWriteLostOnSIGKILL: writers keep writing at QUORUM while node 3 is
+// SIGKILLed mid-burst. Every write the cluster acknowledged is read back at QUORUM after node 3
+// restarts and a repair runs, and node 3 alone then holds them all too.
+func TestNoAcknowledgedQuorumWriteLostOnSIGKILL(t *testing.T) {
+	ctx := start(t)
+	const (
+		writers   = 4
+		attempts  = 400 // per writer
+		killAfter = 300 // acknowledged writes before the kill
+	)
+	var (
+		mu       sync.Mutex
+		acked    []cartLine
+		failed   atomic.Int64
+		nAcked   atomic.Int64
+		killed   = make(chan struct{})
+		killOnce sync.Once
+		killErr  error
+	)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range attempts {
+				l := cartLine{owner: fmt.Sprintf("burst-w%d-%d", w, i), product: "sku", quantity: i%9 + 1}
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				err := putCartLine(wctx, l, gocql.Quorum)
+				cancel()
+				if err != nil {
+					failed.Add(1) // not acknowledged: no promise was made
+					continue
+				}
+				mu.Lock()
+				acked = append(acked, l)
+				mu.Unlock()
+				if nAcked.Add(1) == killAfter {
+					killOnce.Do(func() {
+						go func() { killErr = cluster.KillNode(ctx, n3); close(killed) }()
+					})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-killed:
+	case <-ctx.Done():
+		t.Fatal("node 3 was never killed")
+	}
+	if killErr != nil {
+		t.Fatal(killErr)
+	}
+	t.Logf("burst: %d acknowledged, %d failed of %d attempts", len(acked), failed.Load(), writers*attempts)
+	if len(acked) <= killAfter {
+		t.Fatalf("only %d writes acknowledged: nothing was written after the kill", len(acked))
+	}
+
+	restartNode(t, ctx, n3)
+	if _, err := cluster.Repair(ctx, launcher.RepairOptions{Keyspace: keyspace, Tables: []string{"carts"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{n1, n3} {
+		if got := presentOn(t, ctx, i, acked, gocql.Quorum); got != len(acked) {
+			t.Errorf("QUORUM via node %d: %d of %d acknowledged writes present", i+1, got, len(acked))
+		}
+	}
+	if got := presentOn(t, ctx, n3, acked, gocql.One); got != len(acked) {
+		t.Errorf("node 3 alone after restart and repair: %d of %d acknowledged writes", got, len(acked))
+	}
+}
