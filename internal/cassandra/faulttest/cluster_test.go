@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,16 +120,19 @@ func allUp(t *testing.T) {
 			return err
 		}
 		for i := range cluster.Nodes() {
-			if _, err := cluster.Nodetool(ctx, i, "enablehandoff"); err != nil {
-				return err
-			}
-			if _, err := cluster.Nodetool(ctx, i, "resumehandoff"); err != nil {
-				return err
+			if handoffChanged {
+				if _, err := cluster.Nodetool(ctx, i, "enablehandoff"); err != nil {
+					return err
+				}
+				if _, err := cluster.Nodetool(ctx, i, "resumehandoff"); err != nil {
+					return err
+				}
 			}
 			if err := waitDriverUp(ctx, i); err != nil {
 				return err
 			}
 		}
+		handoffChanged = false
 		return nil
 	}
 	if err := heal(); err != nil {
@@ -180,8 +184,14 @@ func waitDriverUp(ctx context.Context, i int) error {
 	}
 }
 
+// handoffChanged records that a test disabled or paused hints, so the next allUp restores them.
+var handoffChanged bool
+
 func nodetoolAll(t *testing.T, ctx context.Context, nodes []int, args ...string) {
 	t.Helper()
+	if strings.HasSuffix(args[0], "handoff") {
+		handoffChanged = true
+	}
 	for _, i := range nodes {
 		if _, err := cluster.Nodetool(ctx, i, args...); err != nil {
 			t.Fatal(err)
