@@ -1,6 +1,8 @@
 package advise
 
 import (
+	"cmp"
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
@@ -12,7 +14,21 @@ import (
 // median key and a jumbo chunk can be recognised (one key value only).
 type entry struct {
 	key  string
+	pre  uint64 // the key's first 8 bytes, big-endian: most comparisons end here
 	size uint32
+}
+
+func newEntry(key []byte, size uint32) entry {
+	var b [8]byte
+	copy(b[:], key)
+	return entry{key: string(key), pre: binary.BigEndian.Uint64(b[:]), size: size}
+}
+
+func compareEntries(a, b entry) int {
+	if a.pre != b.pre {
+		return cmp.Compare(a.pre, b.pre)
+	}
+	return strings.Compare(a.key, b.key)
 }
 
 // chunk is the range [min, next chunk's min) of shard-key space.
@@ -118,7 +134,7 @@ func (cl *cluster) find(key []byte) int {
 
 func (cl *cluster) insert(ci int, key []byte, size uint32) {
 	c := cl.chunks[ci]
-	c.entries = append(c.entries, entry{key: string(key), size: size})
+	c.entries = append(c.entries, newEntry(key, size))
 	c.bytes += int64(size)
 	cl.shardBytes[c.shard] += int64(size)
 	if c.bytes > cl.chunkSize && !c.jumbo {
@@ -141,7 +157,7 @@ func (cl *cluster) remove(ci int, size uint32) {
 // repeating until every piece fits or is a single key value (jumbo).
 func (cl *cluster) split(ci int) {
 	c := cl.chunks[ci]
-	slices.SortFunc(c.entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(c.entries, compareEntries)
 	var half, acc int64 = c.bytes / 2, 0
 	j := 0
 	for ; j < len(c.entries); j++ {

@@ -131,3 +131,19 @@ func TestDecodeKeyRendersBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestSamplerMatchesWeights(t *testing.T) {
+	w := []float64{5, 1, 0, 3, 1}
+	s := newSampler(w)
+	counts := make([]int, len(w))
+	const n = 200_000
+	for i := 0; i < n; i++ {
+		counts[s.pick(unit(mix(99, uint64(i))))]++
+	}
+	for i, c := range counts {
+		want := w[i] / 10
+		if got := float64(c) / n; math.Abs(got-want) > 0.01 {
+			t.Errorf("bucket %d: got %.3f, want %.3f", i, got, want)
+		}
+	}
+}

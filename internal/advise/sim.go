@@ -187,6 +187,27 @@ func encodeBound(k KeySpec, vals []Value) []byte {
 	return b
 }
 
+// checkOverlap refuses overlapping zone ranges, as sh.updateZoneKeyRange does.
+func checkOverlap(cand Candidate, zs []zoneState) error {
+	type rng struct {
+		lo, hi string
+		zone   string
+	}
+	var all []rng
+	for _, z := range zs {
+		for _, r := range z.ranges {
+			all = append(all, rng{r[0], r[1], z.name})
+		}
+	}
+	slices.SortFunc(all, func(a, b rng) int { return strings.Compare(a.lo, b.lo) })
+	for i := 1; i < len(all); i++ {
+		if all[i].lo < all[i-1].hi {
+			return fmt.Errorf("%s: zone ranges of %s and %s overlap", cand.Key, all[i-1].zone, all[i].zone)
+		}
+	}
+	return nil
+}
+
 // boundKey is encodeBound as a chunk-bound string; the all-MinKey bound is
 // the collection's lowest bound "" and the all-MaxKey bound is keyMax.
 func boundKey(k KeySpec, vals []Value) string {
@@ -237,6 +258,9 @@ func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Can
 			zs.ranges = [][2]string{{s.firehoseBound(0), keyMax}}
 		}
 		s.cl.zones = append(s.cl.zones, zs)
+	}
+	if err := checkOverlap(cand, s.cl.zones); err != nil {
+		return nil, fmt.Errorf("collection %s: %w", c.Name, err)
 	}
 	s.cl.applyZones()
 	s.cl.placeZones()
@@ -303,8 +327,6 @@ func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Can
 				continue
 			}
 			d := s.target(p.op, inserted, rng)
-			s.buf = s.encodeKey(s.buf[:0], d)
-			ci := s.cl.find(s.buf)
 			hit := s.hits(p, d, inserted)
 			st.ShardsHit += int64(hit)
 			switch {
@@ -315,12 +337,15 @@ func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Can
 			default:
 				st.MultiShard++
 			}
-			switch p.op.Type {
-			case OpUpdate:
+			if p.op.Type == OpUpdate || p.op.Type == OpDelete {
+				// The write happens where the document lives, whichever
+				// shards the filter had to ask.
+				s.buf = s.encodeKey(s.buf[:0], d)
+				ci := s.cl.find(s.buf)
 				writes[s.cl.chunks[ci].shard]++
-			case OpDelete:
-				writes[s.cl.chunks[ci].shard]++
-				s.cl.remove(ci, s.docSize(d))
+				if p.op.Type == OpDelete {
+					s.cl.remove(ci, s.docSize(d))
+				}
 			}
 		}
 		if w.Balancer.Enabled {

@@ -115,3 +115,53 @@ func TestScenariosParse(t *testing.T) {
 		t.Errorf("scenarios: got %v, want %v", got, want)
 	}
 }
+
+// The example in docs/advise.md must stay a valid workload.
+func TestDocsExampleParses(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/advise.md")
+	if err != nil {
+		t.Skipf("docs not available: %v", err)
+	}
+	s := string(doc)
+	start := strings.Index(s, "```yaml\n")
+	end := strings.Index(s[start+8:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("no yaml example in docs/advise.md")
+	}
+	w, err := ParseWorkload([]byte(s[start+8:start+8+end]), "docs/advise.md", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.Collections[0]
+	if len(c.Candidates) != 3 || len(c.Candidates[2].Zones) != 2 {
+		t.Fatalf("got %d candidates, want 3 with 2 zones on the last", len(c.Candidates))
+	}
+	if got := c.Candidates[2].Zones[1].Ranges[0].Max[0].Kind; got != KindObjectID {
+		t.Errorf("zone bound kind: got %v, want an ObjectId", got)
+	}
+	w.Ops = 20_000
+	if _, err := Simulate(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOverlappingZonesAreRefused(t *testing.T) {
+	y := `collections:
+  - name: c
+    fields: {n: seq}
+    operations: [{type: insert}]
+    candidates:
+      - key: {n: 1}
+        zones:
+          - {name: a, shards: [0], ranges: [{min: {n: 0}, max: {n: 100}}]}
+          - {name: b, shards: [1], ranges: [{min: {n: 50}, max: {n: 200}}]}
+`
+	w, err := ParseWorkload([]byte(y), "w.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Simulate(context.Background(), w)
+	if err == nil || !strings.Contains(err.Error(), "zone ranges of a and b overlap") {
+		t.Errorf("got %v, want an overlap error", err)
+	}
+}
