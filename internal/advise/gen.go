@@ -42,10 +42,10 @@ type Field struct {
 	nullFrac   float64
 	min        int64
 	dist       *sampler // weights for choice, zipf int, zipf ref, ip octets
-	values     []Value   // choice values
-	pool       int64     // ref: existing ids
-	perm       uint64    // ref: rank -> id bijection multiplier
-	newFrac    float64   // ref: share of references to ids created now
+	values     []Value  // choice values
+	pool       int64    // ref: existing ids
+	perm       uint64   // ref: rank -> id bijection multiplier
+	newFrac    float64  // ref: share of references to ids created now
 	constant   Value
 	octets     [][2]int
 	arrayWhere string // where the field was seen holding an array
