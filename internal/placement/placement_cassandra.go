@@ -2,10 +2,33 @@ package placement
 
 import (
 	"context"
-	"errors"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/projection"
+	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/store/cassandra"
 )
 
-// openCassandra is replaced when the Cassandra backend lands (issue 3).
-func openCassandra(context.Context, Options) (backend, error) {
-	return nil, errors.New("the cassandra backend is not built into this version yet")
+// cassandraBackend serves carts, sessions, events, history and the catalog read model
+// (issue 3); it cannot hold orders (Validate refuses that placement).
+type cassandraBackend struct{ st *cassandra.Store }
+
+// openCassandra connects to o.CassandraHosts and checks that `shardmart cassandra schema
+// apply` has brought o.CassandraKeyspace to the current schema version.
+func openCassandra(ctx context.Context, o Options) (backend, error) {
+	st, err := cassandra.Open(ctx, cassandra.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace})
+	if err != nil {
+		return nil, err
+	}
+	return cassandraBackend{st: st}, nil
 }
+
+func (b cassandraBackend) Close() error                        { return b.st.Close() }
+func (b cassandraBackend) Carts() cart.Repository              { return b.st.Carts() }
+func (b cassandraBackend) Sessions() session.Repository        { return b.st.Sessions() }
+func (b cassandraBackend) Events() event.Repository            { return b.st.Events() }
+func (b cassandraBackend) History() history.Repository         { return b.st.History() }
+func (b cassandraBackend) Catalog() CatalogReader              { return b.st.Catalog() }
+func (b cassandraBackend) CatalogSink() projection.CatalogSink { return b.st.Catalog() }
