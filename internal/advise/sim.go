@@ -321,9 +321,8 @@ func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Can
 				continue
 			}
 			if inserted == 0 {
-				// Nothing to address yet: counts as a single-shard miss.
-				st.SingleShard++
-				st.ShardsHit++
+				// Nothing to address yet: not counted in the distribution.
+				st.Count--
 				continue
 			}
 			d := s.target(p.op, inserted, rng)

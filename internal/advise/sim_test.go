@@ -2,6 +2,7 @@ package advise
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -14,22 +15,28 @@ var scenarioResults = struct {
 	m map[string][]*Result
 }{m: map[string][]*Result{}}
 
+// seed is the scenario seed the qualitative tests run under; the test loops
+// over several so a claim cannot hold by luck of one seed.
+var seed uint64 = 1
+
 func runScenario(t *testing.T, name string) []*Result {
 	t.Helper()
 	scenarioResults.Lock()
 	defer scenarioResults.Unlock()
-	if rs, ok := scenarioResults.m[name]; ok {
+	id := fmt.Sprintf("%s/%d", name, seed)
+	if rs, ok := scenarioResults.m[id]; ok {
 		return rs
 	}
 	w, err := LoadScenario(name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.Seed = seed
 	rs, err := Simulate(context.Background(), w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	scenarioResults.m[name] = rs
+	scenarioResults.m[id] = rs
 	return rs
 }
 
@@ -235,11 +242,19 @@ func TestScenarioQualitativeResults(t *testing.T) {
 			}
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.scenario+"/"+tt.key+"/"+tt.claim, func(t *testing.T) {
-			tt.check(t, result(t, runScenario(t, tt.scenario), tt.key))
-		})
+	seeds := []uint64{1, 2}
+	if testing.Short() {
+		seeds = seeds[:1]
 	}
+	for _, sd := range seeds {
+		seed = sd
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("seed %d/%s/%s/%s", sd, tt.scenario, tt.key, tt.claim), func(t *testing.T) {
+				tt.check(t, result(t, runScenario(t, tt.scenario), tt.key))
+			})
+		}
+	}
+	seed = 1
 }
 
 func TestSimulationIsDeterministic(t *testing.T) {
