@@ -2,10 +2,34 @@ package placement
 
 import (
 	"context"
-	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/store/mongo"
 )
 
-// openMongo is replaced when the MongoDB backend lands (issue 4).
-func openMongo(context.Context, Options) (backend, error) {
-	return nil, errors.New("the mongo backend is not built into this version yet")
+// openMongo opens the MongoDB backend (issue 4): it serves orders with products, stock, the
+// outbox and users, and carts, sessions, events and history, so a MongoDB-only placement works.
+// Reads follow RPL-1 through a replication-lag monitor over the shards behind the mongos; if
+// that cannot start (a plain replica set, no access to config.shards) every read goes to the
+// primary, which is slower but never stale.
+func openMongo(ctx context.Context, o Options) (backend, error) {
+	s, err := mongo.Open(ctx, mongo.Options{URI: o.MongoURI, Database: o.MongoDatabase})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.WatchLag(ctx, o.MongoURI, time.Second); err != nil {
+		slog.Warn("mongo: secondary reads disabled, every read goes to the primary", "err", err)
+	}
+	return s, nil
 }
+
+// The MongoDB store holds every family but the projector-fed Cassandra catalog read model (on
+// MongoDB the catalog family is the products collection itself).
+var (
+	_ ordersProvider   = (*mongo.Store)(nil)
+	_ cartsProvider    = (*mongo.Store)(nil)
+	_ sessionsProvider = (*mongo.Store)(nil)
+	_ eventsProvider   = (*mongo.Store)(nil)
+	_ historyProvider  = (*mongo.Store)(nil)
+)
