@@ -36,6 +36,7 @@ func NewRootCmd(stdio IO) *cobra.Command {
 		newCassandraCmd(stdio),
 		newMongoCmd(stdio),
 		newAdviseCmd(stdio),
+		newBenchCmd(stdio),
 	)
 	return root
 }
