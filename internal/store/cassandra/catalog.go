@@ -25,10 +25,11 @@ type Catalog struct{ s *gocql.Session }
 const CategoryBuckets = 8
 
 const (
-	productCols   = `product_id, name, category, price, attributes, stock, created_at, updated_at`
-	productSelect = `SELECT ` + productCols + ` FROM products WHERE product_id = ?`
-	productInsert = `INSERT INTO products (` + productCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	byCatInsert   = `INSERT INTO products_by_category (category, bucket, price, product_id, name, attributes, stock, created_at, updated_at)
+	productCols    = `product_id, name, category, price, attributes, stock, created_at, updated_at`
+	productSelect  = `SELECT ` + productCols + ` FROM products WHERE product_id = ?`
+	productVersion = `SELECT category, price, updated_at, WRITETIME(price) FROM products WHERE product_id = ?`
+	productInsert  = `INSERT INTO products (` + productCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	byCatInsert    = `INSERT INTO products_by_category (category, bucket, price, product_id, name, attributes, stock, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	byCatDelete = `DELETE FROM products_by_category USING TIMESTAMP ? WHERE category = ? AND bucket = ? AND price = ? AND product_id = ?`
 	// (price, product_id) > cursor resumes after the last product shown; (price) <= max
@@ -46,18 +47,32 @@ func bucketOfProduct(id string) int {
 // UpsertProduct writes both tables in one logged batch: the batch log guarantees that both
 // or neither eventually apply even if the coordinator dies (seed 002's first option), while
 // the outbox makes the whole read model eventually consistent with the store of record
-// (its second option, CQRS). Writes carry USING TIMESTAMP = UpdatedAt, so a replay of an
-// older version is a no-op; a category or price change deletes the old search row.
+// (its second option, CQRS). A version older than the stored one (a replay) is skipped, and
+// writes carry USING TIMESTAMP from UpdatedAt, so even two projectors racing cannot put an
+// older version over a newer one; a category or price change deletes the old search row.
 func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
-	old, err := c.GetProduct(ctx, p.ID)
-	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-		return err
+	var (
+		old                catalog.Product
+		oldPrice, oldWrite int64
+		exists             bool
+	)
+	iter := c.s.Query(productVersion, p.ID).WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
+	exists = iter.Scan(&old.Category, &oldPrice, &old.UpdatedAt, &oldWrite)
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("read product %s: %w", p.ID, err)
+	}
+	old.Price = money.Amount(oldPrice)
+	if exists && p.UpdatedAt.Before(old.UpdatedAt) {
+		return nil // an older version replayed after a newer one
 	}
 	at := p.UpdatedAt
 	if at.Before(p.CreatedAt) {
 		at = p.CreatedAt
 	}
 	wt := writeTime(at)
+	if exists && wt <= oldWrite {
+		wt = oldWrite + 1 // a change that did not move UpdatedAt must still win
+	}
 	attrs, stock := p.Attributes, p.Stock
 	if attrs == nil {
 		attrs = map[string]string{}
@@ -69,7 +84,7 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	add := func(stmt string, args ...any) {
 		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: stmt, Args: args, Idempotent: true})
 	}
-	if err == nil && (old.Category != p.Category || old.Price != p.Price) {
+	if exists && (old.Category != p.Category || old.Price != p.Price) {
 		add(byCatDelete, wt, old.Category, bucketOfProduct(p.ID), int64(old.Price), p.ID)
 	}
 	add(productInsert, p.ID, p.Name, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt), wt)

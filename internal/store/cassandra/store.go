@@ -94,9 +94,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if len(cfg.Hosts) == 0 {
 		return nil, errors.New("cassandra: no contact points (--cassandra-hosts)")
 	}
-	s, err := ClusterConfig(cfg).CreateSession()
+	cc := ClusterConfig(cfg)
+	s, err := cc.CreateSession()
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: connect to %s: %w", strings.Join(cfg.Hosts, ","), err)
+		// The driver reports a missing keyspace only as "no connections were made".
+		return nil, fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %w",
+			strings.Join(cfg.Hosts, ","), cc.Keyspace, cc.Keyspace, err)
 	}
 	st := &Store{s: s, owned: true}
 	if err := st.checkSchema(ctx); err != nil {
