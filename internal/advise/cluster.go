@@ -19,9 +19,15 @@ type entry struct {
 }
 
 func newEntry(key []byte, size uint32) entry {
-	var b [8]byte
-	copy(b[:], key)
-	return entry{key: string(key), pre: binary.BigEndian.Uint64(b[:]), size: size}
+	return entry{key: string(key), pre: prefix64(key), size: size}
+}
+
+// prefix64 is the first 8 bytes of b, big-endian, zero-padded: comparing it
+// first orders like comparing b, and is much cheaper.
+func prefix64(b []byte) uint64 {
+	var p [8]byte
+	copy(p[:], b)
+	return binary.BigEndian.Uint64(p[:])
 }
 
 func compareEntries(a, b entry) int {
@@ -153,54 +159,80 @@ func (cl *cluster) remove(ci int, size uint32) {
 	cl.shardBytes[c.shard] -= int64(size)
 }
 
-// split cuts an oversized chunk at the key boundary nearest its byte median,
-// repeating until every piece fits or is a single key value (jumbo).
+// split cuts an oversized chunk near its byte median, repeating until every
+// piece fits or is a single key value (jumbo).
 func (cl *cluster) split(ci int) {
 	c := cl.chunks[ci]
-	slices.SortFunc(c.entries, compareEntries)
-	var half, acc int64 = c.bytes / 2, 0
-	j := 0
-	for ; j < len(c.entries); j++ {
-		acc += int64(c.entries[j].size)
-		if acc >= half {
-			break
-		}
-	}
-	// nearest boundary m (entries[m-1].key < entries[m].key) to j+1
-	at := -1
-	for d := 0; ; d++ {
-		up, down := j+1+d, j+1-d
-		if up >= len(c.entries) && down <= 0 {
-			break
-		}
-		if up > 0 && up < len(c.entries) && c.entries[up].key != c.entries[up-1].key {
-			at = up
-			break
-		}
-		if down > 0 && down < len(c.entries) && c.entries[down].key != c.entries[down-1].key {
-			at = down
-			break
-		}
-	}
-	if at < 0 {
+	k, ok := splitKey(c.entries, c.bytes)
+	if !ok {
 		c.jumbo = true
 		return
 	}
-	right := &chunk{min: c.entries[at].key, shard: c.shard, zone: c.zone}
-	right.entries = append([]entry(nil), c.entries[at:]...)
-	for _, e := range right.entries {
-		right.bytes += int64(e.size)
-	}
-	c.entries = c.entries[:at:at]
-	c.bytes -= right.bytes
-	cl.chunks = slices.Insert(cl.chunks, ci+1, right)
-	cl.shardChunks[c.shard]++
+	right := cl.cutAt(ci, k)
 	if right.bytes > cl.chunkSize {
 		cl.split(ci + 1)
 	}
 	if c.bytes > cl.chunkSize {
 		cl.split(ci)
 	}
+}
+
+// splitKey picks a cut without sorting the chunk: the median of an evenly
+// spaced sample is the candidate k, and the cut goes just below k or just
+// above it, whichever leaves halves closer in bytes. ok is false when the
+// chunk holds a single key value.
+func splitKey(es []entry, total int64) (string, bool) {
+	const sampleN = 63
+	step := max(1, len(es)/sampleN)
+	sample := make([]entry, 0, sampleN+1)
+	for i := 0; i < len(es); i += step {
+		sample = append(sample, es[i])
+	}
+	slices.SortFunc(sample, compareEntries)
+	k := sample[len(sample)/2]
+	var less, eq int64
+	next := -1 // smallest key above k
+	for i := range es {
+		switch c := compareEntries(es[i], k); {
+		case c < 0:
+			less += int64(es[i].size)
+		case c == 0:
+			eq += int64(es[i].size)
+		case next < 0 || compareEntries(es[i], es[next]) < 0:
+			next = i
+		}
+	}
+	half := total / 2
+	dist := func(x int64) int64 { return max(x-half, half-x) }
+	switch {
+	case less > 0 && (next < 0 || dist(less) <= dist(less+eq)):
+		return k.key, true
+	case next >= 0:
+		return es[next].key, true
+	}
+	return "", false
+}
+
+// cutAt makes key the lower bound of a new chunk right after chunk ci and
+// returns it; both pieces stay on ci's shard and zone.
+func (cl *cluster) cutAt(ci int, key string) *chunk {
+	c := cl.chunks[ci]
+	right := &chunk{min: key, shard: c.shard, zone: c.zone}
+	left := c.entries[:0]
+	for _, e := range c.entries {
+		if e.key >= key {
+			right.entries = append(right.entries, e)
+			right.bytes += int64(e.size)
+		} else {
+			left = append(left, e)
+		}
+	}
+	// Clip capacity so appends to the left piece never reach stale entries.
+	c.entries = left[:len(left):len(left)]
+	c.bytes -= right.bytes
+	cl.chunks = slices.Insert(cl.chunks, ci+1, right)
+	cl.shardChunks[c.shard]++
+	return right
 }
 
 // splitAt makes key a chunk boundary (zone bounds must be chunk bounds).
@@ -213,21 +245,8 @@ func (cl *cluster) splitAt(key string) {
 	if c.min == key {
 		return
 	}
-	right := &chunk{min: key, shard: c.shard, zone: c.zone}
-	left := c.entries[:0:0]
-	for _, e := range c.entries {
-		if e.key >= key {
-			right.entries = append(right.entries, e)
-			right.bytes += int64(e.size)
-		} else {
-			left = append(left, e)
-		}
-	}
-	c.entries = left
-	c.bytes -= right.bytes
+	right := cl.cutAt(ci, key)
 	c.jumbo, right.jumbo = false, false
-	cl.chunks = slices.Insert(cl.chunks, ci+1, right)
-	cl.shardChunks[c.shard]++
 }
 
 // applyZones splits at every zone bound and tags chunks with their zone.

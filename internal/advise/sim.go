@@ -482,23 +482,24 @@ func (s *sim) characteristics(inserted int64) KeyCharacteristics {
 	}
 	step := max(1, inserted/characteristicsSample)
 	type rec struct {
-		raw, idx string // unhashed value; shard-key index order
+		raw, idx entry // unhashed value; shard-key index order
 		d        int64
 	}
 	var recs []rec
-	var raw []byte
+	var raw, idx []byte
 	for d := int64(0); d < inserted; d += step {
 		raw = raw[:0]
 		for _, f := range s.key.Fields {
 			raw = appendKeyPart(raw, s.g.value(d, f.idx))
 		}
-		recs = append(recs, rec{raw: string(raw), idx: string(s.encodeKey(nil, d)), d: d})
+		idx = s.encodeKey(idx[:0], d)
+		recs = append(recs, rec{raw: newEntry(raw, 0), idx: newEntry(idx, 0), d: d})
 	}
 	kc.SampledDocs = int64(len(recs))
-	// Monotonicity: position in index order vs insertion order.
-	// Ties break on insertion order, as record ids do inside an index key.
+	// Monotonicity: position in index order vs insertion order. Ties break
+	// on insertion order, as record ids do inside an index key.
 	slices.SortFunc(recs, func(a, b rec) int {
-		if c := strings.Compare(a.idx, b.idx); c != 0 {
+		if c := compareEntries(a.idx, b.idx); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.d, b.d)
@@ -512,7 +513,7 @@ func (s *sim) characteristics(inserted int64) KeyCharacteristics {
 	kc.Monotonic = math.Abs(kc.Monotonicity) >= 0.7
 	// Cardinality and frequency over the unhashed values.
 	slices.SortFunc(recs, func(a, b rec) int {
-		if c := strings.Compare(a.raw, b.raw); c != 0 {
+		if c := compareEntries(a.raw, b.raw); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.d, b.d)
@@ -523,7 +524,7 @@ func (s *sim) characteristics(inserted int64) KeyCharacteristics {
 	}
 	var runs []run
 	for i, r := range recs {
-		if i == 0 || r.raw != recs[i-1].raw {
+		if i == 0 || r.raw.key != recs[i-1].raw.key {
 			runs = append(runs, run{d: r.d})
 		}
 		runs[len(runs)-1].n++
