@@ -218,9 +218,10 @@ func splitKey(es []entry, total int64) (string, bool) {
 func (cl *cluster) cutAt(ci int, key string) *chunk {
 	c := cl.chunks[ci]
 	right := &chunk{min: key, shard: c.shard, zone: c.zone}
+	k := entry{key: key, pre: prefix64([]byte(key))}
 	left := c.entries[:0]
 	for _, e := range c.entries {
-		if e.key >= key {
+		if compareEntries(e, k) >= 0 {
 			right.entries = append(right.entries, e)
 			right.bytes += int64(e.size)
 		} else {
