@@ -536,8 +536,9 @@ func (p *parser) sample(n *yaml.Node, where string, c *Collection) error {
 	}
 	c.SampleFile = name
 	type raw struct {
-		doc  bson.D
+		doc  bson.D // flattened: nested fields under dotted names
 		line int
+		size int
 	}
 	var docs []raw
 	for i, line := range bytes.Split(data, []byte("\n")) {
@@ -549,8 +550,12 @@ func (p *parser) sample(n *yaml.Node, where string, c *Collection) error {
 		if err := bson.UnmarshalExtJSON(line, false, &d); err != nil {
 			return &InputError{File: name, Line: i + 1, Msg: "not a JSON document: " + err.Error()}
 		}
-		docs = append(docs, raw{d, i + 1})
-		for _, e := range d {
+		size := c.DocBytes
+		if b, err := bson.Marshal(d); err == nil {
+			size = len(b)
+		}
+		docs = append(docs, raw{flatten(d, ""), i + 1, size})
+		for _, e := range docs[len(docs)-1].doc {
 			if _, ok := c.fieldIdx[e.Key]; !ok {
 				c.addField(&Field{Name: e.Key, kind: genSample})
 			}
@@ -560,10 +565,7 @@ func (p *parser) sample(n *yaml.Node, where string, c *Collection) error {
 		return p.errf(n, where, "sample %s holds no documents", name)
 	}
 	for _, r := range docs {
-		sd := sampleDoc{vals: make([]Value, len(c.Fields)), size: c.DocBytes}
-		if b, err := bson.Marshal(r.doc); err == nil {
-			sd.size = len(b)
-		}
+		sd := sampleDoc{vals: make([]Value, len(c.Fields)), size: r.size}
 		for _, e := range r.doc {
 			fi := c.fieldIdx[e.Key]
 			v := bsonValue(e.Value)
@@ -575,6 +577,20 @@ func (p *parser) sample(n *yaml.Node, where string, c *Collection) error {
 		c.Sample = append(c.Sample, sd)
 	}
 	return nil
+}
+
+// flatten lists a document's fields with nested documents' fields under
+// dotted names as well ("customer.id"), since a shard key may be a dotted path.
+func flatten(d bson.D, prefix string) bson.D {
+	var out bson.D
+	for _, e := range d {
+		name := prefix + e.Key
+		out = append(out, bson.E{Key: name, Value: e.Value})
+		if sub, ok := e.Value.(bson.D); ok {
+			out = append(out, flatten(sub, name+".")...)
+		}
+	}
+	return out
 }
 
 func bsonValue(x any) Value {

@@ -30,30 +30,35 @@ func Hash64(v Value) int64 {
 	case KindObjectID:
 		buf = append(buf, v.B[:12]...)
 	case KindUUID:
-		buf = binary.LittleEndian.AppendUint32(buf, 16)
-		buf = append(buf, 4)
-		buf = append(buf, v.B[:]...)
+		buf = appendBinData(buf, 4, v.B[:])
 	case KindBool:
 		buf = append(buf, byte(v.I))
 	case KindDate:
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(v.I))
 	}
 	// Null, missing, MinKey and MaxKey have no value bytes.
+	return digest64(buf)
+}
+
+// appendBinData appends a BSON BinData value: int32 length, subtype, bytes.
+func appendBinData(buf []byte, subtype byte, data []byte) []byte {
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(data)))
+	buf = append(buf, subtype)
+	return append(buf, data...)
+}
+
+// digest64 is the first 8 bytes of the MD5 digest as a little-endian int64.
+func digest64(buf []byte) int64 {
 	d := md5.Sum(buf)
 	return int64(binary.LittleEndian.Uint64(d[:8]))
 }
 
-// hashBinData hashes a BinData value of any subtype; used to pin the function
+// hashBinData hashes a BinData value of any subtype; it pins the function
 // against MongoDB's vectors for non-UUID binaries.
 func hashBinData(subtype byte, data []byte) int64 {
-	buf := make([]byte, 0, 16+len(data))
-	buf = binary.LittleEndian.AppendUint32(buf, 0)
+	buf := binary.LittleEndian.AppendUint32(nil, 0)
 	buf = binary.LittleEndian.AppendUint32(buf, 30)
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(data)))
-	buf = append(buf, subtype)
-	buf = append(buf, data...)
-	d := md5.Sum(buf)
-	return int64(binary.LittleEndian.Uint64(d[:8]))
+	return digest64(appendBinData(buf, subtype, data))
 }
 
 // safeNumberLongForHash mirrors BSONElement::safeNumberLongForHash: NaN is 0,

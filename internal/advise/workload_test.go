@@ -165,3 +165,22 @@ func TestOverlappingZonesAreRefused(t *testing.T) {
 		t.Errorf("got %v, want an overlap error", err)
 	}
 }
+
+func TestSampleDottedKey(t *testing.T) {
+	files := map[string]string{"s.jsonl": `{"_id": 1, "customer": {"id": 7, "tier": "gold"}}` + "\n" +
+		`{"_id": 2, "customer": {"id": 8, "tier": "gold"}}` + "\n"}
+	open := func(n string) ([]byte, error) { return []byte(files[n]), nil }
+	y := "collections:\n  - name: c\n    sample: s.jsonl\n    operations: [{type: insert}, {type: find, filter: [customer.id]}]\n    candidates: [{customer.id: hashed}]\n"
+	w, err := ParseWorkload([]byte(y), "w.yaml", open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Ops = 100
+	rs, err := Simulate(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rs[0].Characteristics.Distinct; got != 2 {
+		t.Errorf("distinct customer.id values: got %d, want 2", got)
+	}
+}
