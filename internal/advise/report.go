@@ -16,14 +16,53 @@ import (
 func (r *Result) FinalDataShare() []float64 { return shares(r.Data[len(r.Data)-1]) }
 
 // WriteShare is each shard's share of all writes over the run.
-func (r *Result) WriteShare() []float64 {
+func (r *Result) WriteShare() []float64 { return r.writeShareBetween(0, len(r.Writes)) }
+
+// writeShareBetween is each shard's share of the writes in ticks [from, to).
+func (r *Result) writeShareBetween(from, to int) []float64 {
 	tot := make([]int64, r.Shards)
-	for _, w := range r.Writes {
+	for _, w := range r.Writes[from:to] {
 		for s, x := range w {
 			tot[s] += x
 		}
 	}
 	return shares(tot)
+}
+
+// Findings are the short warnings a reader should not miss.
+func (r *Result) Findings() []string {
+	var out []string
+	fair := 1 / float64(r.Shards)
+	if h := r.HottestWriteShare(); r.Shards > 1 && h >= 1.5*fair {
+		out = append(out, fmt.Sprintf("hot shard (%s of writes)", pct(h)))
+	}
+	if n := len(r.Jumbo); n > 0 {
+		out = append(out, fmt.Sprintf("%d jumbo chunk(s)", n))
+	}
+	if d := r.WorstDeviation(); d >= 0.25 {
+		out = append(out, fmt.Sprintf("uneven data (a shard %s off its share)", pct(d)))
+	}
+	if r.Characteristics.Monotonic && !r.Key.Fields[0].Hashed {
+		out = append(out, "monotonic key")
+	}
+	var ops, scatter int64
+	for _, o := range r.OpStats {
+		if o.Type == OpInsert {
+			continue
+		}
+		ops += o.Count
+		scatter += o.ScatterGather
+	}
+	if ops > 0 && scatter*5 >= ops {
+		out = append(out, fmt.Sprintf("%s of reads/updates scatter-gather", pct(float64(scatter)/float64(ops))))
+	}
+	if r.ZoneViolationsAtEnd > 0 {
+		out = append(out, fmt.Sprintf("%d chunk(s) outside their zone", r.ZoneViolationsAtEnd))
+	}
+	if len(out) == 0 {
+		out = append(out, "none")
+	}
+	return out
 }
 
 // WorstDeviation is the largest |share - fair| / fair over shards at the end.
@@ -164,6 +203,12 @@ func WriteTable(out io.Writer, w *Workload, results []*Result) {
 		for _, r := range group {
 			rows[0] = append(rows[0], r.label())
 		}
+		perDay := r0.Ticks / w.Days
+		for d := 1; d < w.Days && perDay > 0; d++ {
+			t := d*perDay - 1
+			add(fmt.Sprintf("data share per shard after day %d, %%", d), func(r *Result) string { return pcts(shares(r.Data[t])) })
+			add(fmt.Sprintf("write share per shard on day %d, %%", d), func(r *Result) string { return pcts(r.writeShareBetween(t+1-perDay, t+1)) })
+		}
 		add("data share per shard at end, %", func(r *Result) string { return pcts(r.FinalDataShare()) })
 		add("worst shard vs fair share", func(r *Result) string { return "±" + pct(r.WorstDeviation()) })
 		add("write share per shard, %", func(r *Result) string { return pcts(r.WriteShare()) })
@@ -232,6 +277,10 @@ func WriteTable(out io.Writer, w *Workload, results []*Result) {
 			})
 		}
 		writeRows(out, rows)
+		fmt.Fprintln(out, "\nfindings:")
+		for _, r := range group {
+			fmt.Fprintf(out, "  %s: %s\n", r.label(), strings.Join(r.Findings(), "; "))
+		}
 		for _, r := range group {
 			if r.SampleRepeats {
 				fmt.Fprintf(out, "note: %s: more inserts than sample documents; the sample was replayed\n", r.label())
