@@ -385,6 +385,8 @@ func SimulateCandidate(ctx context.Context, w *Workload, c *Collection, cand Can
 	for i, k := range s.renderKeys(jumboKeys, inserted) {
 		res.Jumbo[i].Key = k
 	}
+	// Biggest first: the report names the first one.
+	slices.SortStableFunc(res.Jumbo, func(a, b JumboChunk) int { return cmp.Compare(b.Bytes, a.Bytes) })
 	res.Characteristics = s.characteristics(inserted)
 	return res, nil
 }
