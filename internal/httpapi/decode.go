@@ -87,6 +87,9 @@ func decodeProblem(err error) *Problem {
 		if f, err := strconv.Unquote(name); err == nil {
 			name = f
 		}
+		if name == "" {
+			return malformed("body", "has a member with an empty name")
+		}
 		return malformed(name, "is not a known field")
 	}
 	return malformed("body", "could not be decoded")
