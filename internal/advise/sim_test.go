@@ -345,3 +345,54 @@ func TestSplitHappensAtChunkSize(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanOpTargeting(t *testing.T) {
+	c := &Collection{fieldIdx: map[string]int{"a": 0, "b": 1, "c": 2}}
+	for _, n := range []string{"a", "b", "c"} {
+		c.Fields = append(c.Fields, &Field{Name: n})
+	}
+	rangeKey := KeySpec{Fields: []KeyField{{Name: "a", idx: 0}, {Name: "b", idx: 1}}}
+	hashedKey := KeySpec{Fields: []KeyField{{Name: "a", idx: 0, Hashed: true}}}
+	tests := []struct {
+		name          string
+		key           KeySpec
+		op            Operation
+		wantFull      bool
+		wantPrefix    int
+		wantRange     bool
+		wantBroadcast bool
+	}{
+		{"whole key", rangeKey, Operation{Filter: []string{"b", "a"}}, true, 2, false, false},
+		{"key prefix", rangeKey, Operation{Filter: []string{"a", "c"}}, false, 1, false, false},
+		{"prefix and range on next field", rangeKey, Operation{Filter: []string{"a"}, Range: &RangeFilter{Field: "b", Span: 5}}, false, 1, true, false},
+		{"range on first field", rangeKey, Operation{Range: &RangeFilter{Field: "a", Span: 5}}, false, 0, true, false},
+		{"second field only", rangeKey, Operation{Filter: []string{"b"}}, false, 0, false, true},
+		{"hashed equality", hashedKey, Operation{Filter: []string{"a"}}, true, 1, false, false},
+		{"range on hashed field", hashedKey, Operation{Range: &RangeFilter{Field: "a", Span: 5}}, false, 0, false, true},
+	}
+	for _, tt := range tests {
+		p := planOp(&tt.op, tt.key, c)
+		if p.full != tt.wantFull || p.eqPrefix != tt.wantPrefix || p.rangeOn != tt.wantRange || p.broadcast != tt.wantBroadcast {
+			t.Errorf("%s: got full=%v prefix=%d range=%v broadcast=%v, want %v %d %v %v", tt.name,
+				p.full, p.eqPrefix, p.rangeOn, p.broadcast, tt.wantFull, tt.wantPrefix, tt.wantRange, tt.wantBroadcast)
+		}
+	}
+}
+
+func TestShardsHitCountsOwnersOfIntersectingChunks(t *testing.T) {
+	cl := newCluster(3, 1<<20)
+	k := func(i int64) string { return string(appendKeyPart(nil, Int(i))) }
+	// [MinKey,10) on 0, [10,20) on 1, [20,30) on 2, [30,MaxKey) on 0
+	cl.chunks = []*chunk{{min: "", shard: 0}, {min: k(10), shard: 1}, {min: k(20), shard: 2}, {min: k(30), shard: 0}}
+	tests := []struct {
+		lo, hi int64
+		want   int
+	}{
+		{1, 5, 1}, {5, 15, 2}, {10, 19, 1}, {15, 25, 2}, {5, 35, 3}, {31, 99, 1},
+	}
+	for _, tt := range tests {
+		if got := cl.shardsHit([]byte(k(tt.lo)), []byte(k(tt.hi))); got != tt.want {
+			t.Errorf("range [%d, %d]: got %d shards, want %d", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}

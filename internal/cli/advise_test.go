@@ -85,3 +85,15 @@ func TestAdviseFlagsFromEnvironment(t *testing.T) {
 		t.Errorf("SHARDMART_SHARDS=5 ignored:\n%.400s", out)
 	}
 }
+
+func TestAdviseAllScenarios(t *testing.T) {
+	out, _, err := runAdviseCmd(t, "--scenario", "all", "--ops", "3000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ascending", "carts", "firehose", "location", "multihotspot", "orders", "products", "random", "tiers"} {
+		if !strings.Contains(out, "== "+name+" / ") {
+			t.Errorf("--scenario all lacks %s", name)
+		}
+	}
+}
