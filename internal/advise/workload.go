@@ -358,6 +358,10 @@ func (p *parser) workload(n *yaml.Node) (*Workload, error) {
 	if len(w.Collections) == 0 {
 		return nil, p.errf(n, "collections", "at least one collection is required")
 	}
+	// Each tick keeps a snapshot per shard and runs the balancer: bound them.
+	if t := int64(w.Days) * int64(w.TicksPerDay); t > 100_000 {
+		return nil, p.errf(n, "ticks_per_day", "days × ticks_per_day is %d, at most 100000", t)
+	}
 	return w, nil
 }
 
