@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -66,6 +67,16 @@ func fingerprint(parts ...string) string {
 
 var errForeignCursor = validation.Field("cursor", "is not a cursor this server issued")
 
+// cursorErr turns the server's refusal of a damaged paging state into the cursor's
+// validation error: the state came from the client, so it is bad input, not a failure.
+func cursorErr(err error, state []byte) error {
+	var re gocql.RequestError
+	if len(state) > 0 && errors.As(err, &re) && (re.Code() == gocql.ErrCodeInvalid || re.Code() == gocql.ErrCodeProtocol || re.Code() == gocql.ErrCodeServer) {
+		return errForeignCursor
+	}
+	return err
+}
+
 func (r *Events) ListEvents(ctx context.Context, q event.Query) (paging.Page[event.Event], error) {
 	var out paging.Page[event.Event]
 	page, err := q.Page.Normalize()
@@ -103,7 +114,7 @@ func (r *Events) ListEvents(ctx context.Context, q event.Query) (paging.Page[eve
 	}
 	next := iter.PageState()
 	if err := iter.Close(); err != nil {
-		return out, fmt.Errorf("list events: %w", err)
+		return out, cursorErr(fmt.Errorf("list events: %w", err), state)
 	}
 	if len(next) > 0 {
 		out.Next = paging.Encode(driverCursor{Q: fp, S: next})

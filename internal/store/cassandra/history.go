@@ -128,7 +128,7 @@ func (r *History) ListHistory(ctx context.Context, userID string, req paging.Req
 		}
 		next := iter.PageState()
 		if err := iter.Close(); err != nil {
-			return out, fmt.Errorf("list history: %w", err)
+			return out, cursorErr(fmt.Errorf("list history: %w", err), cur.S)
 		}
 		if len(next) > 0 {
 			out.Next = paging.Encode(driverCursor{Q: fp, B: b, S: next})

@@ -243,3 +243,33 @@ func TestHistoryPagesAcrossMonths(t *testing.T) {
 		t.Errorf("an events cursor reused with another filter: got %v, want a validation error", err)
 	}
 }
+
+// TestDamagedCursor: a cursor whose paging state was tampered with is bad input (a
+// validation error on "cursor"), not a server failure.
+func TestDamagedCursor(t *testing.T) {
+	ev := store(t).Events()
+	ctx := context.Background()
+	actor := "u:" + rid("u")
+	for i := 0; i < 3; i++ {
+		if err := ev.AppendEvent(ctx, event.Event{Actor: actor, Type: event.View, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := event.Query{Actor: actor, Day: time.Now(), Page: paging.Request{Limit: 1}}
+	page, err := ev.ListEvents(ctx, q)
+	if err != nil || page.Next == "" {
+		t.Fatal(page, err)
+	}
+	var c driverCursor
+	if err := paging.Decode(page.Next, &c); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.S {
+		c.S[i] ^= 0x5a
+	}
+	q.Page.Cursor = paging.Encode(c)
+	var ve *validation.Error
+	if _, err := ev.ListEvents(ctx, q); !errors.As(err, &ve) {
+		t.Errorf("damaged paging state: got %v, want a validation error", err)
+	}
+}
