@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -41,6 +42,7 @@ See docs/advise.md for the workload format and how to read the output.`,
 	f.String("scenario", "", "built-in scenario to run, or all")
 	f.StringP("file", "f", "", "workload YAML file")
 	f.String("svg", "", "write a chart of shard shares over time to this SVG file")
+	f.String("json", "", "write every result (per-tick series included) to this JSON file")
 	f.Int("shards", 0, "number of shards (default: the workload's)")
 	f.Uint64("seed", 0, "random seed (default: the workload's); equal seeds give equal results")
 	f.Int64("ops", 0, "simulated operations per candidate (default: the workload's)")
@@ -55,6 +57,7 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 	scenario, _ := f.GetString("scenario")
 	file, _ := f.GetString("file")
 	svgPath, _ := f.GetString("svg")
+	jsonPath, _ := f.GetString("json")
 	timeout, _ := f.GetDuration("timeout")
 	moves, _ := f.GetInt("moves")
 	if list {
@@ -140,6 +143,16 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 			}
 		}
 		all = append(all, results...)
+	}
+	if jsonPath != "" {
+		b, err := json.MarshalIndent(all, "", "  ")
+		if err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		if err := os.WriteFile(jsonPath, b, 0o644); err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		fmt.Fprintf(stdio.Err, "wrote %s\n", jsonPath)
 	}
 	if svgPath != "" {
 		out, err := os.Create(svgPath)

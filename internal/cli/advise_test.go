@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,8 +31,9 @@ func TestAdviseListsScenarios(t *testing.T) {
 }
 
 func TestAdviseScenarioPrintsComparisonAndSVG(t *testing.T) {
-	svg := filepath.Join(t.TempDir(), "carts.svg")
-	out, errOut, err := runAdviseCmd(t, "--scenario", "carts", "--ops", "30000", "--shards", "3", "--seed", "9", "--svg", svg, "--moves", "2")
+	dir := t.TempDir()
+	svg, jsonPath := filepath.Join(dir, "carts.svg"), filepath.Join(dir, "carts.json")
+	out, errOut, err := runAdviseCmd(t, "--scenario", "carts", "--ops", "30000", "--shards", "3", "--seed", "9", "--svg", svg, "--json", jsonPath, "--moves", "2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +44,21 @@ func TestAdviseScenarioPrintsComparisonAndSVG(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "ops/s") {
 		t.Errorf("progress lacks a rate: %q", errOut)
+	}
+	jb, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []struct {
+		Collection string
+		Data       [][]int64
+		Jumbo      []struct{ Key string }
+	}
+	if err := json.Unmarshal(jb, &results); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[1].Collection != "carts" || len(results[1].Data) != 48 || len(results[1].Jumbo) != 1 {
+		t.Errorf("json: got %d results, want 2 carts results with 48 ticks and the null jumbo chunk on the second", len(results))
 	}
 	b, err := os.ReadFile(svg)
 	if err != nil {
