@@ -52,7 +52,7 @@ func newEnv(tb testing.TB) *env {
 		tb.Fatalf("open stores: %v", err)
 	}
 	tb.Cleanup(func() { _ = s.Close() })
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	projector := outbox.NewProjector(s.Outbox, projection.Consumer, logger)
 	projection.Register(projector, projection.Targets{Carts: s.Carts, History: s.History})
 	reg := prometheus.NewRegistry()
