@@ -406,6 +406,10 @@ func routes(moves []Migration, n int) string {
 // WriteMoves lists the first n migrations of a result, as the balancer
 // would log them.
 func WriteMoves(out io.Writer, r *Result, n int) {
+	if r.Migrations == 0 {
+		fmt.Fprintf(out, "%s / %s — no migrations\n\n", r.Collection, r.label())
+		return
+	}
 	fmt.Fprintf(out, "%s / %s — first %d of %d migrations:\n", r.Collection, r.label(), min(n, len(r.Moves)), r.Migrations)
 	for _, m := range r.Moves[:min(n, len(r.Moves))] {
 		fmt.Fprintf(out, "  %s  shard %d → shard %d  %8s  range from %s\n", r.tickTime(m.Tick), m.From, m.To, Bytes(m.Bytes), m.Min)
