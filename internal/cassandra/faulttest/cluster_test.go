@@ -13,15 +13,21 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	sessionpkg "github.com/shardmart/shardmart/internal/session"
+	store "github.com/shardmart/shardmart/internal/store/cassandra"
 )
 
-const keyspace = "shardmart"
+const keyspace = store.DefaultKeyspace
 
-// One 3-node cluster for the whole package: booting it is the expensive part.
+// One 3-node cluster for the whole package: booting it is the expensive part. The tests write
+// through the store's real repositories and check replicas with pinned CQL reads.
 var (
-	cluster *launcher.Cluster
-	session *gocql.Session
+	cluster  *launcher.Cluster
+	session  *gocql.Session
+	carts    cart.Repository
+	sessions sessionpkg.Repository
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +50,10 @@ func run(m *testing.M) int {
 	defer stop()
 	fmt.Fprintf(os.Stderr, "faulttest: 3-node cluster up in %s, per-node boot %v\n", time.Since(start).Round(time.Second), c.BootTimes())
 	cluster = c
+	if err := applySchema(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: schema: %v\n", err)
+		return 1
+	}
 	s, err := connect(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: connect: %v\n", err)
@@ -51,40 +61,37 @@ func run(m *testing.M) int {
 	}
 	defer s.Close()
 	session = s
-	if err := applySchema(ctx, s); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: schema: %v\n", err)
-		return 1
-	}
+	carts = store.NewStore(s).Carts()
+	sessions = store.NewStore(s).Sessions()
 	return m.Run()
 }
 
+// connect opens the store's own driver configuration (token-aware, QUORUM default), only
+// reconnecting faster to restarted nodes than the default minute.
 func connect(ctx context.Context) (*gocql.Session, error) {
-	cfg := gocql.NewCluster(cluster.Hosts()...)
-	cfg.Keyspace = ""
-	cfg.Timeout = 15 * time.Second
-	cfg.ConnectTimeout = 5 * time.Second
-	// Notice restarted nodes quickly instead of after the default minute.
+	cfg := store.ClusterConfig(store.Config{Hosts: cluster.Hosts(), Keyspace: keyspace})
 	cfg.ReconnectInterval = time.Second
 	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
 	return cfg.CreateSession()
 }
 
-// applySchema creates the test tables: carts keyed like the store's (one row per item) and
-// sessions with a TTL. speculative_retry NONE keeps a read at ONE on the one replica the
-// coordinator picked (itself: GossipingPropertyFileSnitch with the dynamic snitch off), so
-// "read from that node alone" really reads that node's data.
-func applySchema(ctx context.Context, s *gocql.Session) error {
-	for _, q := range []string{
-		`CREATE KEYSPACE IF NOT EXISTS ` + keyspace + ` WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}`,
-		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.carts (
-			owner text, product_id text, quantity int, PRIMARY KEY ((owner), product_id))
-			WITH read_repair = 'BLOCKING' AND speculative_retry = 'NONE'`,
-		`CREATE TABLE IF NOT EXISTS ` + keyspace + `.sessions (
-			session_id text PRIMARY KEY, user_id text, last_active timestamp)
-			WITH default_time_to_live = 86400 AND speculative_retry = 'NONE'`,
-	} {
-		if err := s.Query(q).ExecContext(ctx); err != nil {
-			return fmt.Errorf("%s: %w", q, err)
+// applySchema applies the store's schema (`shardmart cassandra schema apply`) with RF 3, then
+// sets speculative_retry NONE on the tables the tests read from one node: a read at ONE then
+// stays on the one replica the coordinator picked (itself: GossipingPropertyFileSnitch with
+// the dynamic snitch off), so "read from that node alone" really reads that node's data.
+// Production keeps the default: there a speculative read is a latency win.
+func applySchema(ctx context.Context) error {
+	if _, err := store.ApplySchema(ctx, cluster.Hosts(), store.SchemaOptions{Keyspace: keyspace, RF: 3}); err != nil {
+		return err
+	}
+	s, err := gocql.NewCluster(cluster.Hosts()...).CreateSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, table := range []string{"user_carts", "sessions"} {
+		if err := s.Query(`ALTER TABLE ` + keyspace + `.` + table + ` WITH speculative_retry = 'NONE'`).ExecContext(ctx); err != nil {
+			return fmt.Errorf("alter %s: %w", table, err)
 		}
 	}
 	return nil
@@ -220,56 +227,66 @@ func restartNode(t *testing.T, ctx context.Context, i int) {
 	}
 }
 
-// --- cart and session rows over CQL ---
+// --- cart lines: written through the repository, checked per replica over CQL ---
 
 type cartLine struct {
-	owner, product string
-	quantity       int
+	user, product string
+	quantity      int64
 }
 
 func cartLines(prefix string, n int) []cartLine {
 	lines := make([]cartLine, n)
 	for i := range lines {
-		lines[i] = cartLine{owner: fmt.Sprintf("%s-user-%d", prefix, i), product: fmt.Sprintf("sku-%d", i%7), quantity: i%5 + 1}
+		lines[i] = cartLine{user: fmt.Sprintf("%s-user-%d", prefix, i), product: fmt.Sprintf("sku-%d", i%7), quantity: int64(i%5 + 1)}
 	}
 	return lines
 }
 
-func putCartLine(ctx context.Context, l cartLine, cl gocql.Consistency) error {
-	return session.Query(`INSERT INTO `+keyspace+`.carts (owner, product_id, quantity) VALUES (?, ?, ?)`,
-		l.owner, l.product, l.quantity).Consistency(cl).ExecContext(ctx)
+// putCartLine is CRT-3 through the store's cart repository (QUORUM, LWT to create the cart).
+func putCartLine(ctx context.Context, l cartLine) error {
+	_, err := carts.PutItem(ctx, cart.User(l.user), cart.Item{ProductID: l.product, Category: "c", Quantity: l.quantity},
+		time.Time{}, time.Now())
+	return err
 }
 
-func writeCart(t *testing.T, ctx context.Context, lines []cartLine, cl gocql.Consistency) {
+func writeCart(t *testing.T, ctx context.Context, lines []cartLine) {
 	t.Helper()
 	for _, l := range lines {
-		if err := putCartLine(ctx, l, cl); err != nil {
-			t.Fatalf("write %v at %v: %v", l, cl, err)
+		if err := putCartLine(ctx, l); err != nil {
+			t.Fatalf("put %v: %v", l, err)
 		}
 	}
 }
 
-// errAbsent marks a row the coordinator did not return.
-var errAbsent = errors.New("row absent")
+// errAbsent marks a line the coordinator did not return.
+var errAbsent = errors.New("line absent")
 
-// readCartLine reads one line with node `via` as the coordinator.
+// readCartLine reads the user's cart partition with node `via` as the coordinator at cl and
+// looks for the line.
 func readCartLine(ctx context.Context, via int, l cartLine, cl gocql.Consistency) error {
 	id, err := hostID(via)
 	if err != nil {
 		return err
 	}
-	var q int
-	err = session.Query(`SELECT quantity FROM `+keyspace+`.carts WHERE owner = ? AND product_id = ?`, l.owner, l.product).
-		SetHostID(id).Consistency(cl).ScanContext(ctx, &q)
-	switch {
-	case errors.Is(err, gocql.ErrNotFound):
-		return errAbsent
-	case err != nil:
-		return err
-	case q != l.quantity:
-		return fmt.Errorf("%v: quantity %d, want %d", l, q, l.quantity)
+	iter := session.Query(`SELECT product_id, quantity FROM `+keyspace+`.user_carts WHERE user_id = ?`, l.user).
+		SetHostID(id).Consistency(cl).IterContext(ctx)
+	var (
+		product string
+		qty     int64
+		found   = errAbsent
+	)
+	for iter.Scan(&product, &qty) {
+		if product == l.product {
+			found = nil
+			if qty != l.quantity {
+				found = fmt.Errorf("%v: quantity %d, want %d", l, qty, l.quantity)
+			}
+		}
 	}
-	return nil
+	if err := iter.Close(); err != nil {
+		return err
+	}
+	return found
 }
 
 // presentOn counts the lines node i returns when it coordinates a read at cl.
@@ -301,5 +318,21 @@ func eventuallyPresentOn(t *testing.T, ctx context.Context, i int, lines []cartL
 			t.Fatalf("node %d alone has %d of %d lines after %s", i+1, got, len(lines), within)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// eventually retries check until it returns nil, failing the test after within.
+func eventually(t *testing.T, within time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", within, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
