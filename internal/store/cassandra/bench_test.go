@@ -20,55 +20,78 @@ import (
 
 // The benchmarks compare each repository operation with the same CQL statements issued raw
 // through the driver (same consistency, same prepared statements, no mapping, no domain
-// logic), so "repo/raw" is what the repository layer costs. Each reports ops/s and the p99
-// latency of one operation under 16 concurrent callers. Numbers: docs/benchmarks.md.
+// logic), so the ratio is what the repository layer costs. The two run interleaved in the
+// same goroutines (even operations through the repository, odd ones raw), so both see the
+// same server and the same noise from a shared machine. Each pair reports, per side, the
+// throughput W/mean latency (Little's law for W busy callers, W = 16), the p99 latency, and
+// the overhead = repository mean latency / raw mean latency. Numbers: docs/benchmarks.md.
 //
-//	go test ./internal/store/cassandra -run '^$' -bench . -benchtime 3s
+//	go test ./internal/store/cassandra -run '^$' -bench . -benchtime 4000x -count 3
 
 const benchParallelism = 8 // x GOMAXPROCS goroutines
 
-// runOps runs op b.N times from parallel goroutines and reports throughput and p99.
-func runOps(b *testing.B, op func(ctx context.Context, i int64) error) {
+type opFunc func(ctx context.Context, i int64) error
+
+// runPair runs b.N operations from parallel goroutines, alternating repo and raw.
+func runPair(b *testing.B, repo, raw opFunc) {
 	b.Helper()
 	ctx := context.Background()
-	var (
-		n    atomic.Int64
-		mu   sync.Mutex
-		lats []time.Duration
-	)
 	// Warm up: statements prepared, connections and caches hot, before anything is timed.
 	for i := int64(0); i < 64; i++ {
-		if err := op(ctx, i); err != nil {
+		if err := repo(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+		if err := raw(ctx, i); err != nil {
 			b.Fatal(err)
 		}
 	}
+	var (
+		n       atomic.Int64
+		workers atomic.Int64
+		mu      sync.Mutex
+		lats    [2][]time.Duration
+	)
 	b.SetParallelism(benchParallelism)
 	b.ResetTimer()
-	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
-		local := make([]time.Duration, 0, 1024)
+		workers.Add(1)
+		var local [2][]time.Duration
 		for pb.Next() {
 			i := n.Add(1)
+			side, op := int(i%2), repo
+			if side == 1 {
+				op = raw
+			}
 			t0 := time.Now()
-			if err := op(ctx, i); err != nil {
+			if err := op(ctx, i/2); err != nil {
 				b.Error(err)
 				return
 			}
-			local = append(local, time.Since(t0))
+			local[side] = append(local[side], time.Since(t0))
 		}
 		mu.Lock()
-		lats = append(lats, local...)
+		lats[0] = append(lats[0], local[0]...)
+		lats[1] = append(lats[1], local[1]...)
 		mu.Unlock()
 	})
-	elapsed := time.Since(start)
 	b.StopTimer()
-	if len(lats) == 0 {
+	if len(lats[0]) == 0 || len(lats[1]) == 0 {
 		return
 	}
-	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	p99 := lats[(len(lats)*99)/100]
-	b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "ops/s")
-	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+	w := float64(workers.Load())
+	var mean [2]float64
+	for side, name := range []string{"repo", "raw"} {
+		l := lats[side]
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		var sum time.Duration
+		for _, d := range l {
+			sum += d
+		}
+		mean[side] = sum.Seconds() / float64(len(l))
+		b.ReportMetric(w/mean[side], name+"-ops/s")
+		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
+	}
+	b.ReportMetric(mean[0]/mean[1], "overhead")
 }
 
 func BenchmarkCarts(b *testing.B) {
@@ -94,14 +117,11 @@ func BenchmarkCarts(b *testing.B) {
 		ids[i], _ = gocql.ParseUUID(c.ID)
 	}
 	t := userCarts.stmts
-	b.Run("put/repo", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+	b.Run("put", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
 			_, err := r.PutItem(ctx, users[i%owners], cart.Item{ProductID: fmt.Sprintf("p%d", i%8), Category: "c", Quantity: i%9 + 1, AddedAt: now}, time.Time{}, now)
 			return err
-		})
-	})
-	b.Run("put/raw", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+		}, func(ctx context.Context, i int64) error {
 			u := users[i%owners].UserID
 			iter := s.Query(t.read, u).WithContext(ctx).Consistency(CartsConsistency).Idempotent(true).Iter()
 			for iter.Scan(new(gocql.UUID), new(gocql.UUID), new(string), new(string), new(string), new(time.Time), new(time.Time), new(time.Time),
@@ -117,14 +137,11 @@ func BenchmarkCarts(b *testing.B) {
 			return bt.Exec()
 		})
 	})
-	b.Run("get/repo", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+	b.Run("get", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
 			_, err := r.ActiveCart(ctx, users[i%owners], now)
 			return err
-		})
-	})
-	b.Run("get/raw", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+		}, func(ctx context.Context, i int64) error {
 			iter := s.Query(t.read, users[i%owners].UserID).WithContext(ctx).Consistency(CartsConsistency).Idempotent(true).Iter()
 			for iter.Scan(new(gocql.UUID), new(gocql.UUID), new(string), new(string), new(string), new(time.Time), new(time.Time), new(time.Time),
 				new([]string), new(*int), new(string), new(int64), new(time.Time)) {
@@ -144,13 +161,10 @@ func BenchmarkSessions(b *testing.B) {
 		return session.Session{ID: fmt.Sprintf("%s%d", prefix, i), CreatedAt: now, LastActive: now, ExpiresAt: now.Add(time.Hour),
 			IP: "203.0.113.7", UserAgent: "bench/1.0", Status: session.StatusActive, Data: map[string]string{"locale": "ru"}}
 	}
-	b.Run("create/repo", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+	b.Run("create", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
 			return r.CreateSession(ctx, mk(i))
-		})
-	})
-	b.Run("create/raw", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+		}, func(ctx context.Context, i int64) error {
 			x := mk(-i)
 			return s.Query(sessionInsert, x.ID, nil, x.CreatedAt, x.LastActive, x.ExpiresAt, x.IP, x.UserAgent, string(x.Status), x.Data, 3600).
 				WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).Exec()
@@ -162,14 +176,11 @@ func BenchmarkSessions(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("get/repo", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+	b.Run("get", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
 			_, err := r.GetSession(ctx, fmt.Sprintf("%s%d", prefix, 1+i%n), now)
 			return err
-		})
-	})
-	b.Run("get/raw", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+		}, func(ctx context.Context, i int64) error {
 			var x session.Session
 			var user, status *string
 			var ip net.IP
@@ -186,26 +197,20 @@ func BenchmarkEvents(b *testing.B) {
 	day := event.Day(time.Now())
 	prefix := fmt.Sprintf("u:bench-%d-", time.Now().UnixNano())
 	const actors = 64
-	b.Run("append/repo", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+	b.Run("append", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
 			return r.AppendEvent(ctx, event.Event{ID: fmt.Sprintf("e%d", i), Actor: fmt.Sprintf("%s%d", prefix, i%actors), Type: event.View,
 				At: day.Add(time.Duration(i) * time.Millisecond), ProductID: "p1", Details: map[string]string{"src": "bench"}})
-		})
-	})
-	b.Run("append/raw", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+		}, func(ctx context.Context, i int64) error {
 			return s.Query(eventInsert, fmt.Sprintf("%s%d", prefix, i%actors), day, day.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("r%d", i),
 				"view", "p1", map[string]string{"src": "bench"}).WithContext(ctx).Consistency(EventsConsistency).Idempotent(true).Exec()
 		})
 	})
-	b.Run("list20/repo", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+	b.Run("list20", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
 			_, err := r.ListEvents(ctx, event.Query{Actor: fmt.Sprintf("%s%d", prefix, i%actors), Day: day, Page: paging.Request{Limit: 20}})
 			return err
-		})
-	})
-	b.Run("list20/raw", func(b *testing.B) {
-		runOps(b, func(ctx context.Context, i int64) error {
+		}, func(ctx context.Context, i int64) error {
 			iter := s.Query(eventList, fmt.Sprintf("%s%d", prefix, i%actors), day).WithContext(ctx).Consistency(EventsConsistency).
 				Idempotent(true).PageSize(20).PageState(nil).Iter()
 			var e event.Event
