@@ -53,25 +53,31 @@ func newEnv(tb testing.TB) *env {
 	}
 	tb.Cleanup(func() { _ = s.Close() })
 	logger := slog.New(slog.DiscardHandler)
-	projector := outbox.NewProjector(s.Outbox, projection.Consumer, logger)
-	projection.Register(projector, projection.Targets{Carts: s.Carts, History: s.History})
-	reg := prometheus.NewRegistry()
-	h := New(Deps{
-		Stores:     s,
-		Carts:      &cart.Service{Carts: s.Carts, Products: s.Catalog, Now: time.Now},
-		Orders:     &order.Service{Orders: s.Orders, Carts: s.Carts, Projector: projector, Now: time.Now, Logger: logger},
-		Sessions:   &session.Service{Sessions: s.Sessions, TTL: session.DefaultTTL, Now: time.Now},
-		AdminToken: testAdminToken,
-		Logger:     logger,
-		Registry:   reg,
-		Ready:      func(context.Context) error { return nil },
-		OutboxLag:  projector.Lag,
-	})
+	d, projector := wire(s, testAdminToken, logger)
+	d.Ready = func(context.Context) error { return nil }
+	reg := d.Registry.(*prometheus.Registry)
+	h := New(d)
 	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
 	tb.Cleanup(tr.CloseIdleConnections)
 	return &env{srv: srv, stores: s, projector: projector, reg: reg, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// wire builds the services exactly as the serve command does.
+func wire(s *placement.Stores, adminToken string, logger *slog.Logger) (Deps, *outbox.Projector) {
+	projector := outbox.NewProjector(s.Outbox, projection.Consumer, logger)
+	projection.Register(projector, projection.Targets{Carts: s.Carts, History: s.History})
+	return Deps{
+		Stores:     s,
+		Carts:      &cart.Service{Carts: s.Carts, Products: s.Catalog, Now: time.Now},
+		Orders:     &order.Service{Orders: s.Orders, Carts: s.Carts, Projector: projector, Now: time.Now, Logger: logger},
+		Sessions:   &session.Service{Sessions: s.Sessions, TTL: session.DefaultTTL, Now: time.Now},
+		AdminToken: adminToken,
+		Logger:     logger,
+		Registry:   prometheus.NewRegistry(),
+		OutboxLag:  projector.Lag,
+	}, projector
 }
 
 // resp is a decoded response.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,21 +36,22 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
-// routeObserver pre-resolves one route's series so the hot path does no label hashing.
+// routeObserver resolves one route's series once per status class, on first use, so the hot
+// path does no label hashing and /metrics shows only classes that happened.
 type routeObserver struct {
-	counts [6]prometheus.Counter
-	hists  [6]prometheus.Observer
+	m       *httpMetrics
+	route   string
+	classes [6]struct {
+		once  sync.Once
+		count prometheus.Counter
+		hist  prometheus.Observer
+	}
 }
 
-var classes = [6]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
+var classNames = [6]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
 
 func (m *httpMetrics) forRoute(route string) *routeObserver {
-	o := &routeObserver{}
-	for i, c := range classes {
-		o.counts[i] = m.requests.WithLabelValues(route, c)
-		o.hists[i] = m.latency.WithLabelValues(route, c)
-	}
-	return o
+	return &routeObserver{m: m, route: route}
 }
 
 func (o *routeObserver) observe(status int, d time.Duration) {
@@ -60,8 +62,13 @@ func (o *routeObserver) observe(status int, d time.Duration) {
 	if i < 1 || i > 5 {
 		i = 0
 	}
-	o.counts[i].Inc()
-	o.hists[i].Observe(d.Seconds())
+	c := &o.classes[i]
+	c.once.Do(func() {
+		c.count = o.m.requests.WithLabelValues(o.route, classNames[i])
+		c.hist = o.m.latency.WithLabelValues(o.route, classNames[i])
+	})
+	c.count.Inc()
+	c.hist.Observe(d.Seconds())
 }
 
 // registerOrReuse registers c, or returns the collector already registered under the same
