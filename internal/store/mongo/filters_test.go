@@ -352,6 +352,9 @@ func TestDupIndex(t *testing.T) {
 func TestSchemaIndexes(t *testing.T) {
 	ixs := schemaIndexes()
 	for coll, list := range ixs {
+		if len(list) == 0 {
+			t.Errorf("%s: empty index list (createIndexes refuses it)", coll)
+		}
 		names := map[string]bool{}
 		for _, ix := range list {
 			if names[ix.Name] {

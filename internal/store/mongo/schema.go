@@ -83,7 +83,9 @@ func schemaIndexes() map[string][]sharding.Index {
 		panic(fmt.Sprintf("mongo: default sharding spec: %v", err))
 	}
 	for _, c := range spec.Collections {
-		out[c.Name] = append(slices.Clone(c.Indexes), out[c.Name]...)
+		if len(c.Indexes) > 0 { // createIndexes refuses an empty list (claims, users have none)
+			out[c.Name] = append(slices.Clone(c.Indexes), out[c.Name]...)
+		}
 	}
 	return out
 }
