@@ -112,6 +112,15 @@ func lookup(t *testing.T, cmd bson.Raw, path ...string) bson.RawValue {
 	return v
 }
 
+// readMode is the $readPreference mode a command carries ("" when none).
+func readMode(cmd bson.Raw) string {
+	v, err := cmd.LookupErr("$readPreference", "mode")
+	if err != nil {
+		return ""
+	}
+	return v.StringValue()
+}
+
 func wantNames(t *testing.T, rec *recorder, want ...string) {
 	t.Helper()
 	got := rec.names()
@@ -299,6 +308,12 @@ func TestGetOrderConfirmsCreatedOnPrimary(t *testing.T) {
 			if tc.reads == 4 && o.Status != order.Paid {
 				t.Errorf("status %s, want the primary's paid", o.Status)
 			}
+			for i, name := range rec.names() {
+				onSecondary := readMode(rec.cmd(i)) == "secondaryPreferred"
+				if want := tc.lag != nil && i < 2; onSecondary != want {
+					t.Errorf("read %d (%s) on a secondary: %v, want %v", i, name, onSecondary, want)
+				}
+			}
 		})
 	}
 }
@@ -371,4 +386,86 @@ func mustValues(t *testing.T, a bson.RawArray) []bson.RawValue {
 		t.Fatal(err)
 	}
 	return vs
+}
+
+func TestTransientCommitErrorRerunsTheTransaction(t *testing.T) {
+	p := catalog.Product{ID: "p1", Category: "tools", Name: "Widget", Price: 1250, CreatedAt: placeReq.At, UpdatedAt: placeReq.At}
+	counter := modified(d(e("_id", outboxCounterID), e("seq", int64(1))))
+	s, rec := mockStore(t, Options{},
+		inserted(1), inserted(1), counter, inserted(1), // claim, product, counter, outbox
+		labelled(251, "NoSuchTransaction", labelTransient), // the commit: the whole transaction runs again
+		inserted(1), inserted(1), counter, inserted(1),
+		ok(),
+	)
+	if err := s.Products().CreateProduct(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	wantNames(t, rec, "insert", "insert", "findAndModify", "insert", "commitTransaction",
+		"insert", "insert", "findAndModify", "insert", "commitTransaction")
+	if lookup(t, rec.cmd(0), "txnNumber").Int64() == lookup(t, rec.cmd(5), "txnNumber").Int64() {
+		t.Error("the re-run reused the failed transaction's number")
+	}
+	if !lookup(t, rec.cmd(5), "startTransaction").Boolean() {
+		t.Error("the re-run did not start a new transaction")
+	}
+	if id := lookup(t, rec.cmd(0), "documents").Array().Index(0).Document().Lookup("_id").StringValue(); id != "p:p1" {
+		t.Errorf("product claim _id %q, want p:p1", id)
+	}
+}
+
+func TestPutItemRetiresAnOrderedCart(t *testing.T) {
+	now := placeReq.At
+	owner := cart.User("alice")
+	ordered := newCartDoc(owner, "cart-old", time.Time{}, now)
+	ordered.Status = string(cart.Ordered)
+	ordered.OrderID = "o1"
+	next := newCartDoc(owner, "cart-new", time.Time{}, now)
+	next.Items = []cartItemDoc{{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}}
+	s, rec := mockStore(t, Options{},
+		notModified(), notModified(), // no live cart to change
+		batch(collCarts, ordered), // the slot holds the ordered cart
+		inserted(1),               // retired copy
+		d(e("ok", 1), e("n", int32(1)), e("nModified", int32(1))), // slot replaced
+		notModified(), modified(next),
+	)
+	got, err := s.Carts().PutItem(context.Background(), owner, cart.Item{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}, time.Time{}, now)
+	if err != nil || got.ID != "cart-new" {
+		t.Fatalf("put after order: %+v, %v", got, err)
+	}
+	wantNames(t, rec, "findAndModify", "findAndModify", "find", "insert", "update", "findAndModify", "findAndModify")
+	retired := lookup(t, rec.cmd(3), "documents").Array().Index(0).Document()
+	if retired.Lookup("_id").StringValue() != "cart-old" || retired.Lookup("status").StringValue() != "ordered" {
+		t.Errorf("retired copy: %s", retired)
+	}
+	q := lookup(t, rec.cmd(4), "updates").Array().Index(0).Document().Lookup("q").Document()
+	if q.Lookup("_id").StringValue() != "active:u:alice" || q.Lookup("cart_id").StringValue() != "cart-old" {
+		t.Errorf("slot replace must compare-and-set on the old cart: %s", q)
+	}
+}
+
+func TestGetProductFallsBackToThePrimary(t *testing.T) {
+	claim := claimDoc{ID: productClaimID("p1"), Category: "tools"}
+	s, rec := mockStore(t, Options{Lag: freshLag},
+		batch(collClaims), // the secondary has not seen the product yet
+		batch(collClaims, claim), batch(collProducts, widget),
+	)
+	p, err := s.Products().GetProduct(context.Background(), "p1")
+	if err != nil || p.Name != "Widget" || p.Price != 1250 {
+		t.Fatalf("get: %+v, %v", p, err)
+	}
+	wantNames(t, rec, "find", "find", "find")
+	if f := lookup(t, rec.cmd(2), "filter").Document(); f.Lookup("category").StringValue() != "tools" {
+		t.Errorf("product read not targeted: %s", f)
+	}
+	if m := readMode(rec.cmd(0)); m != "secondaryPreferred" {
+		t.Errorf("product page read with lag in budget: mode %q, want secondaryPreferred", m)
+	}
+	if lookup(t, rec.cmd(0), "$readPreference", "maxStalenessSeconds").Int32() != 90 {
+		t.Error("secondary read without the 90 s maxStaleness backstop")
+	}
+	for _, i := range []int{1, 2} {
+		if m := readMode(rec.cmd(i)); m == "secondaryPreferred" {
+			t.Errorf("fallback read %d still goes to secondaries", i)
+		}
+	}
 }
