@@ -42,8 +42,8 @@ type env struct {
 	client    *http.Client
 }
 
-// newEnv builds the API on a temp SQLite file. Logs go to the test log only on failure-worthy
-// levels, so benchmarks and busy tests stay quiet.
+// newEnv serves the API over a real embedded store in a temp SQLite file. Logs are discarded
+// so benchmarks measure the API, not the terminal.
 func newEnv(tb testing.TB) *env {
 	tb.Helper()
 	ctx := context.Background()
