@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,20 +291,52 @@ func readCartLine(ctx context.Context, via int, l cartLine, cl gocql.Consistency
 	return found
 }
 
-// presentOn counts the lines node i returns when it coordinates a read at cl.
+// presentOn counts the lines node i returns when it coordinates a read at cl. Eight readers
+// at once: the checks, not the cluster, would otherwise dominate the run time.
 func presentOn(t *testing.T, ctx context.Context, i int, lines []cartLine, cl gocql.Consistency) int {
 	t.Helper()
-	n := 0
-	for _, l := range lines {
+	var n atomic.Int64
+	forEach(t, lines, func(l cartLine) error {
 		switch err := readCartLine(ctx, i, l, cl); {
 		case err == nil:
-			n++
-		case errors.Is(err, errAbsent):
-		default:
-			t.Fatalf("read %v on node %d at %v: %v", l, i+1, cl, err)
+			n.Add(1)
+		case !errors.Is(err, errAbsent):
+			return fmt.Errorf("read %v on node %d at %v: %w", l, i+1, cl, err)
 		}
+		return nil
+	})
+	return int(n.Load())
+}
+
+// forEach runs fn over lines with eight goroutines and fails the test on the first error.
+func forEach(t *testing.T, lines []cartLine, fn func(cartLine) error) {
+	t.Helper()
+	work := make(chan cartLine)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range work {
+				if err := fn(l); err != nil {
+					errs <- err
+					for range work { // drain so the feeder finishes
+					}
+					return
+				}
+			}
+		}()
 	}
-	return n
+	for _, l := range lines {
+		work <- l
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // eventuallyPresentOn polls until node i alone (ONE, itself the coordinator) has every line.
