@@ -43,11 +43,7 @@ type userResponse struct {
 }
 
 // register creates an account; it does not log the session in.
-func (s *server) register(w http.ResponseWriter, r *http.Request, _ *caller) error {
-	var in credentials
-	if err := decodeBody(r, &in); err != nil {
-		return err
-	}
+func (s *server) register(w http.ResponseWriter, r *http.Request, _ *caller, in *credentials) error {
 	email := account.NormalizeEmail(in.Email)
 	if err := account.ValidateCredentials(email, in.Password); err != nil {
 		return err
@@ -78,11 +74,7 @@ type loginResponse struct {
 // (CRT-5). The session is bound first: a merge then only ever goes to the session's own user,
 // and a failed merge is finished by repeating the login (binding again is a no-op, and Merge
 // with nothing left to merge changes nothing).
-func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller) error {
-	var in credentials
-	if err := decodeBody(r, &in); err != nil {
-		return err
-	}
+func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *credentials) error {
 	ctx := r.Context()
 	u, err := account.Authenticate(ctx, s.Stores.Users, in.Email, in.Password)
 	if err != nil {

@@ -56,6 +56,18 @@ const (
 // handlerFunc handles one route for an authenticated caller; a returned error becomes a problem.
 type handlerFunc func(s *server, w http.ResponseWriter, r *http.Request, c *caller) error
 
+// withBody adapts a handler that takes the strictly decoded JSON body (decodeBody) as *T, so
+// no handler decodes for itself.
+func withBody[T any](h func(s *server, w http.ResponseWriter, r *http.Request, c *caller, in *T) error) handlerFunc {
+	return func(s *server, w http.ResponseWriter, r *http.Request, c *caller) error {
+		in := new(T)
+		if err := decodeBody(r, in); err != nil {
+			return err
+		}
+		return h(s, w, r, c, in)
+	}
+}
+
 // route is one row of THE route table: the mux, the OpenAPI test and the metrics labels all
 // read it, so the three can never disagree.
 type route struct {
@@ -75,25 +87,25 @@ var routes = []route{
 	{"GET", "/openapi.json", accPublic, (*server).openapi},
 
 	{"POST", "/v1/sessions", accPublic, (*server).startSession},
-	{"POST", "/v1/users", accSession, (*server).register},
-	{"POST", "/v1/login", accSession, (*server).login},
+	{"POST", "/v1/users", accSession, withBody((*server).register)},
+	{"POST", "/v1/login", accSession, withBody((*server).login)},
 
 	{"GET", "/v1/products", accPublic, (*server).searchProducts},
 	{"GET", "/v1/products/{id}", accPublic, (*server).getProduct},
-	{"POST", "/v1/products", accAdmin, (*server).createProduct},
-	{"PATCH", "/v1/products/{id}", accAdmin, (*server).patchProduct},
-	{"POST", "/v1/products/{id}/stock", accAdmin, (*server).adjustStock},
+	{"POST", "/v1/products", accAdmin, withBody((*server).createProduct)},
+	{"PATCH", "/v1/products/{id}", accAdmin, withBody((*server).patchProduct)},
+	{"POST", "/v1/products/{id}/stock", accAdmin, withBody((*server).adjustStock)},
 
 	{"GET", "/v1/cart", accSession, (*server).getCart},
-	{"PUT", "/v1/cart/items/{product_id}", accSession, (*server).putCartItem},
+	{"PUT", "/v1/cart/items/{product_id}", accSession, withBody((*server).putCartItem)},
 	{"DELETE", "/v1/cart/items/{product_id}", accSession, (*server).removeCartItem},
 
-	{"POST", "/v1/orders", accUser, (*server).placeOrder},
+	{"POST", "/v1/orders", accUser, withBody((*server).placeOrder)},
 	{"GET", "/v1/orders", accUser, (*server).listOrders},
 	{"GET", "/v1/orders/{id}", accUser, (*server).getOrder},
-	{"POST", "/v1/orders/{id}/status", accAdmin, (*server).transitionOrder},
+	{"POST", "/v1/orders/{id}/status", accAdmin, withBody((*server).transitionOrder)},
 
-	{"POST", "/v1/events", accSession, (*server).appendEvent},
+	{"POST", "/v1/events", accSession, withBody((*server).appendEvent)},
 	{"GET", "/v1/events", accSession, (*server).listEvents},
 }
 

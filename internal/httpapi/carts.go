@@ -86,13 +86,9 @@ type quantityInput struct {
 	Quantity int64 `json:"quantity"`
 }
 
-func (s *server) putCartItem(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *server) putCartItem(w http.ResponseWriter, r *http.Request, c *caller, in *quantityInput) error {
 	id, err := pathID(r, "product_id", errNoSuchProduct)
 	if err != nil {
-		return err
-	}
-	var in quantityInput
-	if err := decodeBody(r, &in); err != nil {
 		return err
 	}
 	// A guest cart expires with its session (DESIGN.md note 10); the service ignores it for users.

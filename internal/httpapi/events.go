@@ -30,11 +30,7 @@ func viewEvent(e event.Event) eventView {
 
 // appendEvent records an event for the caller; the server sets actor, id and time, so nobody
 // can write into another actor's stream.
-func (s *server) appendEvent(w http.ResponseWriter, r *http.Request, c *caller) error {
-	var in eventInput
-	if err := decodeBody(r, &in); err != nil {
-		return err
-	}
+func (s *server) appendEvent(w http.ResponseWriter, r *http.Request, c *caller, in *eventInput) error {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return err

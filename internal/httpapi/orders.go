@@ -39,11 +39,7 @@ type placeInput struct {
 const IdempotencyKeyHeader = "Idempotency-Key"
 
 // placeOrder is ORD-1: 201 for a new order; a replayed key answers 200 with the first order.
-func (s *server) placeOrder(w http.ResponseWriter, r *http.Request, c *caller) error {
-	var in placeInput
-	if err := decodeBody(r, &in); err != nil {
-		return err
-	}
+func (s *server) placeOrder(w http.ResponseWriter, r *http.Request, c *caller, in *placeInput) error {
 	key := r.Header.Get(IdempotencyKeyHeader)
 	o, created, err := s.Orders.PlaceFromCart(r.Context(), c.sess.UserID, in.Zone, key)
 	if err != nil {
@@ -98,13 +94,9 @@ type statusInput struct {
 }
 
 // transitionOrder is ORD-3's admin side; an edge outside the state machine is a 409.
-func (s *server) transitionOrder(w http.ResponseWriter, r *http.Request, _ *caller) error {
+func (s *server) transitionOrder(w http.ResponseWriter, r *http.Request, _ *caller, in *statusInput) error {
 	id, err := pathID(r, "id", order.ErrNotFound)
 	if err != nil {
-		return err
-	}
-	var in statusInput
-	if err := decodeBody(r, &in); err != nil {
 		return err
 	}
 	to, ok := order.ParseStatus(in.Status)

@@ -134,11 +134,7 @@ type productInput struct {
 	Stock      map[string]int64  `json:"stock"`
 }
 
-func (s *server) createProduct(w http.ResponseWriter, r *http.Request, _ *caller) error {
-	var in productInput
-	if err := decodeBody(r, &in); err != nil {
-		return err
-	}
+func (s *server) createProduct(w http.ResponseWriter, r *http.Request, _ *caller, in *productInput) error {
 	if in.ID == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
@@ -190,13 +186,9 @@ type productPatch struct {
 	Attributes *map[string]string `json:"attributes"`
 }
 
-func (s *server) patchProduct(w http.ResponseWriter, r *http.Request, _ *caller) error {
+func (s *server) patchProduct(w http.ResponseWriter, r *http.Request, _ *caller, in *productPatch) error {
 	id, err := pathID(r, "id", catalog.ErrNotFound)
 	if err != nil {
-		return err
-	}
-	var in productPatch
-	if err := decodeBody(r, &in); err != nil {
 		return err
 	}
 	var c validation.Collector
@@ -245,13 +237,9 @@ type stockView struct {
 	Stock     int64  `json:"stock"`
 }
 
-func (s *server) adjustStock(w http.ResponseWriter, r *http.Request, _ *caller) error {
+func (s *server) adjustStock(w http.ResponseWriter, r *http.Request, _ *caller, in *stockInput) error {
 	id, err := pathID(r, "id", catalog.ErrNotFound)
 	if err != nil {
-		return err
-	}
-	var in stockInput
-	if err := decodeBody(r, &in); err != nil {
 		return err
 	}
 	var c validation.Collector
