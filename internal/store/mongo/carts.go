@@ -233,11 +233,11 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 		case !u.live(now):
 			// Inside a transaction a duplicate key aborts everything, so look before inserting.
 			var existing cartDoc
-			gone, err := decodeOne(coll.FindOne(ctx, d(e("_id", u.CartID))), &existing)
+			retired, err := decodeOne(coll.FindOne(ctx, retiredCartFilter(user, u.CartID)), &existing)
 			if err != nil {
 				return fmt.Errorf("mongo: read retired cart: %w", err)
 			}
-			if !gone {
+			if !retired {
 				if _, err := coll.InsertOne(ctx, retiredCopy(u)); err != nil {
 					return fmt.Errorf("mongo: retire user cart: %w", err)
 				}
