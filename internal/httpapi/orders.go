@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
@@ -42,6 +44,12 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 func (s *server) placeOrder(w http.ResponseWriter, r *http.Request, c *caller, in *placeInput) error {
 	key := r.Header.Get(IdempotencyKeyHeader)
 	o, created, err := s.Orders.PlaceFromCart(r.Context(), c.sess.UserID, in.Zone, key)
+	if errors.Is(err, catalog.ErrNotFound) {
+		// A cart line whose product left the catalog: the order conflicts with the cart, the
+		// route itself exists.
+		return problem(http.StatusConflict, "product-unavailable", "Product unavailable", err.Error(),
+			validation.FieldError{Field: "items", Detail: err.Error()})
+	}
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,9 @@ func toProblem(err error) (p *Problem, internal bool) {
 	case errors.Is(err, session.ErrBoundToOtherUser):
 		return problem(http.StatusConflict, "session-bound", "Session belongs to another user",
 			"log out (start a new session) before logging in as another user"), false
+	case errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this answer and nothing is wrong with the server.
+		return problem(http.StatusServiceUnavailable, "cancelled", "Request cancelled", "the request was cancelled"), false
 	case errors.Is(err, context.DeadlineExceeded):
 		return problem(http.StatusServiceUnavailable, "timeout", "Service unavailable", "the request timed out"), true
 	}
