@@ -22,7 +22,7 @@ const defaultCassandraDir = "data/cassandra"
 func newCassandraCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cassandra",
-		Short: "Local Apache Cassandra cluster: up, down, status, repair, nodetool",
+		Short: "Local Apache Cassandra cluster (up, down, status, repair, nodetool) and the schema",
 	}
 	cmd.PersistentFlags().String("cassandra-dir", defaultCassandraDir, "cluster directory: per-node config, data, logs, pidfiles")
 	cmd.AddCommand(
@@ -31,6 +31,7 @@ func newCassandraCmd(stdio IO) *cobra.Command {
 		newCassandraStatusCmd(stdio),
 		newCassandraRepairCmd(stdio),
 		newCassandraNodetoolCmd(stdio),
+		newCassandraSchemaCmd(stdio),
 	)
 	return cmd
 }

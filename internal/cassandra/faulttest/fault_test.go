@@ -171,7 +171,7 @@ func TestNoAcknowledgedQuorumWriteLostOnSIGKILL(t *testing.T) {
 	ctx := start(t)
 	const (
 		writers   = 8
-		attempts  = 75 // per writer
+		attempts  = 75  // per writer
 		killAfter = 150 // acknowledged writes before the kill
 	)
 	var (
