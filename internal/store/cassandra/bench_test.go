@@ -139,8 +139,9 @@ func BenchmarkCarts(b *testing.B) {
 		})
 	})
 	// The first item of a new owner: the cart is created by a lightweight transaction.
-	fresh := fmt.Sprintf("bench-%d-new-", now.UnixNano())
 	b.Run("first-put", func(b *testing.B) {
+		// New owners on every run (-count repeats this closure, not the setup above).
+		fresh := fmt.Sprintf("bench-%d-new-", time.Now().UnixNano())
 		runPair(b, func(ctx context.Context, i int64) error {
 			_, err := r.PutItem(ctx, cart.User(fmt.Sprintf("%sr%d", fresh, i)), cart.Item{ProductID: "p1", Category: "c", Quantity: 1, AddedAt: now}, time.Time{}, now)
 			return err
