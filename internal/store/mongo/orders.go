@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/money"
@@ -176,7 +175,7 @@ func loadOrder(ctx context.Context, orders *mongo.Collection, userID, id string)
 func (r *orders) GetOrder(ctx context.Context, id string) (order.Order, error) {
 	s := r.store()
 	claims, dec := s.reader(collClaims, readrouting.OpOrderStatus)
-	ords := s.db.Collection(collOrders, options.Collection().SetReadPreference(s.policy.ReadPrefFor(dec)))
+	ords := s.routed(collOrders, dec)
 	o, err := orderByID(ctx, claims, ords, id)
 	if dec.Target == readrouting.Secondary && needsPrimary(o, err) {
 		return orderByID(ctx, s.coll(collClaims), s.coll(collOrders), id)

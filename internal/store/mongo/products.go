@@ -94,7 +94,7 @@ func loadProduct(ctx context.Context, coll *mongo.Collection, ref catalog.Ref) (
 func (r *products) GetProduct(ctx context.Context, id string) (catalog.Product, error) {
 	s := r.store()
 	claims, dec := s.reader(collClaims, readrouting.OpProductPage)
-	prods := s.db.Collection(collProducts, options.Collection().SetReadPreference(s.policy.ReadPrefFor(dec)))
+	prods := s.routed(collProducts, dec)
 	doc, err := getProduct(ctx, claims, prods, id)
 	if errors.Is(err, catalog.ErrNotFound) && dec.Target == readrouting.Secondary {
 		doc, err = getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)

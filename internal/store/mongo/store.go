@@ -167,7 +167,13 @@ func (s *Store) reader(name string, op readrouting.Operation) (*mongo.Collection
 		snap = s.lag()
 	}
 	d := s.policy.Decide(op, snap, time.Now())
-	return s.db.Collection(name, options.Collection().SetReadPreference(s.policy.ReadPrefFor(d))), d
+	return s.routed(name, d), d
+}
+
+// routed is a collection reading where an earlier decision said, so that the reads of one
+// operation (a claim, then the document it points at) go to the same kind of member.
+func (s *Store) routed(name string, d readrouting.Decision) *mongo.Collection {
+	return s.db.Collection(name, options.Collection().SetReadPreference(s.policy.ReadPrefFor(d)))
 }
 
 // outboxReader reads the outbox and checkpoints from the primary at majority read concern, so
