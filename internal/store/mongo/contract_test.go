@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
@@ -21,9 +23,27 @@ import (
 // of a sharded cluster (deploy/mongodb). It uses a fresh database per run, shards its
 // collections on ShardKeys when the URI is a mongos, and drops the database afterwards.
 func TestContract(t *testing.T) {
+	s, _ := liveStore(t)
+	storetest.Products(t, func(*testing.T) catalog.Repository { return s.Products() })
+	storetest.Orders(t, func(*testing.T) storetest.OrderStore {
+		return storetest.OrderStore{Orders: s.Orders(), Products: s.Products(), Outbox: s.Outbox()}
+	})
+	storetest.Carts(t, func(*testing.T) cart.Repository { return s.Carts() })
+	storetest.Sessions(t, func(*testing.T) session.Repository { return s.Sessions() })
+	storetest.Events(t, func(*testing.T) event.Repository { return s.Events() })
+	storetest.Users(t, func(*testing.T) account.Repository { return s.Users() })
+	storetest.History(t, func(*testing.T) history.Repository { return s.History() })
+}
+
+const skipLive = "SHARDMART_MONGO_URI not set: MongoDB contract suite and targeting checks skipped (they have NOT run; start a sharded cluster, see deploy/mongodb)"
+
+// liveStore opens a fresh database on SHARDMART_MONGO_URI (skipping plainly without it), shards
+// its collections when the URI is a mongos, and drops it when the test ends.
+func liveStore(t *testing.T) (*Store, bool) {
+	t.Helper()
 	uri := os.Getenv("SHARDMART_MONGO_URI")
 	if uri == "" {
-		t.Skip("SHARDMART_MONGO_URI not set: MongoDB contract suite skipped (it has NOT run; start a sharded cluster, see deploy/mongodb)")
+		t.Skip(skipLive)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -46,21 +66,62 @@ func TestContract(t *testing.T) {
 	if err := s.client.Database("admin").RunCommand(ctx, d(e("hello", 1))).Decode(&hello); err != nil {
 		t.Fatalf("hello: %v", err)
 	}
-	if hello.Msg == "isdbgrid" {
-		shardTestDatabase(ctx, t, s, dbName)
-		t.Logf("database %s on a mongos: collections sharded on ShardKeys", dbName)
-	} else {
+	if hello.Msg != "isdbgrid" {
 		t.Logf("database %s: %s is not a mongos, collections left unsharded (targeting is NOT exercised)", dbName, redact(uri))
+		return s, false
 	}
-	storetest.Products(t, func(*testing.T) catalog.Repository { return s.Products() })
-	storetest.Orders(t, func(*testing.T) storetest.OrderStore {
-		return storetest.OrderStore{Orders: s.Orders(), Products: s.Products(), Outbox: s.Outbox()}
-	})
-	storetest.Carts(t, func(*testing.T) cart.Repository { return s.Carts() })
-	storetest.Sessions(t, func(*testing.T) session.Repository { return s.Sessions() })
-	storetest.Events(t, func(*testing.T) event.Repository { return s.Events() })
-	storetest.Users(t, func(*testing.T) account.Repository { return s.Users() })
-	storetest.History(t, func(*testing.T) history.Repository { return s.History() })
+	shardTestDatabase(ctx, t, s, dbName)
+	t.Logf("database %s on a mongos: collections sharded on ShardKeys", dbName)
+	return s, true
+}
+
+// TestTargetingExplain asks mongos (explain, queryPlanner) how it routes the repositories'
+// filters on the hashed collections, whose fresh chunks spread over the shards: a filter with the
+// shard key must go to one shard (SINGLE_SHARD), the same filter without it to all (SHARD_MERGE).
+// Ranged keys (products, events) start as one chunk on one shard, so they are not judged here.
+func TestTargetingExplain(t *testing.T) {
+	s, sharded := liveStore(t)
+	if !sharded {
+		t.Skip("not a mongos: routing cannot be observed")
+	}
+	ctx := context.Background()
+	user := cart.User("alice")
+	cases := []struct {
+		coll             string
+		targeted, spread bson.D
+	}{
+		{collOrders, orderKey("alice", "o1"), d(e("_id", "o1"))},
+		{collCarts, liveCartFilter(user, time.Now()), d(e("user_id", "alice"), e("status", "active"))},
+		{collSessions, liveSessionFilter("s1", time.Now()), d(e("user_id", "alice"))},
+		{collHistory, historyFilter("alice", nil), d(e("_id", "o1"))},
+		{collClaims, d(e("_id", keyClaimID("alice", "k"))), d(e("order_id", "o1"))},
+		{collUsers, d(e("_id", "a@example.com")), d(e("user_id", "u1"))},
+	}
+	for _, c := range cases {
+		if got := explainStage(ctx, t, s, c.coll, c.spread); got != "SHARD_MERGE" {
+			t.Logf("%s: a filter without the shard key is %s: the fresh chunks sit on one shard, targeting cannot be told apart", c.coll, got)
+			continue
+		}
+		if got := explainStage(ctx, t, s, c.coll, c.targeted); got != "SINGLE_SHARD" {
+			t.Errorf("%s %v: mongos plans %s, want SINGLE_SHARD", c.coll, c.targeted, got)
+		}
+	}
+}
+
+func explainStage(ctx context.Context, t *testing.T, s *Store, coll string, filter bson.D) string {
+	t.Helper()
+	var out struct {
+		QueryPlanner struct {
+			WinningPlan struct {
+				Stage string `bson:"stage"`
+			} `bson:"winningPlan"`
+		} `bson:"queryPlanner"`
+	}
+	cmd := d(e("explain", d(e("find", coll), e("filter", filter))), e("verbosity", "queryPlanner"))
+	if err := s.db.RunCommand(ctx, cmd).Decode(&out); err != nil {
+		t.Fatalf("explain %s: %v", coll, err)
+	}
+	return out.QueryPlanner.WinningPlan.Stage
 }
 
 // shardTestDatabase shards the test database's collections the way production is sharded,
