@@ -25,6 +25,7 @@ var (
 	testStore    *Store
 	testSetupErr error
 	testBoot     time.Duration
+	testFailed   bool
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 				return m.Run()
 			}
 			defer stop()
+			defer func() { logTail(c) }()
 			testHosts = c.Hosts()
 		}
 		var b [4]byte
@@ -60,11 +62,31 @@ func TestMain(m *testing.M) {
 		testBoot = time.Since(start)
 		fmt.Fprintf(os.Stderr, "cassandra tests: cluster %s ready, keyspace %s, in %s\n", strings.Join(testHosts, ","), testKeyspace, testBoot.Round(time.Millisecond))
 		code := m.Run()
+		testFailed = code != 0
 		_ = testStore.Session().Query("DROP KEYSPACE IF EXISTS " + testKeyspace).Exec()
 		testStore.Close()
 		return code
 	}()
 	os.Exit(code)
+}
+
+// logTail prints the end of the node's log when a test failed: the cluster directory is
+// removed when the binary ends, and a node that died mid-run says why only there.
+func logTail(c *launcher.Cluster) {
+	if !testFailed {
+		return
+	}
+	for _, n := range c.Nodes() {
+		b, err := os.ReadFile(n.SystemLog())
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(os.Stderr, "--- cassandra node %s log (last lines):\n%s\n", n.Addr, strings.Join(lines, "\n"))
+	}
 }
 
 // store returns the shared store, failing the test with the setup error if there is none.
