@@ -20,17 +20,17 @@ type CartSource interface {
 	ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error)
 }
 
-// Drainer applies outbox follow-ups right after a commit so the caller reads its own writes;
+// Syncer applies outbox follow-ups right after a commit so the caller reads its own writes;
 // the background projector is what guarantees they happen.
-type Drainer interface {
-	Drain(ctx context.Context) (int, error)
+type Syncer interface {
+	Sync(ctx context.Context) error
 }
 
 // Service places orders from carts (ORD-1).
 type Service struct {
 	Orders    Repository
 	Carts     CartSource
-	Projector Drainer
+	Projector Syncer
 	Now       func() time.Time
 	Logger    *slog.Logger
 }
@@ -84,7 +84,7 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 		return Order{}, false, err
 	}
 	if created && s.Projector != nil {
-		if _, err := s.Projector.Drain(ctx); err != nil {
+		if err := s.Projector.Sync(ctx); err != nil {
 			s.logger().Warn("order committed; follow-ups deferred to the projector", "order", o.ID, "err", err)
 		}
 	}
@@ -98,7 +98,7 @@ func (s *Service) Transition(ctx context.Context, id string, to Status) (Order, 
 		return Order{}, err
 	}
 	if s.Projector != nil {
-		if _, err := s.Projector.Drain(ctx); err != nil {
+		if err := s.Projector.Sync(ctx); err != nil {
 			s.logger().Warn("status committed; follow-ups deferred to the projector", "order", o.ID, "err", err)
 		}
 	}

@@ -49,6 +49,14 @@ type Projector struct {
 
 	mu   sync.Mutex // one Drain at a time keeps messages in order
 	wake chan struct{}
+
+	// Sync's group drain: callers that arrive while a drain runs share the next one.
+	syncMu   sync.Mutex
+	syncCond *sync.Cond
+	draining bool
+	started  uint64 // drains started by Sync
+	finished uint64 // the generation of the last finished Sync drain
+	syncErr  error  // its error
 	// OnApplied, if set, observes every applied message (metrics, tests).
 	OnApplied func(m Message)
 }
@@ -58,8 +66,34 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
+	p := &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
 		logger: logger, batch: 256, wake: make(chan struct{}, 1)}
+	p.syncCond = sync.NewCond(&p.syncMu)
+	return p
+}
+
+// Sync returns once a drain that started after the call has finished, so everything the
+// caller committed before calling is applied (read-your-writes). Concurrent callers share
+// drains: while one runs, later callers wait and the first of them runs one more for all.
+func (p *Projector) Sync(ctx context.Context) error {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+	need := p.started + 1 // a drain already running may have read the outbox before our commit
+	for p.finished < need {
+		if p.draining {
+			p.syncCond.Wait()
+			continue
+		}
+		p.draining = true
+		p.started++
+		gen := p.started
+		p.syncMu.Unlock()
+		_, err := p.Drain(ctx)
+		p.syncMu.Lock()
+		p.draining, p.finished, p.syncErr = false, gen, err
+		p.syncCond.Broadcast()
+	}
+	return p.syncErr
 }
 
 // Handle registers h for topic; several handlers of one topic run in registration order.
