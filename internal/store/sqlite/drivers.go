@@ -16,6 +16,8 @@ var mattn = driver{name: "sqlite3", dsn: func(path string, readOnly bool) string
 	q.Set("_foreign_keys", "on")
 	q.Set("_txlock", "immediate")
 	q.Set("_cache_size", "-32000")
+	// Reuse prepared statements per connection: preparing was a fifth of an order's CPU.
+	q.Set("_stmt_cache_size", "64")
 	if readOnly {
 		q.Set("_query_only", "true")
 	}
