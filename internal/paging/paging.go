@@ -63,3 +63,13 @@ func Decode(cursor string, pos any) error {
 	}
 	return nil
 }
+
+// Build makes a page from up to limit+1 fetched items: the extra item only tells that another
+// page exists, and position(last) is where the next page starts.
+func Build[T any](items []T, limit int, position func(last T) any) Page[T] {
+	if len(items) <= limit {
+		return Page[T]{Items: items}
+	}
+	items = items[:limit]
+	return Page[T]{Items: items, Next: Encode(position(items[limit-1]))}
+}

@@ -67,10 +67,5 @@ func (r *events) ListEvents(ctx context.Context, q event.Query) (page paging.Pag
 	if err := rows.Err(); err != nil {
 		return page, err
 	}
-	if len(page.Items) > req.Limit {
-		page.Items = page.Items[:req.Limit]
-		last := page.Items[len(page.Items)-1]
-		page.Next = paging.Encode(timeCursor{At: nanos(last.At), ID: last.ID})
-	}
-	return page, nil
+	return paging.Build(page.Items, req.Limit, func(last event.Event) any { return timeCursor{At: nanos(last.At), ID: last.ID} }), nil
 }

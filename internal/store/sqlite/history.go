@@ -64,10 +64,5 @@ func (r *historyRepo) ListHistory(ctx context.Context, userID string, req paging
 	if err := rows.Err(); err != nil {
 		return page, err
 	}
-	if len(page.Items) > req.Limit {
-		page.Items = page.Items[:req.Limit]
-		last := page.Items[len(page.Items)-1]
-		page.Next = paging.Encode(timeCursor{At: nanos(last.PlacedAt), ID: last.OrderID})
-	}
-	return page, nil
+	return paging.Build(page.Items, req.Limit, func(last history.Entry) any { return timeCursor{At: nanos(last.PlacedAt), ID: last.OrderID} }), nil
 }

@@ -183,12 +183,7 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 	if err := rows.Err(); err != nil {
 		return page, err
 	}
-	if len(page.Items) > q.Page.Limit {
-		page.Items = page.Items[:q.Page.Limit]
-		last := page.Items[len(page.Items)-1]
-		page.Next = paging.Encode(priceCursor{Price: int64(last.Price), ID: last.ID})
-	}
-	return page, nil
+	return paging.Build(page.Items, q.Page.Limit, func(last catalog.Product) any { return priceCursor{Price: int64(last.Price), ID: last.ID} }), nil
 }
 
 func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (level int64, err error) {
