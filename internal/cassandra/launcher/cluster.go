@@ -287,6 +287,8 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	// Own session: signals go to the whole group, and Ctrl-C on `up` does not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if c.opts.DieWithParent {
+		// The kernel ties this to the forking OS thread; Go retires a thread only when a
+		// goroutine exits while locked to it, which nothing here does.
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	start := time.Now()
