@@ -178,16 +178,24 @@ descriptors such as @daily) until interrupted; a run still going when the next i
 skipped, not overlapped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bindEnv(cmd); err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			schedule, _ := f.GetString("schedule")
+			if schedule != "" {
+				if _, err := cron.ParseStandard(schedule); err != nil {
+					return fmt.Errorf("--schedule %q: %w", schedule, err)
+				}
+			}
 			c, err := openCassandra(cmd, stdio)
 			if err != nil {
 				return err
 			}
-			f := cmd.Flags()
 			ks, _ := f.GetString("keyspace")
 			tables, _ := f.GetStringSlice("tables")
 			skip, _ := f.GetStringSlice("skip")
 			incremental, _ := f.GetBool("incremental")
-			schedule, _ := f.GetString("schedule")
 			log := cassandraLogger(stdio)
 			opts := launcher.RepairOptions{Keyspace: ks, Tables: tables, Skip: skip, Incremental: incremental}
 			run := func(ctx context.Context) error {

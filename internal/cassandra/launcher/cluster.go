@@ -85,7 +85,8 @@ func (o *Options) defaults() error {
 type Cluster struct {
 	opts  Options
 	nodes []Node
-	lib   string // jar directory, set by Up/StartNode
+	lib   string // jar directory, set by prepare
+	jamm  string // the jamm agent jar in lib (Cassandra measures memtables with it)
 
 	mu     sync.Mutex
 	procs  map[int]*proc         // JVMs this process started
@@ -186,7 +187,11 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.lib = lib
+	jamm, _ := filepath.Glob(filepath.Join(lib, "jamm-*.jar"))
+	if len(jamm) != 1 {
+		return fmt.Errorf("jar cache %s: want one jamm-*.jar, found %v (delete the directory to fetch again)", lib, jamm)
+	}
+	c.lib, c.jamm = lib, jamm[0]
 	if err := os.MkdirAll(c.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("cluster dir: %w", err)
 	}

@@ -192,7 +192,7 @@ func serverArgs(c *Cluster, n Node) []string {
 	}
 	args = append(args, jvm17Options...)
 	args = append(args,
-		"-javaagent:"+filepath.Join(c.lib, "jamm-0.4.0.jar"),
+		"-javaagent:"+c.jamm,
 		"-Dcassandra.config=file://"+n.yamlPath(),
 		"-Dcassandra-foreground=yes",
 		"-Dcassandra.storagedir="+n.DataDir(),

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -148,5 +149,14 @@ func TestSelectTablesSkipsSessionsAndEvents(t *testing.T) {
 	want := "carts,cart_items,order_history,products,products_by_category"
 	if got != want {
 		t.Errorf("selectTables = %s, want %s", got, want)
+	}
+}
+
+// Without Java the launcher fails with the install command; tests built on it fail, not skip.
+func TestMissingJavaIsAPrerequisiteError(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := CheckPrerequisites(context.Background())
+	if !errors.Is(err, ErrPrerequisite) || !strings.Contains(err.Error(), "apt-get install -y openjdk-17-jre-headless maven") {
+		t.Fatalf("CheckPrerequisites without java = %v, want ErrPrerequisite naming the install command", err)
 	}
 }
