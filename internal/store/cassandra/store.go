@@ -176,6 +176,9 @@ const maxTTL = 630720000
 // applied (a timeout in the Paxos or commit phase). Callers re-read and decide, so such an
 // error becomes "not applied, look again" instead of a failure or a blind retry.
 func casUnknown(err error) bool {
+	if errors.Is(err, gocql.ErrTimeoutNoResponse) {
+		return true // the client gave up waiting; the server may still have applied it
+	}
 	var wt *gocql.RequestErrWriteTimeout
 	if errors.As(err, &wt) {
 		return true
