@@ -67,7 +67,7 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 		logger = slog.Default()
 	}
 	p := &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
-		logger: logger, batch: 256, wake: make(chan struct{}, 1)}
+		logger: logger, batch: 64, wake: make(chan struct{}, 1)}
 	p.syncCond = sync.NewCond(&p.syncMu)
 	return p
 }
@@ -100,7 +100,8 @@ func (p *Projector) Sync(ctx context.Context) error {
 // Register everything before Run or Drain.
 func (p *Projector) Handle(topic string, h Handler) { p.handlers[topic] = append(p.handlers[topic], h) }
 
-// Drain applies every message after the checkpoint and returns how many it applied.
+// Drain applies every message after the checkpoint and returns how many it applied. It
+// checkpoints after every batch (64 messages), so a crash replays at most one batch.
 // On a handler error it stops, keeping the checkpoint at the last fully applied message.
 func (p *Projector) Drain(ctx context.Context) (int, error) {
 	p.mu.Lock()
@@ -122,7 +123,10 @@ func (p *Projector) Drain(ctx context.Context) (int, error) {
 			for _, h := range p.handlers[m.Topic] {
 				if err := h(ctx, m); err != nil {
 					if applied > 0 {
-						_ = p.log.SaveCheckpoint(ctx, p.consumer, after)
+						// Keep the progress made even when ctx is what failed the handler.
+						sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+						_ = p.log.SaveCheckpoint(sctx, p.consumer, after)
+						cancel()
 					}
 					return applied, fmt.Errorf("outbox: apply %s #%d: %w", m.Topic, m.Seq, err)
 				}

@@ -122,3 +122,26 @@ func TestDrainStopsAtFailureAndResumes(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelledDrainKeepsProgress: a drain whose context is cancelled mid-way (a process being
+// stopped) still records what it applied, so repeated interruptions always move forward.
+func TestCancelledDrainKeepsProgress(t *testing.T) {
+	log := &memLog{cp: map[string]int64{}}
+	for i := 0; i < 10; i++ {
+		log.commit("t")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := NewProjector(log, "c", nil)
+	p.Handle("t", func(ctx context.Context, m Message) error {
+		if m.Seq == 4 {
+			cancel()
+		}
+		return ctx.Err()
+	})
+	if _, err := p.Drain(ctx); err == nil {
+		t.Fatal("drain with a cancelled context reported success")
+	}
+	if cp, _ := log.Checkpoint(context.Background(), "c"); cp != 3 {
+		t.Errorf("checkpoint after cancellation: %d, want 3 (messages 1-3 applied)", cp)
+	}
+}
