@@ -31,6 +31,7 @@ func newCassandraCmd(stdio IO) *cobra.Command {
 		newCassandraStatusCmd(stdio),
 		newCassandraRepairCmd(stdio),
 		newCassandraNodetoolCmd(stdio),
+		newCassandraFetchCmd(stdio),
 		newCassandraSchemaCmd(stdio),
 	)
 	return cmd
@@ -233,6 +234,27 @@ skipped, not overlapped.`,
 	cmd.Flags().Bool("incremental", false, "incremental repair instead of full")
 	cmd.Flags().String("schedule", "", `cron schedule, e.g. "0 3 * * *"; empty runs once`)
 	return cmd
+}
+
+func newCassandraFetchCmd(stdio IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "fetch",
+		Short: "Check Java 17 and Maven and download the Cassandra server jars into the cache",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Minute)
+			defer cancel()
+			if err := launcher.CheckPrerequisites(ctx); err != nil {
+				return err
+			}
+			lib, err := launcher.EnsureJars(ctx, launcher.DefaultCacheDir(), launcher.DefaultVersion)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Out, "cassandra %s jars in %s\n", launcher.DefaultVersion, lib)
+			return nil
+		},
+	}
 }
 
 func newCassandraNodetoolCmd(stdio IO) *cobra.Command {
