@@ -70,7 +70,7 @@ func wire(s *placement.Stores, adminToken string, logger *slog.Logger) (Deps, *o
 	projection.Register(projector, projection.Targets{Carts: s.Carts, History: s.History})
 	return Deps{
 		Stores:     s,
-		Carts:      &cart.Service{Carts: s.Carts, Products: s.Catalog, Now: time.Now},
+		Carts:      &cart.Service{Carts: s.Carts, Products: s.Products, Now: time.Now},
 		Orders:     &order.Service{Orders: s.Orders, Carts: s.Carts, Projector: projector, Now: time.Now, Logger: logger},
 		Sessions:   &session.Service{Sessions: s.Sessions, TTL: session.DefaultTTL, Now: time.Now},
 		AdminToken: adminToken,

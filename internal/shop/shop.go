@@ -54,8 +54,10 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 	p := outbox.NewProjector(st.Outbox, projection.Consumer, c.Logger)
 	projection.Register(p, projection.Targets{Carts: st.Carts, History: st.History, Catalog: st.CatalogSink})
 	return &Shop{
-		Stores:    st,
-		Carts:     &cart.Service{Carts: st.Carts, Products: st.Catalog, Now: c.Now},
+		Stores: st,
+		// Carts check products against the transactional store, not the (lagging) catalog read
+		// model: a product created a moment ago must be addable at once.
+		Carts:     &cart.Service{Carts: st.Carts, Products: st.Products, Now: c.Now},
 		Orders:    &order.Service{Orders: st.Orders, Carts: st.Carts, Projector: p, Now: c.Now, Logger: c.Logger},
 		Sessions:  &session.Service{Sessions: st.Sessions, TTL: c.SessionTTL, Now: c.Now},
 		Projector: p,
