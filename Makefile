@@ -1,7 +1,7 @@
 # The README's two commands: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test build bench vet fmt
+.PHONY: run test build bench vet
 
 run:
 	$(GO) run ./cmd/shardmart serve
