@@ -18,7 +18,7 @@ import (
 
 func newBenchCmd(stdio IO) *cobra.Command {
 	var (
-		url, scenarios, categories, zone string
+		url, scenarios, categories, zone, admin string
 		concurrency                      int
 		duration                         time.Duration
 	)
@@ -44,7 +44,7 @@ numbers include the whole stack on this machine (client and server share the CPU
 					return err
 				}
 				defer stop()
-				base = "http://" + addr
+				base, admin = "http://"+addr, benchAdminToken
 				fmt.Fprintf(stdio.Out, "started a server on %s (temporary embedded store, demo data)\n", addr)
 			}
 			client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: concurrency}}
@@ -61,7 +61,7 @@ numbers include the whole stack on this machine (client and server share the CPU
 				}
 				fmt.Fprintf(stdio.Err, "running %s for %s with %d clients...\n", sc, duration, concurrency)
 				res, err := loadgen.Run(ctx, loadgen.Config{BaseURL: base, Concurrency: concurrency, Duration: duration,
-					Products: products, Categories: cats, Zone: zone, Client: client}, sc)
+					Products: products, Categories: cats, Zone: zone, Client: client, AdminToken: admin}, sc)
 				if err != nil {
 					return err
 				}
@@ -79,6 +79,7 @@ numbers include the whole stack on this machine (client and server share the CPU
 	f.StringVar(&scenarios, "scenarios", strings.Join(loadgen.Scenarios, ","), "comma-separated scenarios")
 	f.StringVar(&categories, "categories", "electronics,books,clothing,home,toys", "categories to search and buy from")
 	f.StringVar(&zone, "zone", demo.Zones[0], "stock zone orders take from")
+	f.StringVar(&admin, "admin-token", "", "admin token of --url's server: lets the orders scenario top up stock (env SHARDMART_ADMIN_TOKEN)")
 	f.IntVar(&concurrency, "concurrency", 8, "concurrent clients")
 	f.DurationVar(&duration, "duration", 10*time.Second, "how long each scenario runs")
 	return cmd
@@ -93,6 +94,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// benchAdminToken guards the bench's own throwaway server, which listens on loopback only.
+const benchAdminToken = "bench-local-admin"
+
 // startBenchServer runs serve on a temporary store; stop shuts it down and removes the store.
 func startBenchServer(ctx context.Context) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "shardmart-bench-")
@@ -102,7 +106,7 @@ func startBenchServer(ctx context.Context) (string, func(), error) {
 	var o serveOptions
 	o.backend.register(&cobra.Command{})
 	o.backend.dataDir = dir
-	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", "bench"
+	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", benchAdminToken
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan string, 1)

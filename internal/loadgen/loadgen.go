@@ -38,6 +38,9 @@ type Config struct {
 	Categories []string
 	Zone       string
 	Client     *http.Client
+	// AdminToken, when set, lets the orders scenario top up the stock it buys from, so it
+	// measures orders rather than out-of-stock refusals.
+	AdminToken string
 }
 
 // Result of one scenario.
@@ -152,6 +155,9 @@ func (w *worker) step(ctx context.Context, scenario string) {
 		st, body, err = w.do(ctx, "POST", "/v1/orders", map[string]string{"zone": cfg.Zone},
 			map[string]string{"Idempotency-Key": fmt.Sprintf("bench-%d-%d", w.id, w.seq)}, true)
 		ok(http.StatusCreated, http.StatusConflict) // 409: a product ran out of stock, a correct answer
+		if st == http.StatusConflict { // the cart stays active: empty it for the next round
+			w.clearCart(ctx)
+		}
 	case CartPut:
 		// Each worker edits 50 products of its own, so its cart never reaches the 100-item cap.
 		p := cfg.Products[(w.id*50+w.rng.IntN(50))%len(cfg.Products)]
@@ -167,10 +173,46 @@ func (w *worker) step(ctx context.Context, scenario string) {
 	}
 }
 
+func (w *worker) clearCart(ctx context.Context) {
+	st, body, err := w.do(ctx, "GET", "/v1/cart", nil, nil, false)
+	if err != nil || st != http.StatusOK {
+		return
+	}
+	var c struct {
+		Items []struct {
+			ProductID string `json:"product_id"`
+		}
+	}
+	if json.Unmarshal(body, &c) != nil {
+		return
+	}
+	for _, it := range c.Items {
+		_, _, _ = w.do(ctx, "DELETE", "/v1/cart/items/"+it.ProductID, nil, nil, false)
+	}
+}
+
+// restock adds units to every product of cfg in its zone through the admin API.
+func restock(ctx context.Context, cfg Config, units int) error {
+	w := &worker{cfg: cfg}
+	for _, id := range cfg.Products {
+		st, body, err := w.do(ctx, "POST", "/v1/products/"+id+"/stock", map[string]any{"zone": cfg.Zone, "delta": units},
+			map[string]string{"X-Admin-Token": cfg.AdminToken}, false)
+		if err != nil || st != http.StatusOK {
+			return fmt.Errorf("restock %s: status %d %s %v", id, st, bytes.TrimSpace(body), err)
+		}
+	}
+	return nil
+}
+
 // Run drives one scenario for cfg.Duration with cfg.Concurrency workers.
 func Run(ctx context.Context, cfg Config, scenario string) (Result, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency}}
+	}
+	if scenario == Orders && cfg.AdminToken != "" {
+		if err := restock(ctx, cfg, 1_000_000); err != nil {
+			return Result{}, err
+		}
 	}
 	workers := make([]*worker, cfg.Concurrency)
 	for i := range workers {

@@ -41,7 +41,7 @@ func TestEveryScenarioRunsCleanly(t *testing.T) {
 	}
 	for _, sc := range loadgen.Scenarios {
 		res, err := loadgen.Run(ctx, loadgen.Config{BaseURL: srv.URL, Concurrency: 2, Duration: 300 * time.Millisecond,
-			Products: products, Categories: cats, Zone: "eu-west"}, sc)
+			Products: products, Categories: cats, Zone: "eu-west", AdminToken: "x"}, sc)
 		if err != nil {
 			t.Fatalf("%s: %v", sc, err)
 		}

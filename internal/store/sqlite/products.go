@@ -200,20 +200,26 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 	if err != nil {
 		return page, err
 	}
-	after := priceCursor{Price: -1}
-	if q.Page.Cursor != "" {
-		if err := paging.Decode(q.Page.Cursor, &after); err != nil {
-			return page, err
-		}
-	}
 	maxPrice := int64(money.Max)
 	if q.MaxPrice > 0 {
 		maxPrice = int64(q.MaxPrice)
 	}
+	// Give SQLite exactly one lower bound to seek the (category, price, id) index with: the
+	// minimum price on the first page, the cursor after that. With both, it seeks on the
+	// cursor's and scans every cheaper product before the range.
+	lower, args := `p.price >= ?`, []any{q.Category, int64(q.MinPrice)}
+	if q.Page.Cursor != "" {
+		var after priceCursor
+		if err := paging.Decode(q.Page.Cursor, &after); err != nil {
+			return page, err
+		}
+		if after.Price >= int64(q.MinPrice) { // a cursor from below the range starts at its minimum
+			lower, args = `(p.price, p.id) > (?, ?)`, []any{q.Category, after.Price, after.ID}
+		}
+	}
 	rows, err := r.r.QueryContext(ctx, `SELECT `+baseColumns+` FROM products p
-		WHERE p.category = ? AND p.price >= ? AND p.price <= ? AND (p.price, p.id) > (?, ?)
-		ORDER BY p.price, p.id LIMIT ?`,
-		q.Category, int64(q.MinPrice), maxPrice, after.Price, after.ID, q.Page.Limit+1)
+		WHERE p.category = ? AND `+lower+` AND p.price <= ? ORDER BY p.price, p.id LIMIT ?`,
+		append(args, maxPrice, q.Page.Limit+1)...)
 	if err != nil {
 		return page, fmt.Errorf("search products: %w", err)
 	}
