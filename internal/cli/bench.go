@@ -19,8 +19,8 @@ import (
 func newBenchCmd(stdio IO) *cobra.Command {
 	var (
 		url, scenarios, categories, zone, admin string
-		concurrency                      int
-		duration                         time.Duration
+		concurrency                             int
+		duration                                time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",

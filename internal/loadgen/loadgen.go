@@ -155,7 +155,7 @@ func (w *worker) step(ctx context.Context, scenario string) {
 		st, body, err = w.do(ctx, "POST", "/v1/orders", map[string]string{"zone": cfg.Zone},
 			map[string]string{"Idempotency-Key": fmt.Sprintf("bench-%d-%d", w.id, w.seq)}, true)
 		ok(http.StatusCreated, http.StatusConflict) // 409: a product ran out of stock, a correct answer
-		if st == http.StatusConflict { // the cart stays active: empty it for the next round
+		if st == http.StatusConflict {              // the cart stays active: empty it for the next round
 			w.clearCart(ctx)
 		}
 	case CartPut:
