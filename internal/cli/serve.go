@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -127,9 +125,6 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
 		Ready: func(ctx context.Context) error { _, err := s.Stores.Outbox.LastSeq(ctx); return err },
 	})
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(handler, slog.LevelWarn)}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
@@ -138,21 +133,8 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err := <-serveErr:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down: finishing in-flight requests", "timeout", o.shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("graceful shutdown: %w", err)
-	}
-	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	if err := httpapi.Serve(ctx, ln, api, o.shutdownTimeout, logger); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	logger.Info("stopped")
 	return nil
