@@ -74,6 +74,12 @@ func TestShoppingFlow(t *testing.T) {
 	if r.status != 200 || again.ID != o.ID || r.header.Get("Idempotency-Replayed") != "true" {
 		t.Fatalf("replay: %d %+v", r.status, again)
 	}
+	// The same key with another request is refused, naming the header.
+	r = e.do(t, req{method: "POST", path: "/v1/orders", token: guest, body: map[string]string{"zone": "us"},
+		header: map[string]string{IdempotencyKeyHeader: "order-1"}})
+	if p := r.problem(t); p.Status != 422 || p.Type != problemBase+"idempotency-key-reused" || len(p.Errors) != 1 || p.Errors[0].Field != "Idempotency-Key" {
+		t.Fatalf("reused key, other zone: %+v", p)
+	}
 	// The cart was consumed: it is empty now, and a new key finds nothing to order.
 	e.must(t, 200, req{method: "GET", path: "/v1/cart", token: guest}).json(t, &cv)
 	if len(cv.Items) != 0 {

@@ -97,6 +97,9 @@ func toProblem(err error) (p *Problem, internal bool) {
 	case errors.Is(err, order.ErrEmptyCart):
 		return problem(http.StatusConflict, "empty-cart", "Cart is empty", "add items to the cart before ordering",
 			validation.FieldError{Field: "items", Detail: "cart is empty"}), false
+	case errors.Is(err, order.ErrKeyReused):
+		return problem(http.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency key reused", err.Error(),
+			validation.FieldError{Field: "Idempotency-Key", Detail: "was already used with a different request"}), false
 	case errors.Is(err, order.ErrCartAlreadyOrdered), errors.Is(err, cart.ErrNotActive):
 		return problem(http.StatusConflict, "cart-ordered", "Cart already ordered", err.Error()), false
 	case errors.Is(err, account.ErrEmailTaken):

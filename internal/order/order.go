@@ -18,6 +18,8 @@ var (
 	// ErrCartAlreadyOrdered guards against two orders from one cart when the cart lives
 	// in another store and is marked ordered asynchronously by the projector.
 	ErrCartAlreadyOrdered = errors.New("cart has already been ordered")
+	// ErrKeyReused refuses a retry whose request differs from the one the key first placed.
+	ErrKeyReused = errors.New("idempotency key was already used with a different request")
 )
 
 // Status is a step of the order life cycle.

@@ -55,7 +55,7 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 		return Order{}, false, err
 	}
 	if o, err := s.Orders.ByIdempotencyKey(ctx, userID, key); err == nil {
-		return o, false, nil
+		return replay(o, zone)
 	} else if !errors.Is(err, ErrNotFound) {
 		return Order{}, false, fmt.Errorf("look up idempotency key: %w", err)
 	}
@@ -83,12 +83,23 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 	if err != nil {
 		return Order{}, false, err
 	}
-	if created && s.Projector != nil {
+	if !created { // a concurrent retry with the same key won the race
+		return replay(o, zone)
+	}
+	if s.Projector != nil {
 		if err := s.Projector.Sync(ctx); err != nil {
 			s.logger().Warn("order committed; follow-ups deferred to the projector", "order", o.ID, "err", err)
 		}
 	}
 	return o, created, nil
+}
+
+// replay answers a retry with the order its key placed, if the request is the same one.
+func replay(o Order, zone string) (Order, bool, error) {
+	if o.Zone != zone {
+		return Order{}, false, fmt.Errorf("%w: it placed order %s in zone %s", ErrKeyReused, o.ID, o.Zone)
+	}
+	return o, false, nil
 }
 
 // Transition changes an order's status (admin) and applies follow-ups.

@@ -142,6 +142,9 @@ func TestStatusChangesReachHistory(t *testing.T) {
 	if err != nil || created || again.ID != o.ID {
 		t.Errorf("replay: %v created=%v id=%s, want the first order", err, created, again.ID)
 	}
+	if _, _, err := svc.PlaceFromCart(ctx, "u1", "us", "key-1"); !errors.Is(err, order.ErrKeyReused) {
+		t.Errorf("same key, other zone: got %v, want ErrKeyReused", err)
+	}
 	if _, _, err := svc.PlaceFromCart(ctx, "u1", "eu", "key-2"); !errors.Is(err, order.ErrEmptyCart) {
 		t.Errorf("order with no cart: got %v, want ErrEmptyCart", err)
 	}
