@@ -14,7 +14,7 @@ import (
 // that cannot start (a plain replica set, no access to config.shards) every read goes to the
 // primary, which is slower but never stale.
 func openMongo(ctx context.Context, o Options) (backend, error) {
-	s, err := mongo.Open(ctx, mongo.Options{URI: o.MongoURI, Database: o.MongoDatabase})
+	s, err := mongo.Open(ctx, mongo.Options{URI: o.MongoURI, Database: o.MongoDatabase, Observe: o.Observe})
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,8 @@ type Config struct {
 	Datacenter string
 	Timeout    time.Duration // per request, default 12 s (above the server's own timeouts)
 	NumConns   int           // connections per host, default 2
+	// Observe, when set, receives every statement's latency (store metrics).
+	Observe func(op string, d time.Duration, err error)
 }
 
 // DefaultKeyspace is used when Config.Keyspace is empty.
@@ -79,6 +81,10 @@ func ClusterConfig(cfg Config) *gocql.ClusterConfig {
 	c.DefaultIdempotence = false
 	c.Consistency = gocql.Quorum
 	c.Logger = gocql.NewLogger(gocql.LogLevelWarn)
+	if cfg.Observe != nil {
+		c.QueryObserver = observer(cfg.Observe)
+		c.BatchObserver = observer(cfg.Observe)
+	}
 	return c
 }
 

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	mongoevent "go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
@@ -84,6 +85,8 @@ type Options struct {
 	Lag func() readrouting.LagSnapshot
 	// Policy decides each read's preference; the zero value means readrouting.NewPolicy().
 	Policy *readrouting.Policy
+	// Observe, when set, receives every command's latency as "mongo.<command>" (store metrics).
+	Observe func(op string, d time.Duration, err error)
 }
 
 // Store is an open MongoDB backend. Its family accessors serve placement.
@@ -105,7 +108,18 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Database == "" {
 		o.Database = sharding.DefaultDatabase
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI(o.URI))
+	copts := options.Client().ApplyURI(o.URI)
+	if obs := o.Observe; obs != nil {
+		copts.SetMonitor(&mongoevent.CommandMonitor{
+			Succeeded: func(_ context.Context, e *mongoevent.CommandSucceededEvent) {
+				obs("mongo."+e.CommandName, e.Duration, nil)
+			},
+			Failed: func(_ context.Context, e *mongoevent.CommandFailedEvent) {
+				obs("mongo."+e.CommandName, e.Duration, e.Failure)
+			},
+		})
+	}
+	client, err := mongo.Connect(copts)
 	if err != nil {
 		return nil, fmt.Errorf("mongo: connect: %w", err)
 	}
