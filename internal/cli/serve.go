@@ -71,19 +71,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	storeLatency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "shardmart", Subsystem: "store", Name: "operation_duration_seconds",
-		Help:    "Duration of repository operations by operation and outcome.",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
-	}, []string{"op", "outcome"})
-	reg.MustRegister(storeLatency)
-	cfg.Backends.Observe = func(op string, d time.Duration, err error) {
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-		}
-		storeLatency.WithLabelValues(op, outcome).Observe(d.Seconds())
-	}
+	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every backend reports its operations
 
 	s, err := shop.Open(ctx, cfg)
 	if err != nil {

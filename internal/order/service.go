@@ -37,10 +37,12 @@ type Service struct {
 
 var keyPattern = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`)
 
+const keyField, keyRule = "Idempotency-Key", "header is required: 1-128 printable ASCII characters"
+
 // ValidateKey checks an Idempotency-Key header value.
 func ValidateKey(key string) error {
 	if !keyPattern.MatchString(key) {
-		return validation.Field("Idempotency-Key", "header is required: 1-128 printable ASCII characters")
+		return validation.Field(keyField, keyRule)
 	}
 	return nil
 }
@@ -49,7 +51,7 @@ func ValidateKey(key string) error {
 // order (created=false) whatever the cart holds now.
 func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (Order, bool, error) {
 	var c validation.Collector
-	c.Check(keyPattern.MatchString(key), "Idempotency-Key", "header is required: 1-128 printable ASCII characters")
+	c.Check(keyPattern.MatchString(key), keyField, keyRule)
 	c.Check(catalog.ValidSlug(zone), "zone", "must be a zone slug such as \"eu-west\"")
 	if err := c.Err(); err != nil {
 		return Order{}, false, err
