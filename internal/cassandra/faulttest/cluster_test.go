@@ -215,11 +215,16 @@ func stopNode(t *testing.T, ctx context.Context, i int) {
 	}
 }
 
-// restartNode starts node i and waits until the ring and the driver see it.
+// restartNode starts node i and waits until the ring and the driver see it. A JVM that dies
+// while booting on a starved machine is not what these tests are about, so a failed start is
+// logged with its diagnosis and tried once more; a second failure fails the test.
 func restartNode(t *testing.T, ctx context.Context, i int) {
 	t.Helper()
 	if err := cluster.StartNode(ctx, i); err != nil {
-		t.Fatal(err)
+		t.Logf("node %d did not start, trying once more: %v", i+1, err)
+		if err := cluster.StartNode(ctx, i); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := cluster.WaitConverged(ctx); err != nil {
 		t.Fatal(err)

@@ -96,6 +96,7 @@ type Cluster struct {
 type proc struct {
 	pid    int
 	exited chan struct{}
+	state  *os.ProcessState // set before exited closes
 }
 
 // New validates opts and lays out the nodes; nothing starts.
@@ -301,7 +302,7 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 		return fmt.Errorf("node %d: start java: %w", i+1, err)
 	}
 	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
+	go func() { _ = cmd.Wait(); p.state = cmd.ProcessState; close(p.exited) }()
 	c.mu.Lock()
 	c.procs[i] = p
 	c.mu.Unlock()
@@ -321,13 +322,34 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	return nil
 }
 
+// exitedDuringStart tells whether node n's JVM is gone. For a JVM this process started, the
+// child's own exit is the truth (and its status says how); the pidfile is only consulted for
+// a node started by another process.
+func (c *Cluster) exitedDuringStart(n Node) (bool, string) {
+	c.mu.Lock()
+	p := c.procs[n.Index]
+	c.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p.exited:
+			return true, p.state.String()
+		default:
+			return false, ""
+		}
+	}
+	if _, ok := c.livePID(n); !ok {
+		return true, "no live process in its pidfile"
+	}
+	return false, ""
+}
+
 // waitCQL polls until node n answers a CQL query, failing early if its JVM exits.
 func (c *Cluster) waitCQL(ctx context.Context, n Node) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.BootTimeout)
 	defer cancel()
 	for {
-		if _, ok := c.livePID(n); !ok {
-			return fmt.Errorf("node %d exited during startup; last log lines:\n%s", n.Index+1, tailErrors(n))
+		if exited, how := c.exitedDuringStart(n); exited {
+			return fmt.Errorf("node %d exited during startup (%s); log:\n%s", n.Index+1, how, tailErrors(n))
 		}
 		if err := pingCQL(ctx, n.Addr); err == nil {
 			return nil
@@ -520,10 +542,20 @@ func tailErrors(n Node) string {
 			continue
 		}
 		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		// The cause is an ERROR line, often well above the shutdown chatter at the end.
+		var errs []string
+		for _, l := range lines {
+			if strings.Contains(l, "ERROR") || strings.Contains(l, "Exception encountered") || strings.HasPrefix(l, "Error:") {
+				errs = append(errs, l)
+			}
+		}
+		if len(errs) > 10 {
+			errs = errs[len(errs)-10:]
+		}
 		if len(lines) > 15 {
 			lines = lines[len(lines)-15:]
 		}
-		fmt.Fprintf(&b, "== %s\n%s\n", f, strings.Join(lines, "\n"))
+		fmt.Fprintf(&b, "== %s (errors)\n%s\n== %s (last lines)\n%s\n", f, strings.Join(errs, "\n"), f, strings.Join(lines, "\n"))
 	}
 	return b.String()
 }
