@@ -14,14 +14,42 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/sharding"
 	"github.com/shardmart/shardmart/internal/store/storetest"
 )
 
-// TestContract runs THE contract suite against a live MongoDB: SHARDMART_MONGO_URI names a mongos
-// of a sharded cluster (deploy/mongodb). It uses a fresh database per run, shards its
-// collections on ShardKeys when the URI is a mongos, and drops the database afterwards.
+// The live tests run against a real mongod 6.0.5 replica set (one member) that TestMain starts
+// with the project's launcher on launcher.ContractTestPort; SHARDMART_MONGO_URI points them at a
+// running server instead (a mongos or a replica set). If the set cannot start, every live test
+// fails with the reason: nothing is skipped or faked.
+var (
+	testURI      string
+	testSetupErr error
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		if testURI = os.Getenv("SHARDMART_MONGO_URI"); testURI != "" {
+			return m.Run()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		set, stop, err := launcher.StartShared(ctx, launcher.Options{Members: 1, BasePort: launcher.ContractTestPort})
+		if err != nil {
+			testSetupErr = fmt.Errorf("start a one-member replica set on port %d with the launcher: %w", launcher.ContractTestPort, err)
+			return m.Run()
+		}
+		defer stop()
+		testURI = set.URI()
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// TestContract runs THE contract suite against a live MongoDB: every family, on a fresh
+// database, dropped afterwards.
 func TestContract(t *testing.T) {
 	s, _ := liveStore(t)
 	storetest.Products(t, func(*testing.T) catalog.Repository { return s.Products() })
@@ -35,16 +63,14 @@ func TestContract(t *testing.T) {
 	storetest.History(t, func(*testing.T) history.Repository { return s.History() })
 }
 
-const skipLive = "SHARDMART_MONGO_URI not set: MongoDB contract suite and targeting checks skipped (they have NOT run; start a sharded cluster, see deploy/mongodb)"
-
-// liveStore opens a fresh database on SHARDMART_MONGO_URI (skipping plainly without it), shards
-// its collections when the URI is a mongos, and drops it when the test ends.
+// liveStore opens a fresh database on the test server, shards its collections when the server
+// is a mongos, and drops it when the test ends.
 func liveStore(t *testing.T) (*Store, bool) {
 	t.Helper()
-	uri := os.Getenv("SHARDMART_MONGO_URI")
-	if uri == "" {
-		t.Skip(skipLive)
+	if testSetupErr != nil {
+		t.Fatal(testSetupErr)
 	}
+	uri := testURI
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dbName := fmt.Sprintf("shardmart_test_%d", time.Now().UnixNano())
@@ -67,7 +93,6 @@ func liveStore(t *testing.T) (*Store, bool) {
 		t.Fatalf("hello: %v", err)
 	}
 	if hello.Msg != "isdbgrid" {
-		t.Logf("database %s: %s is not a mongos, collections left unsharded (targeting is NOT exercised)", dbName, redact(uri))
 		return s, false
 	}
 	shardTestDatabase(ctx, t, s, dbName)
@@ -82,7 +107,7 @@ func liveStore(t *testing.T) (*Store, bool) {
 func TestTargetingExplain(t *testing.T) {
 	s, sharded := liveStore(t)
 	if !sharded {
-		t.Skip("not a mongos: routing cannot be observed")
+		t.Skip("needs a mongos: shard targeting is mongos's routing decision (explain SINGLE_SHARD vs SHARD_MERGE); none can be had here (set SHARDMART_MONGO_URI to a mongos to run it)")
 	}
 	ctx := context.Background()
 	user := cart.User("alice")

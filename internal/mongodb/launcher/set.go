@@ -1,0 +1,688 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Role is what a replica set is in a cluster.
+type Role string
+
+const (
+	RolePlain  Role = ""          // a plain replica set: the application's database
+	RoleShard  Role = "shardsvr"  // a shard of a sharded cluster
+	RoleConfig Role = "configsvr" // the config server replica set
+)
+
+// Options describe a local replica set. Zero values take the defaults noted.
+type Options struct {
+	Dir      string // set directory (data, logs, pidfiles, set.json); required
+	Name     string // replica set name, default "rs0"
+	Members  int    // 1..7, default 1
+	Addr     string // listen address, default 127.0.0.1
+	BasePort int    // member i listens on BasePort+i, default 27017
+	Role     Role
+	CacheGB  float64 // WiredTiger cache per member, default 0.25
+	OplogMB  int     // default 256
+	// ElectionTimeout is the set's electionTimeoutMillis; zero keeps MongoDB's 10 s.
+	ElectionTimeout time.Duration
+	// ExtraArgs go to every mongod (e.g. --setParameter orphanCleanupDelaySecs=0 for shards).
+	ExtraArgs []string
+	// DieWithParent asks the kernel to SIGKILL each mongod when the starting process dies, so a
+	// killed `go test` leaves none behind. Off for `shardmart mongo up`, whose set outlives it.
+	DieWithParent bool
+	CacheDir      string        // binary cache, default DefaultCacheDir()
+	BootTimeout   time.Duration // per member and for the election, default 2 minutes
+	StopTimeout   time.Duration // SIGTERM grace before SIGKILL, default 30 s
+	Logger        *slog.Logger
+}
+
+func (o *Options) defaults() error {
+	if o.Dir == "" {
+		return errors.New("launcher: Options.Dir is required")
+	}
+	abs, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return fmt.Errorf("launcher: %w", err)
+	}
+	o.Dir = abs
+	if o.Name == "" {
+		o.Name = "rs0"
+	}
+	if o.Members == 0 {
+		o.Members = 1
+	}
+	if o.Members < 1 || o.Members > 7 {
+		return fmt.Errorf("launcher: %d members: want 1 to 7", o.Members)
+	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1"
+	}
+	if o.BasePort == 0 {
+		o.BasePort = 27017
+	}
+	if o.CacheGB == 0 {
+		o.CacheGB = 0.25
+	}
+	if o.OplogMB == 0 {
+		o.OplogMB = 256
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = DefaultCacheDir()
+	}
+	if o.BootTimeout == 0 {
+		o.BootTimeout = 2 * time.Minute
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Member is one mongod of a set.
+type Member struct {
+	Index int
+	Host  string // addr:port as in the replica set config
+	Dir   string
+}
+
+func (m Member) dbPath() string  { return filepath.Join(m.Dir, "db") }
+func (m Member) pidFile() string { return filepath.Join(m.Dir, "mongod.pid") }
+
+// LogPath is the member's mongod log (JSON lines).
+func (m Member) LogPath() string { return filepath.Join(m.Dir, "mongod.log") }
+
+// Set is a local replica set. Its methods may be called from several goroutines.
+type Set struct {
+	opts    Options
+	members []Member
+	bin     string
+
+	mu    sync.Mutex
+	procs map[int]*proc
+}
+
+type proc struct {
+	pid    int
+	exited chan struct{}
+	state  *os.ProcessState
+}
+
+// New validates opts and lays out the members; nothing starts.
+func New(opts Options) (*Set, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	s := &Set{opts: opts, procs: map[int]*proc{}}
+	for i := range opts.Members {
+		s.members = append(s.members, Member{
+			Index: i,
+			Host:  net.JoinHostPort(opts.Addr, strconv.Itoa(opts.BasePort+i)),
+			Dir:   filepath.Join(opts.Dir, "m"+strconv.Itoa(i)),
+		})
+	}
+	return s, nil
+}
+
+// ErrNoSet means the directory holds no set written by Up.
+var ErrNoSet = errors.New("no replica set in directory (run `shardmart mongo up` first)")
+
+type state struct {
+	Name     string  `json:"name"`
+	Members  int     `json:"members"`
+	Addr     string  `json:"addr"`
+	BasePort int     `json:"base_port"`
+	Role     Role    `json:"role"`
+	CacheGB  float64 `json:"cache_gb"`
+	CacheDir string  `json:"cache_dir"`
+}
+
+func stateFile(dir string) string { return filepath.Join(dir, "set.json") }
+
+// Open loads the set that Up wrote into dir.
+func Open(dir string, logger *slog.Logger) (*Set, error) {
+	b, err := os.ReadFile(stateFile(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNoSet)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open replica set: %w", err)
+	}
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("open replica set %s: %w", stateFile(dir), err)
+	}
+	return New(Options{Dir: dir, Name: st.Name, Members: st.Members, Addr: st.Addr, BasePort: st.BasePort,
+		Role: st.Role, CacheGB: st.CacheGB, CacheDir: st.CacheDir, Logger: logger})
+}
+
+// Name is the replica set name.
+func (s *Set) Name() string { return s.opts.Name }
+
+// Dir is the set directory.
+func (s *Set) Dir() string { return s.opts.Dir }
+
+// Members returns the set's members, member 0 first.
+func (s *Set) Members() []Member { return append([]Member(nil), s.members...) }
+
+// Hosts returns every member's host:port.
+func (s *Set) Hosts() []string {
+	h := make([]string, len(s.members))
+	for i, m := range s.members {
+		h[i] = m.Host
+	}
+	return h
+}
+
+// URI is the connection string of the whole set.
+func (s *Set) URI() string {
+	return "mongodb://" + strings.Join(s.Hosts(), ",") + "/?replicaSet=" + s.opts.Name
+}
+
+// MemberURI connects to member i alone (no discovery), e.g. to read from one secondary.
+func (s *Set) MemberURI(i int) string {
+	return "mongodb://" + s.members[i].Host + "/?directConnection=true"
+}
+
+func (s *Set) member(i int) (Member, error) {
+	if i < 0 || i >= len(s.members) {
+		return Member{}, fmt.Errorf("member %d: the set has %d", i, len(s.members))
+	}
+	return s.members[i], nil
+}
+
+func (s *Set) prepare(ctx context.Context) error {
+	if s.bin != "" {
+		return nil
+	}
+	bin, err := EnsureMongod(ctx, s.opts.CacheDir)
+	if err != nil {
+		return err
+	}
+	s.bin = bin
+	if err := os.MkdirAll(s.opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("set dir: %w", err)
+	}
+	b, _ := json.MarshalIndent(state{Name: s.opts.Name, Members: s.opts.Members, Addr: s.opts.Addr,
+		BasePort: s.opts.BasePort, Role: s.opts.Role, CacheGB: s.opts.CacheGB, CacheDir: s.opts.CacheDir}, "", "  ")
+	if err := os.WriteFile(stateFile(s.opts.Dir), b, 0o644); err != nil {
+		return fmt.Errorf("set dir: %w", err)
+	}
+	return nil
+}
+
+// Up starts every member that is not running, initiates the set when it is new, and waits for
+// a PRIMARY and for every other member to be SECONDARY.
+func (s *Set) Up(ctx context.Context) error {
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	errs := make(chan error, len(s.members))
+	for i := range s.members {
+		go func() { errs <- s.StartMember(ctx, i) }()
+	}
+	var all []error
+	for range s.members {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
+		return err
+	}
+	if err := s.initiate(ctx); err != nil {
+		return err
+	}
+	return s.WaitHealthy(ctx)
+}
+
+// args is member m's command line.
+func (s *Set) args(m Member) []string {
+	a := []string{
+		"--replSet", s.opts.Name,
+		"--bind_ip", s.opts.Addr,
+		"--port", strconv.Itoa(s.opts.BasePort + m.Index),
+		"--dbpath", m.dbPath(),
+		"--logpath", m.LogPath(), "--logappend",
+		"--wiredTigerCacheSizeGB", strconv.FormatFloat(s.opts.CacheGB, 'f', -1, 64),
+		"--oplogSize", strconv.Itoa(s.opts.OplogMB),
+		"--setParameter", "diagnosticDataCollectionEnabled=false",
+	}
+	if s.opts.Role != RolePlain {
+		a = append(a, "--"+string(s.opts.Role))
+	}
+	return append(a, s.opts.ExtraArgs...)
+}
+
+// livePID returns the pid in member m's pidfile if that process is this member's mongod, so a
+// recycled pid is never signalled.
+func (s *Set) livePID(m Member) (int, bool) {
+	b, err := os.ReadFile(m.pidFile())
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || !strings.Contains(string(cmdline), "\x00--dbpath\x00"+m.dbPath()+"\x00") {
+		return 0, false
+	}
+	if st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil {
+		// A zombie (exited, not yet reaped) is not running.
+		if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
+			return 0, false
+		}
+	}
+	return pid, true
+}
+
+// Running reports whether member i's mongod is alive.
+func (s *Set) Running(i int) bool {
+	m, err := s.member(i)
+	if err != nil {
+		return false
+	}
+	_, ok := s.livePID(m)
+	return ok
+}
+
+// StartMember starts member i if it is not running and waits until it answers hello.
+func (s *Set) StartMember(ctx context.Context, i int) error {
+	m, err := s.member(i)
+	if err != nil {
+		return err
+	}
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	log := s.opts.Logger.With("set", s.opts.Name, "member", i, "host", m.Host)
+	if _, ok := s.livePID(m); ok {
+		return s.waitHello(ctx, m)
+	}
+	if conn, err := net.DialTimeout("tcp", m.Host, 200*time.Millisecond); err == nil {
+		_ = conn.Close()
+		return fmt.Errorf("member %d: %s is already in use by another process (another set on these ports? stop it or choose another --port)", i, m.Host)
+	}
+	if err := os.MkdirAll(m.dbPath(), 0o755); err != nil {
+		return fmt.Errorf("member %d: %w", i, err)
+	}
+	out, err := os.OpenFile(filepath.Join(m.Dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("member %d: %w", i, err)
+	}
+	defer out.Close() // the child holds its own descriptor
+	cmd := exec.Command(s.bin, s.args(m)...)
+	cmd.Dir = m.Dir
+	cmd.Stdout, cmd.Stderr = out, out
+	// Own session: Ctrl-C on `mongo up` does not reach it, and signals can go to the group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if s.opts.DieWithParent {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("member %d: start %s: %w", i, s.bin, err)
+	}
+	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); p.state = cmd.ProcessState; close(p.exited) }()
+	s.mu.Lock()
+	s.procs[i] = p
+	s.mu.Unlock()
+	if err := os.WriteFile(m.pidFile(), []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		return fmt.Errorf("member %d: pidfile: %w", i, err)
+	}
+	if err := s.waitHello(ctx, m); err != nil {
+		return err
+	}
+	log.Debug("mongod answers", "pid", p.pid, "boot", time.Since(start).Round(10*time.Millisecond))
+	return nil
+}
+
+// exited tells whether member m's mongod is gone, and how.
+func (s *Set) exited(m Member) (bool, string) {
+	s.mu.Lock()
+	p := s.procs[m.Index]
+	s.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p.exited:
+			return true, p.state.String()
+		default:
+			return false, ""
+		}
+	}
+	if _, ok := s.livePID(m); !ok {
+		return true, "no live process in its pidfile"
+	}
+	return false, ""
+}
+
+// waitHello polls member m until it answers hello, failing early if it exits.
+func (s *Set) waitHello(ctx context.Context, m Member) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.BootTimeout)
+	defer cancel()
+	for {
+		if gone, how := s.exited(m); gone {
+			return fmt.Errorf("member %d (%s) exited during startup (%s); log:\n%s", m.Index, m.Host, how, s.tail(m))
+		}
+		if err := s.ping(ctx, m); err == nil {
+			return nil
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("member %d (%s) did not answer within %s: %w; log: %s", m.Index, m.Host, s.opts.BootTimeout, err, m.LogPath())
+		}
+	}
+}
+
+func (s *Set) ping(ctx context.Context, m Member) error {
+	conn, err := net.DialTimeout("tcp", m.Host, time.Second)
+	if err != nil {
+		return err
+	}
+	_ = conn.Close()
+	return s.withMember(ctx, m.Index, func(c *mongo.Client) error {
+		return c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Err()
+	})
+}
+
+// withMember runs fn with a client connected to member i alone.
+func (s *Set) withMember(ctx context.Context, i int, fn func(*mongo.Client) error) error {
+	c, err := mongo.Connect(options.Client().ApplyURI(s.MemberURI(i)).
+		SetServerSelectionTimeout(2 * time.Second).SetConnectTimeout(2 * time.Second))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = c.Disconnect(dctx)
+	}()
+	return fn(c)
+}
+
+// initiate runs replSetInitiate on member 0 unless the set already has a config.
+func (s *Set) initiate(ctx context.Context) error {
+	members := bson.A{}
+	for _, m := range s.members {
+		prio := 1
+		if m.Index == 0 {
+			prio = 2 // the same member wins after a restart
+		}
+		members = append(members, bson.D{{Key: "_id", Value: m.Index}, {Key: "host", Value: m.Host}, {Key: "priority", Value: prio}})
+	}
+	cfg := bson.D{{Key: "_id", Value: s.opts.Name}}
+	if s.opts.Role == RoleConfig {
+		cfg = append(cfg, bson.E{Key: "configsvr", Value: true})
+	}
+	cfg = append(cfg, bson.E{Key: "members", Value: members})
+	if s.opts.ElectionTimeout > 0 {
+		cfg = append(cfg, bson.E{Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: s.opts.ElectionTimeout.Milliseconds()}}})
+	}
+	return s.withMember(ctx, 0, func(c *mongo.Client) error {
+		err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err()
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Code == 23 { // AlreadyInitialized: a restart of an existing set
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("replSetInitiate %s: %w", s.opts.Name, err)
+		}
+		return nil
+	})
+}
+
+// MemberState is one member as replSetGetStatus reports it.
+type MemberState struct {
+	Index   int
+	Host    string
+	State   string // PRIMARY, SECONDARY, … or "DOWN" when its process is not running
+	Healthy bool
+	Version string
+}
+
+// Status asks each running member for its own state and version.
+func (s *Set) Status(ctx context.Context) []MemberState {
+	out := make([]MemberState, len(s.members))
+	for i, m := range s.members {
+		out[i] = MemberState{Index: i, Host: m.Host, State: "DOWN"}
+		if _, ok := s.livePID(m); !ok {
+			continue
+		}
+		_ = s.withMember(ctx, i, func(c *mongo.Client) error {
+			var hello struct {
+				Primary   bool `bson:"isWritablePrimary"`
+				Secondary bool `bson:"secondary"`
+				Arbiter   bool `bson:"arbiterOnly"`
+			}
+			var build struct {
+				Version string `bson:"version"`
+			}
+			admin := c.Database("admin")
+			if err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+				out[i].State = "UNREACHABLE"
+				return err
+			}
+			_ = admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&build)
+			out[i].Version, out[i].Healthy = build.Version, true
+			switch {
+			case hello.Primary:
+				out[i].State = "PRIMARY"
+			case hello.Secondary:
+				out[i].State = "SECONDARY"
+			default:
+				out[i].State = "OTHER" // STARTUP2, RECOVERING, removed, …
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// Primary returns the index of the member that is PRIMARY now, or -1.
+func (s *Set) Primary(ctx context.Context) int {
+	for _, st := range s.Status(ctx) {
+		if st.State == "PRIMARY" {
+			return st.Index
+		}
+	}
+	return -1
+}
+
+// WaitPrimary waits until some running member is PRIMARY and returns its index.
+func (s *Set) WaitPrimary(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.BootTimeout)
+	defer cancel()
+	for {
+		if p := s.Primary(ctx); p >= 0 {
+			return p, nil
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return -1, fmt.Errorf("set %s: no PRIMARY within %s: %w", s.opts.Name, s.opts.BootTimeout, err)
+		}
+	}
+}
+
+// WaitHealthy waits until one running member is PRIMARY and every other running member is
+// SECONDARY.
+func (s *Set) WaitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.BootTimeout)
+	defer cancel()
+	var last []MemberState
+	for {
+		last = s.Status(ctx)
+		primaries, ok := 0, true
+		for _, st := range last {
+			switch st.State {
+			case "PRIMARY":
+				primaries++
+			case "SECONDARY", "DOWN":
+			default:
+				ok = false
+			}
+		}
+		if ok && primaries == 1 {
+			return nil
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("set %s not healthy within %s: %v", s.opts.Name, s.opts.BootTimeout, last)
+		}
+	}
+}
+
+// Kill SIGKILLs member i: a crash, no shutdown.
+func (s *Set) Kill(ctx context.Context, i int) error {
+	return s.signalAndWait(ctx, i, syscall.SIGKILL)
+}
+
+// StopMember shuts member i down cleanly (SIGTERM), SIGKILL after StopTimeout.
+func (s *Set) StopMember(ctx context.Context, i int) error {
+	return s.signalAndWait(ctx, i, syscall.SIGTERM)
+}
+
+// Pause freezes member i (SIGSTOP): it holds its connections but answers nothing, the way a
+// stalled disk or a long GC pause looks to its peers.
+func (s *Set) Pause(i int) error { return s.signal(i, syscall.SIGSTOP) }
+
+// Resume undoes Pause.
+func (s *Set) Resume(i int) error { return s.signal(i, syscall.SIGCONT) }
+
+func (s *Set) signal(i int, sig syscall.Signal) error {
+	m, err := s.member(i)
+	if err != nil {
+		return err
+	}
+	pid, ok := s.livePID(m)
+	if !ok {
+		return fmt.Errorf("member %d is not running", i)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("member %d: %s: %w", i, sig, err)
+	}
+	return nil
+}
+
+func (s *Set) signalAndWait(ctx context.Context, i int, sig syscall.Signal) error {
+	m, err := s.member(i)
+	if err != nil {
+		return err
+	}
+	pid, ok := s.livePID(m)
+	if !ok {
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGCONT) // a paused member cannot handle SIGTERM
+	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("member %d: kill: %w", i, err)
+	}
+	deadline := time.Now().Add(s.opts.StopTimeout)
+	for s.alive(m) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			if sig == syscall.SIGKILL {
+				return fmt.Errorf("member %d (pid %d) survived SIGKILL", i, pid)
+			}
+			s.opts.Logger.Warn("mongod ignored SIGTERM, killing", "member", i, "pid", pid)
+			sig, deadline = syscall.SIGKILL, time.Now().Add(30*time.Second)
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = os.Remove(m.pidFile())
+	return nil
+}
+
+func (s *Set) alive(m Member) bool {
+	s.mu.Lock()
+	p := s.procs[m.Index]
+	s.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p.exited:
+			return false
+		default:
+		}
+	}
+	_, ok := s.livePID(m)
+	return ok
+}
+
+// Down stops the set cleanly: secondaries first, then the primary (which would otherwise
+// wait for a secondary to catch up).
+func (s *Set) Down(ctx context.Context) error {
+	primary := s.Primary(ctx)
+	var all []error
+	errs := make(chan error, len(s.members))
+	n := 0
+	for i := range s.members {
+		if i != primary {
+			n++
+			go func() { errs <- s.StopMember(ctx, i) }()
+		}
+	}
+	for range n {
+		all = append(all, <-errs)
+	}
+	if primary >= 0 {
+		all = append(all, s.StopMember(ctx, primary))
+	}
+	return errors.Join(all...)
+}
+
+// KillAll SIGKILLs every member without waiting for a shutdown; for throwaway test data.
+func (s *Set) KillAll() {
+	for i, m := range s.members {
+		if pid, ok := s.livePID(m); ok {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		s.mu.Lock()
+		p := s.procs[i]
+		s.mu.Unlock()
+		if p != nil {
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			select {
+			case <-p.exited:
+			case <-time.After(30 * time.Second):
+			}
+		}
+		_ = os.Remove(m.pidFile())
+	}
+}
+
+// tail returns the last lines of member m's log, for startup failures.
+func (s *Set) tail(m Member) string {
+	var b strings.Builder
+	for _, f := range []string{filepath.Join(m.Dir, "stdout.log"), m.LogPath()} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 12 {
+			lines = lines[len(lines)-12:]
+		}
+		fmt.Fprintf(&b, "== %s\n%s\n", f, strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+// LogTail is the end of member i's log, for a failed test.
+func (s *Set) LogTail(i int) string { return s.tail(s.members[i]) }

@@ -1,0 +1,96 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Port ranges reserved for test sets, so test packages that `go test ./...` runs in parallel,
+// and a developer's `shardmart mongo up` on 27017, never share a port.
+const (
+	UserPort         = 27017 // `shardmart mongo up`
+	ContractTestPort = 27100 // internal/store/mongo contract tests and benchmarks, 1 member
+	FaultTestPort    = 27110 // internal/mongodb/faulttest, 3 members
+	LauncherTestPort = 27120 // this package's own tests
+	RoutingTestPort  = 27130 // internal/readrouting live lag tests, 3 members
+	ShardedTestPort  = 27200 // sharded test clusters (config server and shards)
+	ServeTestPort    = 27300 // the CLI's serve-on-MongoDB test
+)
+
+// StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
+// which must run after m.Run. Every mongod dies with the test binary (DieWithParent), whatever
+// kills it; a cross-process lock on the port range makes a second test binary wanting the same
+// ports wait instead of clash. With an empty opts.Dir a temporary directory is used and removed
+// by stop.
+func StartShared(ctx context.Context, opts Options) (s *Set, stop func(), err error) {
+	opts.DieWithParent = true
+	var tmp string
+	if opts.Dir == "" {
+		tmp, err = os.MkdirTemp("", "shardmart-mongod-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("launcher: %w", err)
+		}
+		opts.Dir = tmp
+	}
+	port := opts.BasePort
+	if port == 0 {
+		port = UserPort
+	}
+	unlock, err := lockFile(ctx, filepath.Join(os.TempDir(), "shardmart-mongod-"+strconv.Itoa(port)+".lock"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {
+		unlock()
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+	}
+	s, err = New(opts)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	stop = func() {
+		s.KillAll() // throwaway data: SIGKILL is fast and certain
+		cleanup()
+	}
+	if err := s.Up(ctx); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("start test replica set: %w", err)
+	}
+	return s, stop, nil
+}
+
+// ForTest starts a set for one test and stops it in t.Cleanup, even when the test fails or
+// panics. A missing python3/pip fails the test (never a skip) with the install command.
+func ForTest(t testing.TB, opts Options) *Set {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, stop, err := StartShared(ctx, opts)
+	if err != nil {
+		if errors.Is(err, ErrPrerequisite) {
+			t.Fatalf("MongoDB tests need python3 with pip: %v", err)
+		}
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i := range s.Members() {
+				t.Logf("member %d:\n%s", i, s.LogTail(i))
+			}
+		}
+		stop()
+	})
+	return s
+}
