@@ -94,4 +94,3 @@ func TestPortInUse(t *testing.T) {
 		t.Fatalf("second set on the same port: %v", err)
 	}
 }
-
