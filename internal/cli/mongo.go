@@ -25,7 +25,7 @@ var errNoMongoURI = errors.New("no MongoDB URI: pass --uri or set SHARDMART_MONG
 func newMongoCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mongo",
-		Short: "MongoDB sharding: plan/apply the spec, balancer, zones, move-range, firehose roll",
+		Short: "MongoDB: a local replica set (fetch, up, down, status); sharding (plan/apply, balancer, zones, move-range, firehose roll)",
 		Long: `Sharding spec as code for a MongoDB sharded cluster (connect to a mongos).
 
 plan prints the exact commands apply sends (as mongosh), so a DBA can review
@@ -45,6 +45,10 @@ SHARDMART_MONGO_URI.`,
 		newMongoZonesCmd(stdio),
 		newMongoMoveRangeCmd(stdio),
 		newMongoFirehoseCmd(stdio),
+		newMongoFetchCmd(stdio),
+		newMongoUpCmd(stdio, nil),
+		newMongoDownCmd(stdio),
+		newMongoStatusCmd(stdio),
 	)
 	return cmd
 }
@@ -375,7 +379,13 @@ func newMongoMoveRangeCmd(stdio IO) *cobra.Command {
 		Short: "Move a shard-key range to a shard by hand, with the balancer stopped (SHD-5)",
 		Long: `Runs moveRange (MongoDB 6.0+) or moveChunk on older servers. Refuses while the
 balancer is enabled, since it would undo manual placement; stop it first with
-` + "`shardmart mongo balancer stop`" + ` or pass --force.`,
+` + "`shardmart mongo balancer stop`" + ` or pass --force.
+
+moveRange moves one chunk or part of one: with --min and --max on 6.0+, the
+chunks overlapping the range are read from config.chunks and each one not yet
+on --to is moved by its own moveRange (clipped to the range), up to
+--max-chunks chunks; a wider range belongs in a zone. Bounds on a hashed key
+field are hash values, sent as NumberLong.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := mongoSpec(cmd, time.Now())
@@ -406,6 +416,10 @@ balancer is enabled, since it would undo manual placement; stop it first with
 			o.ForceJumbo, _ = f.GetBool("force-jumbo")
 			o.WaitForDelete, _ = f.GetBool("wait-for-delete")
 			o.SecondaryThrottle, _ = f.GetBool("secondary-throttle")
+			o.MaxChunks, _ = f.GetInt("max-chunks")
+			if o.MaxChunks < 1 {
+				return fmt.Errorf("--max-chunks %d: want at least 1", o.MaxChunks)
+			}
 			return withMongo(cmd, 0, func(ctx context.Context, admin sharding.DriverAdmin) error {
 				return sharding.MoveRange(ctx, admin, spec.Namespace(coll.Name), coll, to, lo, hi, o, force, stdio.Out)
 			})
@@ -419,6 +433,7 @@ balancer is enabled, since it would undo manual placement; stop it first with
 	f.Bool("force-jumbo", false, "allow moving a range too large to migrate")
 	f.Bool("wait-for-delete", false, "wait for the donor to delete the moved documents")
 	f.Bool("secondary-throttle", false, "wait for secondaries during the migration")
+	f.Int("max-chunks", sharding.DefaultMaxMoveChunks, "refuse a range over more chunks than this (use a zone instead)")
 	return cmd
 }
 
