@@ -19,7 +19,7 @@ const (
 	TopicProductChanged = "product.changed"      // payload: product JSON (catalog.Product)
 )
 
-// Message is one outbox row; Seq increases strictly in commit order.
+// Message is one outbox row; Seq increases strictly in commit order within its partition.
 type Message struct {
 	Seq     int64
 	Topic   string
@@ -34,6 +34,23 @@ type Log interface {
 	Checkpoint(ctx context.Context, consumer string) (int64, error)
 	SaveCheckpoint(ctx context.Context, consumer string, seq int64) error
 	LastSeq(ctx context.Context) (int64, error)
+}
+
+// Partitioned is a Log kept as independent partitions, each with its own sequence and its own
+// checkpoints, so that writers of different keys never contend on one counter (the MongoDB
+// outbox: one counter document would serialise every order cluster-wide). A key always lands in
+// the same partition, so the messages of one key keep their commit order; messages of different
+// keys have no order, which no handler needs (each projects one key's aggregate).
+type Partitioned interface {
+	Partitions() []Log
+}
+
+// Parts returns l's partitions: l.Partitions() when l is Partitioned, otherwise l itself.
+func Parts(l Log) []Log {
+	if p, ok := l.(Partitioned); ok {
+		return p.Partitions()
+	}
+	return []Log{l}
 }
 
 // Handler applies one message; it must tolerate seeing the same message again.
@@ -100,19 +117,33 @@ func (p *Projector) Sync(ctx context.Context) error {
 // Register everything before Run or Drain.
 func (p *Projector) Handle(topic string, h Handler) { p.handlers[topic] = append(p.handlers[topic], h) }
 
-// Drain applies every message after the checkpoint and returns how many it applied. It
-// checkpoints after every batch (64 messages), so a crash replays at most one batch.
-// On a handler error it stops, keeping the checkpoint at the last fully applied message.
+// Drain applies every message after the checkpoint of every partition and returns how many it
+// applied. It checkpoints after every batch (64 messages), so a crash replays at most one batch
+// per partition. On a handler error it stops, keeping each checkpoint at the last fully applied
+// message of its partition.
 func (p *Projector) Drain(ctx context.Context) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	after, err := p.log.Checkpoint(ctx, p.consumer)
+	total := 0
+	for _, part := range Parts(p.log) {
+		n, err := p.drain(ctx, part)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// drain applies one partition's messages in order.
+func (p *Projector) drain(ctx context.Context, log Log) (int, error) {
+	after, err := log.Checkpoint(ctx, p.consumer)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: read checkpoint: %w", err)
 	}
 	applied := 0
 	for {
-		msgs, err := p.log.ReadOutbox(ctx, after, p.batch)
+		msgs, err := log.ReadOutbox(ctx, after, p.batch)
 		if err != nil {
 			return applied, fmt.Errorf("outbox: read after %d: %w", after, err)
 		}
@@ -125,7 +156,7 @@ func (p *Projector) Drain(ctx context.Context) (int, error) {
 					if applied > 0 {
 						// Keep the progress made even when ctx is what failed the handler.
 						sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-						_ = p.log.SaveCheckpoint(sctx, p.consumer, after)
+						_ = log.SaveCheckpoint(sctx, p.consumer, after)
 						cancel()
 					}
 					return applied, fmt.Errorf("outbox: apply %s #%d: %w", m.Topic, m.Seq, err)
@@ -137,7 +168,7 @@ func (p *Projector) Drain(ctx context.Context) (int, error) {
 				p.OnApplied(m)
 			}
 		}
-		if err := p.log.SaveCheckpoint(ctx, p.consumer, after); err != nil {
+		if err := log.SaveCheckpoint(ctx, p.consumer, after); err != nil {
 			return applied, fmt.Errorf("outbox: save checkpoint %d: %w", after, err)
 		}
 	}
@@ -169,15 +200,19 @@ func (p *Projector) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Lag is how many messages are committed but not yet applied.
+// Lag is how many messages are committed but not yet applied, over every partition.
 func (p *Projector) Lag(ctx context.Context) (int64, error) {
-	last, err := p.log.LastSeq(ctx)
-	if err != nil {
-		return 0, err
+	var lag int64
+	for _, part := range Parts(p.log) {
+		last, err := part.LastSeq(ctx)
+		if err != nil {
+			return 0, err
+		}
+		cp, err := part.Checkpoint(ctx, p.consumer)
+		if err != nil {
+			return 0, err
+		}
+		lag += last - cp
 	}
-	cp, err := p.log.Checkpoint(ctx, p.consumer)
-	if err != nil {
-		return 0, err
-	}
-	return last - cp, nil
+	return lag, nil
 }

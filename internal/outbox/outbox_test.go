@@ -145,3 +145,41 @@ func TestCancelledDrainKeepsProgress(t *testing.T) {
 		t.Errorf("checkpoint after cancellation: %d, want 3 (messages 1-3 applied)", cp)
 	}
 }
+
+// partLog is a partitioned outbox of memLogs.
+type partLog struct {
+	memLog // the whole log's own methods are never used by the projector
+	parts  []Log
+}
+
+func (p *partLog) Partitions() []Log { return p.parts }
+
+// A partitioned log is drained partition by partition, each in its own seq order and with its
+// own checkpoint, and Lag sums the partitions.
+func TestProjectorDrainsEveryPartition(t *testing.T) {
+	a, b := &memLog{cp: map[string]int64{}}, &memLog{cp: map[string]int64{}}
+	log := &partLog{memLog: memLog{cp: map[string]int64{}}, parts: []Log{a, b}}
+	a.commit("t")
+	a.commit("t")
+	b.commit("t")
+	p := NewProjector(log, "c", nil)
+	var seen []int64
+	p.Handle("t", func(_ context.Context, m Message) error { seen = append(seen, m.Seq); return nil })
+	ctx := context.Background()
+	if lag, err := p.Lag(ctx); err != nil || lag != 3 {
+		t.Fatalf("lag before drain: %d, %v; want 3", lag, err)
+	}
+	if n, err := p.Drain(ctx); err != nil || n != 3 {
+		t.Fatalf("drain: %d, %v; want 3", n, err)
+	}
+	if want := []int64{1, 2, 1}; len(seen) != 3 || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
+		t.Errorf("applied seqs %v, want %v (partition a in order, then b)", seen, want)
+	}
+	if a.cp["c"] != 2 || b.cp["c"] != 1 || len(log.cp) != 0 {
+		t.Errorf("checkpoints a=%d b=%d whole=%v, want 2, 1 and none on the whole log", a.cp["c"], b.cp["c"], log.cp)
+	}
+	b.commit("t")
+	if lag, _ := p.Lag(ctx); lag != 1 {
+		t.Errorf("lag after one more message: %d, want 1", lag)
+	}
+}

@@ -52,6 +52,8 @@ func TestMain(m *testing.M) {
 // database, dropped afterwards.
 func TestContract(t *testing.T) {
 	s, _ := liveStore(t)
+	// Runs after every (parallel) subtest, before the database is dropped.
+	t.Cleanup(func() { checkEveryIndexIsUsed(t, s) })
 	storetest.Products(t, func(*testing.T) catalog.Repository { return s.Products() })
 	storetest.Orders(t, func(*testing.T) storetest.OrderStore {
 		return storetest.OrderStore{Orders: s.Orders(), Products: s.Products(), Outbox: s.Outbox()}
@@ -65,7 +67,13 @@ func TestContract(t *testing.T) {
 
 // liveStore opens a fresh database on the test server, shards its collections when the server
 // is a mongos, and drops it when the test ends.
-func liveStore(t *testing.T) (*Store, bool) {
+func liveStore(t testing.TB) (*Store, bool) {
+	t.Helper()
+	return liveStoreWith(t, Options{})
+}
+
+// liveStoreWith is liveStore with options (URI and Database are set here).
+func liveStoreWith(t testing.TB, o Options) (*Store, bool) {
 	t.Helper()
 	if testSetupErr != nil {
 		t.Fatal(testSetupErr)
@@ -74,7 +82,8 @@ func liveStore(t *testing.T) (*Store, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dbName := fmt.Sprintf("shardmart_test_%d", time.Now().UnixNano())
-	s, err := Open(ctx, Options{URI: uri, Database: dbName})
+	o.URI, o.Database = uri, dbName
+	s, err := Open(ctx, o)
 	if err != nil {
 		t.Fatalf("open %s: %v", redact(uri), err)
 	}
@@ -151,7 +160,7 @@ func explainStage(ctx context.Context, t *testing.T, s *Store, coll string, filt
 
 // shardTestDatabase shards the test database's collections the way production is sharded,
 // with the sharding package's command builders (no zones: they name the cluster's shards).
-func shardTestDatabase(ctx context.Context, t *testing.T, s *Store, db string) {
+func shardTestDatabase(ctx context.Context, t testing.TB, s *Store, db string) {
 	t.Helper()
 	admin := sharding.DriverAdmin{Client: s.client}
 	if _, err := admin.RunCommand(ctx, "admin", sharding.EnableShardingCmd(db)); err != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 // Money is stored as a BSON int64 of cents (money.Amount), never a double: exact, summable
-// with $inc/$sum, range-filterable and sortable by the category_price index. Decimal128 would
+// with $inc/$sum, range-filterable and sortable by the category_price_id index. Decimal128 would
 // also be exact, but the driver's Decimal128 has no arithmetic, the domain already holds
 // integer cents, and no price needs a fraction of a cent. A double written by hand (mongosh
 // writes 19.99 as a double) is refused on decode rather than rounded: the driver decodes a

@@ -152,7 +152,7 @@ func TestPlaceRetriesTransientErrorThenUnknownCommit(t *testing.T) {
 		inserted(3),       // key, cart and order-id claims
 		modified(widget),  // stock taken, product returned
 		inserted(1),       // the order
-		modified(d(e("_id", outboxCounterID), e("seq", int64(7)))),
+		modified(d(e("_id", counterID(0)), e("seq", int64(7)))),
 		inserted(1), // outbox row
 		labelled(8, "UnknownError", labelUnknownCommit),
 		ok(), // the retried commit
@@ -340,45 +340,6 @@ func TestPutItemCommandsAreTargetedBySlot(t *testing.T) {
 	}
 }
 
-func TestEnsureSchema(t *testing.T) {
-	existing := []any{}
-	for _, c := range allCollections {
-		if c != collClaims { // one collection is missing and must be created
-			existing = append(existing, d(e("name", c), e("type", "collection")))
-		}
-	}
-	ixs := schemaIndexes()
-	replies := []bson.D{batch("$cmd.listCollections", existing...), ok()}
-	for range ixs {
-		replies = append(replies, ok())
-	}
-	replies = append(replies, d(e("ok", 1), e("n", int32(1)), e("nModified", int32(0))))
-	s, rec := mockStore(t, Options{}, replies...)
-	if err := s.EnsureSchema(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	names := rec.names()
-	if len(names) != 3+len(ixs) || names[0] != "listCollections" || names[1] != "create" || names[len(names)-1] != "update" {
-		t.Fatalf("commands: %v", names)
-	}
-	if c := lookup(t, rec.cmd(1), "create").StringValue(); c != collClaims {
-		t.Errorf("created %q, want the missing %s", c, collClaims)
-	}
-	for i := 2; i < 2+len(ixs); i++ {
-		cmd := rec.cmd(i)
-		if n := len(mustValues(t, lookup(t, cmd, "indexes").Array())); n == 0 {
-			t.Errorf("createIndexes with no index: %s", cmd)
-		}
-	}
-	up := rec.cmd(len(names) - 1)
-	if lookup(t, up, "updates").Array().Index(0).Document().Lookup("upsert").Boolean() != true {
-		t.Errorf("outbox counter must be upserted: %s", up)
-	}
-	if w := lookup(t, up, "writeConcern", "w").StringValue(); w != "majority" {
-		t.Errorf("counter write concern %q, want majority", w)
-	}
-}
-
 func mustValues(t *testing.T, a bson.RawArray) []bson.RawValue {
 	t.Helper()
 	vs, err := a.Values()
@@ -390,7 +351,7 @@ func mustValues(t *testing.T, a bson.RawArray) []bson.RawValue {
 
 func TestTransientCommitErrorRerunsTheTransaction(t *testing.T) {
 	p := catalog.Product{ID: "p1", Category: "tools", Name: "Widget", Price: 1250, CreatedAt: placeReq.At, UpdatedAt: placeReq.At}
-	counter := modified(d(e("_id", outboxCounterID), e("seq", int64(1))))
+	counter := modified(d(e("_id", counterID(0)), e("seq", int64(1))))
 	s, rec := mockStore(t, Options{},
 		inserted(1), inserted(1), counter, inserted(1), // claim, product, counter, outbox
 		labelled(251, "NoSuchTransaction", labelTransient), // the commit: the whole transaction runs again

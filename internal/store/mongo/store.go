@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -61,10 +62,10 @@ const (
 )
 
 // ShardKeys are the shard keys this backend is written for, per collection. The first five
-// are SHD-1 (seeds 000/001) plus the spec's additions; claims, order_history and users are
-// this package's own collections. outbox, counters and outbox_checkpoints stay UNSHARDED on
-// purpose: the outbox counter and the outbox rows must live on one shard so a reader sees
-// sequence numbers in commit order (see outbox.go).
+// are SHD-1 (seeds 000/001) plus the spec's additions; claims, order_history, users, outbox and
+// counters are this package's own collections. The outbox is partitioned (outbox.go): rows are
+// ranged on {p, seq} and the per-partition counters hashed on _id, so partitions spread over
+// the shards. outbox_checkpoints (a few documents, written by the projector) stays unsharded.
 var ShardKeys = map[string]bson.D{
 	collOrders:   {e("user_id", "hashed")},
 	collProducts: {e("category", 1), e("_id", 1)},
@@ -74,6 +75,8 @@ var ShardKeys = map[string]bson.D{
 	collHistory:  {e("user_id", "hashed")},
 	collClaims:   {e("_id", "hashed")},
 	collUsers:    {e("_id", "hashed")},
+	collOutbox:   {e("p", 1), e("seq", 1)},
+	collCounters: {e("_id", "hashed")},
 }
 
 // Options configure Open.
@@ -85,8 +88,13 @@ type Options struct {
 	Lag func() readrouting.LagSnapshot
 	// Policy decides each read's preference; the zero value means readrouting.NewPolicy().
 	Policy *readrouting.Policy
+	// OutboxPartitions is the number of outbox partitions of a new database (0:
+	// DefaultOutboxPartitions); an existing database keeps the count it was created with.
+	OutboxPartitions int
 	// Observe, when set, receives every command's latency as "mongo.<command>" (store metrics).
 	Observe func(op string, d time.Duration, err error)
+	// OnRoute, when set, receives every routing decision a read makes (tests, logs, metrics).
+	OnRoute func(readrouting.Decision)
 }
 
 // Store is an open MongoDB backend. Its family accessors serve placement.
@@ -96,11 +104,14 @@ type Store struct {
 	policy     readrouting.Policy
 	lag        func() readrouting.LagSnapshot
 	stopLag    func()
+	onRoute    func(readrouting.Decision)
 	ownsClient bool
+	partitions int
 }
 
-// Open connects to o.URI, checks the primary answers, and creates the collections and
-// indexes the repositories rely on (idempotent).
+// Open connects to o.URI, checks the primary answers, and creates what is missing of the
+// schema without touching what exists (EnsureSchema: missing indexes of non-empty collections
+// and indexes of another shape are logged, not built or changed).
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.URI == "" {
 		return nil, errors.New("mongo: no URI (set --mongo-uri or SHARDMART_MONGO_URI)")
@@ -129,9 +140,16 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("mongo: ping %s: %w", redact(o.URI), err)
 	}
-	if err := s.EnsureSchema(ctx); err != nil {
+	rep, err := s.EnsureSchema(ctx, false)
+	if err != nil {
 		_ = s.Close()
 		return nil, err
+	}
+	for _, m := range rep.Missing {
+		slog.Warn("mongo: index missing, not built at start-up", "index", m)
+	}
+	for _, c := range rep.Conflicts {
+		slog.Warn("mongo: index differs from what this version wants; left as it is", "index", c)
 	}
 	return s, nil
 }
@@ -148,7 +166,11 @@ func New(client *mongo.Client, o Options) *Store {
 		p = *o.Policy
 	}
 	db := client.Database(o.Database, options.Database().SetWriteConcern(writeconcern.Majority()))
-	return &Store{client: client, db: db, policy: p, lag: o.Lag}
+	parts := o.OutboxPartitions
+	if parts <= 0 {
+		parts = DefaultOutboxPartitions
+	}
+	return &Store{client: client, db: db, policy: p, lag: o.Lag, onRoute: o.OnRoute, partitions: parts}
 }
 
 // Close stops the lag monitor and disconnects a client Open created.
@@ -181,6 +203,9 @@ func (s *Store) reader(name string, op readrouting.Operation) (*mongo.Collection
 		snap = s.lag()
 	}
 	d := s.policy.Decide(op, snap, time.Now())
+	if s.onRoute != nil {
+		s.onRoute(d)
+	}
 	return s.routed(name, d), d
 }
 

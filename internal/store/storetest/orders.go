@@ -33,8 +33,18 @@ func line(p catalog.Product, qty int64) order.Line {
 	return order.Line{ProductID: p.ID, Category: p.Category, Quantity: qty}
 }
 
-// messagesFor returns the outbox messages keyed by key, in outbox order.
+// messagesFor returns the outbox messages keyed by key, in outbox order: a key's messages
+// all sit in one partition of a partitioned outbox.
 func messagesFor(t *testing.T, log outbox.Log, key string) []outbox.Message {
+	t.Helper()
+	var out []outbox.Message
+	for _, part := range outbox.Parts(log) {
+		out = append(out, partMessagesFor(t, part, key)...)
+	}
+	return out
+}
+
+func partMessagesFor(t *testing.T, log outbox.Log, key string) []outbox.Message {
 	t.Helper()
 	var out []outbox.Message
 	after := int64(0)
@@ -311,14 +321,23 @@ func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 		t.Parallel()
 		s := newStore(t)
 		consumer := uid("consumer")
-		if cp, err := s.Outbox.Checkpoint(ctx, consumer); err != nil || cp != 0 {
-			t.Fatalf("new consumer checkpoint: got %d, %v; want 0", cp, err)
+		parts := outbox.Parts(s.Outbox)
+		for i, part := range parts {
+			if cp, err := part.Checkpoint(ctx, consumer); err != nil || cp != 0 {
+				t.Fatalf("partition %d: new consumer checkpoint: got %d, %v; want 0", i, cp, err)
+			}
 		}
-		if err := s.Outbox.SaveCheckpoint(ctx, consumer, 42); err != nil {
+		if err := parts[0].SaveCheckpoint(ctx, consumer, 42); err != nil {
 			t.Fatal(err)
 		}
-		if cp, err := s.Outbox.Checkpoint(ctx, consumer); err != nil || cp != 42 {
-			t.Errorf("checkpoint: got %d, %v; want 42", cp, err)
+		for i, part := range parts {
+			want := int64(0) // partitions keep their own checkpoints
+			if i == 0 {
+				want = 42
+			}
+			if cp, err := part.Checkpoint(ctx, consumer); err != nil || cp != want {
+				t.Errorf("partition %d: checkpoint: got %d, %v; want %d", i, cp, err, want)
+			}
 		}
 	})
 }
