@@ -23,6 +23,9 @@ type backendFlags struct {
 	mongoURI          string
 	mongoDB           string
 	sessionTTL        time.Duration
+	// The replication-lag monitor's own login (placement.Options.MongoMonitorUser/Password).
+	mongoMonitorUser     string
+	mongoMonitorPassword string
 }
 
 func (b *backendFlags) register(cmd *cobra.Command) {
@@ -33,6 +36,8 @@ func (b *backendFlags) register(cmd *cobra.Command) {
 	f.StringVar(&b.cassandraKeyspace, "cassandra-keyspace", "shardmart", "Cassandra keyspace")
 	f.StringVar(&b.mongoURI, "mongo-uri", "", "MongoDB connection string of a mongos (env SHARDMART_MONGO_URI)")
 	f.StringVar(&b.mongoDB, "mongo-db", "shardmart", "MongoDB database")
+	f.StringVar(&b.mongoMonitorUser, "mongo-monitor-user", "", "user the read-routing lag monitor logs in with on each shard replica set behind the mongos (or on the replica set --mongo-uri names), instead of --mongo-uri's: mongos users do not exist on the shards. A shard-local user in admin (authSource from --mongo-uri, else admin) with clusterMonitor and readWrite on shardmart_monitor; empty: --mongo-uri's credentials (env SHARDMART_MONGO_MONITOR_USER)")
+	f.StringVar(&b.mongoMonitorPassword, "mongo-monitor-password", "", "password of --mongo-monitor-user; prefer the environment (env SHARDMART_MONGO_MONITOR_PASSWORD)")
 	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime (seed 003: 7 days; seed 002: 24h); guest carts expire with their session")
 }
 
@@ -58,6 +63,9 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 			CassandraKeyspace: b.cassandraKeyspace,
 			MongoURI:          b.mongoURI,
 			MongoDatabase:     b.mongoDB,
+
+			MongoMonitorUser:     b.mongoMonitorUser,
+			MongoMonitorPassword: b.mongoMonitorPassword,
 		},
 		SessionTTL: b.sessionTTL,
 		Logger:     logger,

@@ -62,7 +62,11 @@ func TestServeShoppingFlowOnMongoReplicaSet(t *testing.T) {
 	c.do("PUT", "/v1/cart/items/pan", sess.Token, `{"quantity":1}`, 200, nil)
 	c.do("POST", "/v1/users", sess.Token, `{"email":"ann@example.com","password":"correct horse"}`, 201, nil)
 	var login struct {
-		Cart struct{ Items []struct{ ProductID string `json:"product_id"` } }
+		Cart struct {
+			Items []struct {
+				ProductID string `json:"product_id"`
+			}
+		}
 	}
 	c.do("POST", "/v1/login", sess.Token, `{"email":"ann@example.com","password":"correct horse"}`, 200, &login)
 	if len(login.Cart.Items) != 2 {

@@ -37,7 +37,10 @@ func ShardURIs(ctx context.Context, mongos *mongo.Client, mongosURI string) (map
 }
 
 // ShardURI rewrites a mongodb:// URI to the hosts of a config.shards host
-// string "set/h1:p,h2:p", adding replicaSet=set.
+// string "set/h1:p,h2:p", adding replicaSet=set and dropping
+// directConnection. Credentials, the path (the auth database, e.g. /admin)
+// and the other options are kept; a URI without a path gets "/", since the
+// driver refuses options not preceded by a slash ("host?opt").
 func ShardURI(mongosURI, shardHost string) (string, error) {
 	set, hosts, ok := strings.Cut(shardHost, "/")
 	if !ok || set == "" || hosts == "" {
@@ -51,6 +54,9 @@ func ShardURI(mongosURI, shardHost string) (string, error) {
 		return "", fmt.Errorf("URI scheme %q: need mongodb:// (SRV names the mongos, not the shards)", u.Scheme)
 	}
 	u.Host = hosts
+	if u.Path == "" {
+		u.Path, u.RawPath = "/", ""
+	}
 	q := u.Query()
 	q.Set("replicaSet", set)
 	q.Del("directConnection")

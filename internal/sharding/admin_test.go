@@ -322,6 +322,10 @@ func TestMoveRange(t *testing.T) {
 		rec := newRecorder(t)
 		rec.replies["balancerStatus"] = []bson.D{status(mode, false)}
 		rec.replies["buildInfo"] = []bson.D{{{Key: "version", Value: version}, {Key: "ok", Value: 1.0}}}
+		// One chunk holds the whole collection, on shard1 (6.0+ reads it).
+		uuid := bson.Binary{Subtype: 4, Data: []byte("products-uuid-16")}
+		rec.config["collections"] = []bson.D{{{Key: "_id", Value: "shardmart.products"}, {Key: "uuid", Value: uuid}}}
+		rec.config["chunks"] = []bson.D{{{Key: "uuid", Value: uuid}, {Key: "min", Value: FillMin(products.Key, nil)}, {Key: "max", Value: FillMax(products.Key, nil)}, {Key: "shard", Value: "shard1"}}}
 		err := MoveRange(context.Background(), rec, "shardmart.products", products, "shard2", books, books, MoveRangeOptions{}, force, &bytes.Buffer{})
 		return rec, err
 	}

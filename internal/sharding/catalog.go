@@ -8,11 +8,11 @@ import (
 )
 
 // collectionOrder is the order plan/apply walk the collections in.
-var collectionOrder = []string{"orders", "products", "carts", "sessions", "events", "order_history", "claims", "users"}
+var collectionOrder = []string{"orders", "products", "carts", "sessions", "events", "order_history", "claims", "users", "outbox", "counters"}
 
-// The MongoDB backend's outbox, counters and outbox_checkpoints are absent on
-// purpose: they stay unsharded on the database's primary shard so outbox rows
-// are read in commit order (internal/store/mongo).
+// The MongoDB backend's outbox_checkpoints (a few documents) stays unsharded. The outbox is
+// partitioned (internal/store/mongo/outbox.go): rows ranged on {p, seq}, one counter document
+// per partition hashed on _id, so order transactions do not all meet on one shard.
 
 func hashed(name string) KeyField { return KeyField{Name: name, Kind: Hashed} }
 func asc(name string) KeyField    { return KeyField{Name: name, Kind: Ascending} }
@@ -125,6 +125,21 @@ func catalog() map[string][]Collection {
 				Name: "claims", Variant: "id_hashed",
 				Key: Key{hashed("_id")},
 				Why: "added: uniqueness the shard keys cannot give (idempotency keys, one order per cart, emails): the claim's _id is the unique value, enforced cluster-wide by the _id index, looked up by _id",
+			},
+		},
+		"outbox": {
+			{
+				Name: "outbox", Variant: "partition_seq",
+				Key:    Key{asc("p"), asc("seq")},
+				Traits: map[string]FieldTraits{"p": {LowCardinality: true}, "seq": {Monotonic: true}},
+				Why:    "added: the transactional outbox, 16 partitions each read in seq order; ranged on {p, seq} so each partition's rows stay together and partitions spread over shards",
+			},
+		},
+		"counters": {
+			{
+				Name: "counters", Variant: "id_hashed",
+				Key: Key{hashed("_id")},
+				Why: "added: one outbox sequence counter per partition, incremented in every order transaction; hashed so the counters spread over shards",
 			},
 		},
 		"users": {

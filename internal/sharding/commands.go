@@ -82,12 +82,19 @@ func BalancerStopCmd(maxTime time.Duration) bson.D {
 // BuildInfoCmd reads the server version (auto-split is a no-op since 6.0.3).
 func BuildInfoCmd() bson.D { return bson.D{{Key: "buildInfo", Value: int32(1)}} }
 
-// MoveRangeOptions are moveRange's optional fields.
+// MoveRangeOptions are moveRange's optional fields, plus MaxChunks, which
+// only MoveRange reads (the builders ignore it).
 type MoveRangeOptions struct {
 	ForceJumbo        bool
 	WaitForDelete     bool
 	SecondaryThrottle bool
+	// MaxChunks caps how many chunks one MoveRange may move one by one
+	// (0: DefaultMaxMoveChunks); a wider range belongs in a zone.
+	MaxChunks int
 }
+
+// DefaultMaxMoveChunks is MoveRange's chunk limit when MaxChunks is 0.
+const DefaultMaxMoveChunks = 64
 
 // MoveRangeCmd (6.0+) moves [min, max) of ns to toShard; a nil max lets the
 // server pick the upper bound from the chunk size.

@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -65,11 +66,13 @@ func (r *recorder) Find(_ context.Context, db, coll string, filter bson.D) ([]bs
 	return out, nil
 }
 
+// matches is an equality match on top-level fields, comparing the BSON
+// encodings (type and bytes), so binary uuids and documents match too.
 func matches(d, filter bson.D) bool {
 	for _, f := range filter {
 		found := false
 		for _, e := range d {
-			if e.Key == f.Key && e.Value == f.Value {
+			if e.Key == f.Key && sameBSON(e.Value, f.Value) {
 				found = true
 			}
 		}
@@ -78,6 +81,12 @@ func matches(d, filter bson.D) bool {
 		}
 	}
 	return true
+}
+
+func sameBSON(a, b any) bool {
+	ta, da, errA := bson.MarshalValue(a)
+	tb, db, errB := bson.MarshalValue(b)
+	return errA == nil && errB == nil && ta == tb && bytes.Equal(da, db)
 }
 
 // writes lists the commands sent that change the cluster, in order.

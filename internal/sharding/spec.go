@@ -196,14 +196,15 @@ type Options struct {
 	Database string
 	// Variants maps collection → variant name; missing means the default.
 	Variants map[string]string
-	// Tiers maps zone → shards; nil means the local compose cluster's
-	// two shards: "fast" on shard1, "standard" on shard2.
+	// Tiers maps zone → shards; nil means DefaultTiers: "fast" on shard1,
+	// "standard" on shard2 (the local compose cluster's third shard, shard3,
+	// serves no zone).
 	Tiers map[string][]string
 	// Now dates the initial firehose boundary; zero means time.Now.
 	Now time.Time
 }
 
-// DefaultTiers match deploy/mongodb's two shard replica sets.
+// DefaultTiers name two of deploy/mongodb's three shard replica sets.
 func DefaultTiers() map[string][]string {
 	return map[string][]string{"fast": {"shard1"}, "standard": {"shard2"}}
 }

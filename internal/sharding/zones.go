@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -20,11 +24,107 @@ func ZoneRangeFor(c Collection, min, max bson.D, zone string) (Range, error) {
 			return Range{}, fmt.Errorf("%s: %w", c.Name, err)
 		}
 	}
-	r := Range{Min: FillMin(c.Key, min), Max: FillMax(c.Key, max), Zone: zone}
+	lo, err := HashedBounds(c, "min", FillMin(c.Key, min))
+	if err != nil {
+		return Range{}, err
+	}
+	hi, err := HashedBounds(c, "max", FillMax(c.Key, max))
+	if err != nil {
+		return Range{}, err
+	}
+	r := Range{Min: lo, Max: hi, Zone: zone}
 	if compareKeys(r.Min, r.Max) >= 0 {
 		return Range{}, fmt.Errorf("%s: min %s is not below max %s", c.Name, shellValue(r.Min), shellValue(r.Max))
 	}
 	return r, nil
+}
+
+// ErrHashedBound refuses a zone or move bound on a hashed shard-key field
+// that is not a NumberLong hash value (or MinKey/MaxKey).
+var ErrHashedBound = errors.New("hashed shard-key bounds must be NumberLong hash values")
+
+// HashedBounds returns bound (a full or prefix shard-key document of c) with
+// the value of every hashed key field as a NumberLong (int64): a range over a
+// hashed field is a range of hash values, and the server compares them as
+// NumberLong. Integral int32, int, double, Decimal128 and decimal strings
+// ("-154124144", as mongosh prints NumberLong("-154124144")) are converted;
+// MinKey and MaxKey are kept; anything else (other strings, fractions, values
+// outside int64, ObjectIds, null, ...) is refused, naming the collection, the
+// field and the value. which ("min", "max") only labels the error. Fields
+// that are not hashed are returned unchanged.
+func HashedBounds(c Collection, which string, bound bson.D) (bson.D, error) {
+	var out bson.D
+	for i, e := range bound {
+		if !slices.ContainsFunc(c.Key, func(f KeyField) bool { return f.Name == e.Key && f.Kind == Hashed }) {
+			continue
+		}
+		switch e.Value.(type) {
+		case bson.MinKey, bson.MaxKey, int64:
+			continue
+		}
+		h, ok := hashValue(e.Value)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s bound of hashed field %s: %s is not a hash value: %w (e.g. {%q: {\"$numberLong\": \"-4611686018427387902\"}}) or MinKey/MaxKey",
+				c.Name, which, e.Key, boundValue(e.Value), ErrHashedBound, e.Key)
+		}
+		if out == nil {
+			out = slices.Clone(bound)
+		}
+		out[i].Value = h
+	}
+	if out == nil {
+		return bound, nil
+	}
+	return out, nil
+}
+
+// hashValue converts an integral number (or decimal string) to int64.
+func hashValue(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case int:
+		return int64(x), true
+	case float64:
+		// [-2^63, 2^63): float64(math.MaxInt64) rounds up to 2^63, outside.
+		if x != math.Trunc(x) || math.IsInf(x, 0) || x < -(1<<63) || x >= 1<<63 {
+			return 0, false
+		}
+		return int64(x), true
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	case bson.Decimal128:
+		bi, exp, err := x.BigInt()
+		if err != nil {
+			return 0, false // NaN, Infinity
+		}
+		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil)
+		if exp >= 0 {
+			bi.Mul(bi, p)
+		} else if new(big.Int).Rem(bi, p).Sign() != 0 {
+			return 0, false
+		} else {
+			bi.Quo(bi, p)
+		}
+		return bi.Int64(), bi.IsInt64()
+	}
+	return 0, false
+}
+
+// boundValue renders a bound value for an error message.
+func boundValue(v any) string {
+	switch x := v.(type) {
+	case bson.Decimal128:
+		return fmt.Sprintf("NumberDecimal(%q)", x.String())
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bson.MinKey, bson.MaxKey, nil, string, bool, int32, int, int64, bson.ObjectID, bson.DateTime, bson.D, bson.A:
+		return shellValue(v)
+	}
+	return fmt.Sprintf("%v (%T)", v, v)
 }
 
 // ParseBound reads a shard-key prefix given as Extended JSON, e.g.
@@ -54,12 +154,24 @@ func RunLogged(ctx context.Context, a Admin, out io.Writer, cmds ...bson.D) erro
 // ErrBalancerRunning refuses a manual move while the balancer could undo it.
 var ErrBalancerRunning = errors.New("balancer is enabled: stop it first (shardmart mongo balancer stop) or pass --force")
 
+// ErrTooManyChunks refuses a manual move over more chunks than the limit.
+var ErrTooManyChunks = errors.New("range covers too many chunks to move by hand")
+
 // ErrMoveChunkBounds means a pre-6.0 server needs exact chunk bounds.
 var ErrMoveChunkBounds = errors.New("moveChunk needs exact chunk bounds")
 
 // MoveRange moves a range manually (SHD-5), refusing while the balancer is
 // on or mid-round unless force: the chapter warns the balancer reshuffles
-// manual placement. Servers before 6.0 get moveChunk (exact chunk bounds).
+// manual placement. Bounds on a hashed key field are sent as NumberLong.
+//
+// On 6.0+ with both bounds it reads the collection's chunks (config.chunks by
+// the uuid in config.collections) and, since moveRange moves one chunk or
+// part of one, sends one moveRange per overlapping chunk not already on
+// toShard, with that chunk's bounds clipped to [min, max), printing each; a
+// range over more than o.MaxChunks chunks (default DefaultMaxMoveChunks) is
+// refused before anything moves: that is a zone's job. Without max one
+// moveRange from min is sent (the server picks the end by chunk size).
+// Servers before 6.0 get one moveChunk (exact chunk bounds).
 func MoveRange(ctx context.Context, a Admin, ns string, c Collection, toShard string, min, max bson.D, o MoveRangeOptions, force bool, out io.Writer) error {
 	if err := CheckPrefix(c.Key, min); err != nil {
 		return fmt.Errorf("min: %w", err)
@@ -67,6 +179,21 @@ func MoveRange(ctx context.Context, a Admin, ns string, c Collection, toShard st
 	if max != nil {
 		if err := CheckPrefix(c.Key, max); err != nil {
 			return fmt.Errorf("max: %w", err)
+		}
+	}
+	min, err := HashedBounds(c, "min", min)
+	if err != nil {
+		return err
+	}
+	fmin := FillMin(c.Key, min)
+	var fmax bson.D
+	if max != nil {
+		// same padding as zone ranges: {category: "books"} covers that category
+		if fmax, err = HashedBounds(c, "max", FillMax(c.Key, max)); err != nil {
+			return err
+		}
+		if compareKeys(fmin, fmax) >= 0 {
+			return fmt.Errorf("%s: min %s is not below max %s", ns, shellValue(fmin), shellValue(fmax))
 		}
 	}
 	st, err := GetBalancerStatus(ctx, a)
@@ -86,12 +213,7 @@ func MoveRange(ctx context.Context, a Admin, ns string, c Collection, toShard st
 	if err := bson.Unmarshal(raw, &bi); err != nil {
 		return fmt.Errorf("decode buildInfo: %w", err)
 	}
-	fmin := FillMin(c.Key, min)
-	var fmax bson.D
-	if max != nil {
-		fmax = FillMax(c.Key, max) // same padding as zone ranges: {category: "books"} covers that category
-	}
-	cmd := MoveRangeCmd(ns, toShard, fmin, fmax, o)
+	start := time.Now()
 	if !VersionAtLeast(bi.Version, 6, 0, 0) {
 		if max == nil {
 			// moveChunk's find is an equality match on the whole key, and
@@ -101,14 +223,107 @@ func MoveRange(ctx context.Context, a Admin, ns string, c Collection, toShard st
 			}
 			fmin = min
 		}
-		cmd = MoveChunkCmd(ns, toShard, fmin, fmax, o)
+		if err := RunLogged(ctx, a, out, MoveChunkCmd(ns, toShard, fmin, fmax, o)); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "moved in %s\n", time.Since(start).Round(time.Millisecond))
+		return nil
 	}
-	start := time.Now()
-	if err := RunLogged(ctx, a, out, cmd); err != nil {
+	if fmax == nil {
+		if err := RunLogged(ctx, a, out, MoveRangeCmd(ns, toShard, fmin, nil, o)); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "moved in %s\n", time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+	chunks, err := overlappingChunks(ctx, a, ns, fmin, fmax)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "moved in %s\n", time.Since(start).Round(time.Millisecond))
+	limit := o.MaxChunks
+	if limit <= 0 {
+		limit = DefaultMaxMoveChunks
+	}
+	if len(chunks) > limit {
+		return fmt.Errorf("%w: %s..%s of %s covers %d chunks (limit %d): assign the range to a zone instead (shardmart mongo zones add-shard / add-range) and let the balancer move it, or raise --max-chunks",
+			ErrTooManyChunks, shellValue(fmin), shellValue(fmax), ns, len(chunks), limit)
+	}
+	var todo []Chunk
+	for _, ch := range chunks {
+		if ch.Shard == toShard {
+			fmt.Fprintf(out, "// chunk %s..%s already on %s: skipped\n", shellValue(ch.Min), shellValue(ch.Max), toShard)
+			continue
+		}
+		todo = append(todo, ch)
+	}
+	for i, ch := range todo {
+		lo, hi := ch.Min, ch.Max
+		if compareKeys(lo, fmin) < 0 {
+			lo = fmin // the range starts inside this chunk
+		}
+		if compareKeys(hi, fmax) > 0 {
+			hi = fmax // the range ends inside this chunk
+		}
+		fmt.Fprintf(out, "// move %d/%d: %s..%s from %s to %s\n", i+1, len(todo), shellValue(lo), shellValue(hi), ch.Shard, toShard)
+		t := time.Now()
+		if err := RunLogged(ctx, a, out, MoveRangeCmd(ns, toShard, lo, hi, o)); err != nil {
+			return fmt.Errorf("move %d of %d (%s..%s from %s): %w; %d of %d moved before it",
+				i+1, len(todo), shellValue(lo), shellValue(hi), ch.Shard, err, i, len(todo))
+		}
+		fmt.Fprintf(out, "moved in %s\n", time.Since(t).Round(time.Millisecond))
+	}
+	if len(todo) == 0 {
+		fmt.Fprintf(out, "%s..%s of %s is already on %s (%d chunk(s)): nothing to move\n", shellValue(fmin), shellValue(fmax), ns, toShard, len(chunks))
+		return nil
+	}
+	fmt.Fprintf(out, "moved %d range(s) to %s in %s (%d of %d overlapping chunk(s) already there)\n",
+		len(todo), toShard, time.Since(start).Round(time.Millisecond), len(chunks)-len(todo), len(chunks))
 	return nil
+}
+
+// Chunk is one document of config.chunks (6.0: keyed by the collection uuid).
+type Chunk struct {
+	Min   bson.D `bson:"min"`
+	Max   bson.D `bson:"max"`
+	Shard string `bson:"shard"`
+}
+
+// ErrNotSharded means config.collections has no entry for a namespace.
+var ErrNotSharded = errors.New("collection is not sharded")
+
+// overlappingChunks reads the chunks of ns that intersect [min, max), in key
+// order. The whole chunk list of the collection is read and filtered here.
+func overlappingChunks(ctx context.Context, a Admin, ns string, min, max bson.D) ([]Chunk, error) {
+	docs, err := a.Find(ctx, "config", "collections", bson.D{{Key: "_id", Value: ns}})
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: %w (no config.collections entry)", ns, ErrNotSharded)
+	}
+	uuid, err := docs[0].LookupErr("uuid")
+	if err != nil {
+		return nil, fmt.Errorf("%s: config.collections entry has no uuid (server before 5.0?): %w", ns, err)
+	}
+	raws, err := a.Find(ctx, "config", "chunks", bson.D{{Key: "uuid", Value: uuid}})
+	if err != nil {
+		return nil, err
+	}
+	all, err := decodeAll[Chunk](raws)
+	if err != nil {
+		return nil, err
+	}
+	var out []Chunk
+	for _, ch := range all {
+		if compareKeys(ch.Min, max) < 0 && compareKeys(min, ch.Max) < 0 {
+			out = append(out, ch)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no chunk in config.chunks overlaps %s..%s", ns, shellValue(min), shellValue(max))
+	}
+	slices.SortFunc(out, func(x, y Chunk) int { return compareKeys(x.Min, y.Min) })
+	return out, nil
 }
 
 // Roll runs a firehose roll for collection c of spec at time at.

@@ -363,7 +363,7 @@ func TestSchemaIndexes(t *testing.T) {
 			names[ix.Name] = true
 		}
 	}
-	for coll, name := range map[string]string{collOutbox: "partition_seq", collProducts: "category_price_id",
+	for coll, name := range map[string]string{collOutbox: "p_1_seq_1", collProducts: "category_price_id",
 		collCarts: "expires_at_ttl", collSessions: "expires_at_ttl", collEvents: "actor_newest", collHistory: "user_newest"} {
 		found := false
 		for _, ix := range ixs[coll] {

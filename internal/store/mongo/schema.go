@@ -33,8 +33,10 @@ func ownIndexes() map[string][]sharding.Index {
 			Why: "EVT-1 without a type filter: one actor's day newest first (the spec's user_newest serves the typed query)",
 		}},
 		collOutbox: {{
-			Name: "partition_seq", Key: sharding.Key{asc("p"), asc("seq")}, Unique: true,
-			Why: "the projector reads each outbox partition in seq order; {p, seq} is unique",
+			// Named as the shard key's index ({p: 1, seq: 1}) that `mongo apply` creates, so
+			// the two are one index. Not unique: the partition counter already makes seq unique.
+			Name: "p_1_seq_1", Key: sharding.Key{asc("p"), asc("seq")},
+			Why: "the projector reads each outbox partition in seq order",
 		}},
 		collHistory: {{
 			Name: "user_newest", Key: sharding.Key{asc("user_id"), desc("placed_at"), desc("_id")},
