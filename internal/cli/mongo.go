@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/shardmart/shardmart/internal/sharding"
+	mongostore "github.com/shardmart/shardmart/internal/store/mongo"
 )
 
 // errNoMongoURI is returned by every command that needs a cluster.
@@ -191,6 +192,18 @@ func newMongoApplyCmd(stdio IO) *cobra.Command {
 				dry, _ := cmd.Flags().GetBool("dry-run")
 				res, err := sharding.Apply(ctx, admin, spec, stdio.Out, dry)
 				fmt.Fprintf(stdio.Out, "apply: %d run, %d already in place, %d drift\n", res.Ran, res.Skipped, len(res.Drift))
+				if err != nil || dry {
+					return err
+				}
+				// The repositories' own indexes too, also on collections that hold documents
+				// (serve builds those only on empty collections, so a long build never blocks it).
+				rep, err := mongostore.New(admin.Client, mongostore.Options{Database: spec.Database}).EnsureSchema(ctx, true)
+				for _, c := range rep.Created {
+					fmt.Fprintf(stdio.Out, "store schema: created %s\n", c)
+				}
+				for _, c := range rep.Conflicts {
+					fmt.Fprintf(stdio.Out, "store schema: CONFLICT %s (left as it is: drop or rename it by hand)\n", c)
+				}
 				return err
 			})
 		},
