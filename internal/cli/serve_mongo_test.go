@@ -24,7 +24,7 @@ func TestServeShoppingFlowOnMongoReplicaSet(t *testing.T) {
 	o.backend.register(&cobra.Command{})
 	o.backend.dataDir = t.TempDir()
 	o.backend.mongoURI = set.URI()
-	o.backend.placement = "orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo"
+	o.backend.placement = "orders=mongo,products=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo"
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", false, "text", "flow-admin-token"
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
 	ctx, cancel := context.WithCancel(context.Background())

@@ -60,22 +60,35 @@ func Embedded() Config {
 	return c
 }
 
+// productsAlias names the products, which live in the orders family (a stock change and the
+// order that takes it commit in one transaction). "products=X" is accepted when it agrees with
+// the orders family, so a placement can name what it puts where.
+const productsAlias = "products"
+
 // Parse reads "carts=cassandra,sessions=cassandra" over the embedded default.
 func Parse(s string) (Config, error) {
 	c := Embedded()
 	if strings.TrimSpace(s) == "" {
 		return c, nil
 	}
+	var products string
 	for _, part := range strings.Split(s, ",") {
 		fam, backend, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
 			return nil, fmt.Errorf("placement %q: want family=backend", part)
 		}
 		f := Family(strings.TrimSpace(fam))
+		if f == productsAlias {
+			products = strings.TrimSpace(backend)
+			continue
+		}
 		if _, known := c[f]; !known {
-			return nil, fmt.Errorf("placement: unknown family %q (known: %s)", fam, familyNames())
+			return nil, fmt.Errorf("placement: unknown family %q (known: %s; products go with orders)", fam, familyNames())
 		}
 		c[f] = strings.TrimSpace(backend)
+	}
+	if products != "" && products != c[Orders] {
+		return nil, fmt.Errorf("placement: products=%s but orders=%s: products live with orders (one transaction takes stock and places the order)", products, c[Orders])
 	}
 	return c, c.Validate()
 }
@@ -154,6 +167,11 @@ type Options struct {
 	CassandraKeyspace string
 	MongoURI          string // a mongos
 	MongoDatabase     string
+	// MongoMonitorUser and MongoMonitorPassword, when set, are the replication-lag monitor's
+	// login on the replica sets it connects to (each shard behind the mongos, or the replica
+	// set itself), in place of MongoURI's: mongos users do not exist on the shards.
+	MongoMonitorUser     string
+	MongoMonitorPassword string
 	// Observe, when set, receives every repository operation's duration (store metrics).
 	Observe func(op string, d time.Duration, err error)
 }

@@ -5,20 +5,27 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/readrouting"
 	"github.com/shardmart/shardmart/internal/store/mongo"
 )
 
 // openMongo opens the MongoDB backend (issue 4): it serves orders with products, stock, the
 // outbox and users, and carts, sessions, events and history, so a MongoDB-only placement works.
-// Reads follow RPL-1 through a replication-lag monitor over the shards behind the mongos; if
-// that cannot start (a plain replica set, no access to config.shards) every read goes to the
-// primary, which is slower but never stale.
+// Reads follow RPL-1 through a replication-lag monitor: over the shards behind a mongos, or
+// over the replica set itself when MongoURI names one. The monitor logs in with
+// MongoMonitorUser/MongoMonitorPassword when given (mongos users do not exist on the shards),
+// else with MongoURI's credentials. If it cannot start (a standalone mongod, no access to
+// config.shards) every read goes to the primary, which is slower but never stale.
 func openMongo(ctx context.Context, o Options) (backend, error) {
 	s, err := mongo.Open(ctx, mongo.Options{URI: o.MongoURI, Database: o.MongoDatabase, Observe: o.Observe})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.WatchLag(ctx, o.MongoURI, time.Second); err != nil {
+	err = s.WatchLagWith(ctx, o.MongoURI, mongo.LagOptions{
+		Interval:    time.Second,
+		Credentials: readrouting.Credentials{User: o.MongoMonitorUser, Password: o.MongoMonitorPassword},
+	})
+	if err != nil {
 		slog.Warn("mongo: secondary reads disabled, every read goes to the primary", "err", err)
 	}
 	return s, nil

@@ -20,6 +20,8 @@ func TestParse(t *testing.T) {
 		{in: "baskets=sqlite", wantErr: `unknown family "baskets"`},
 		{in: "carts=redis", wantErr: `unknown backend "redis"`},
 		{in: "carts", wantErr: "want family=backend"},
+		{in: "orders=mongo,products=mongo,carts=mongo", want: map[Family]string{Orders: Mongo, Carts: Mongo}},
+		{in: "products=mongo", wantErr: "products live with orders"},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.in)

@@ -12,7 +12,7 @@ func ExamplePolicy_Decide() {
 	snap := readrouting.LagSnapshot{MeasuredAt: measured, Members: []readrouting.MemberLag{
 		{Shard: "shard1", Host: "shard1-a:27018", State: readrouting.StatePrimary, Known: true},
 		{Shard: "shard1", Host: "shard1-b:27018", State: readrouting.StateSecondary, Lag: 1500 * time.Millisecond, Known: true},
-		{Shard: "shard2", Host: "shard2-b:27018", State: readrouting.StateSecondary, Lag: 4 * time.Second, Known: true},
+		{Shard: "shard2", Host: "shard2-b:27018", State: readrouting.StateSecondary, Lag: 4500 * time.Millisecond, Known: true},
 	}}
 	p := readrouting.NewPolicy()
 	now := measured.Add(500 * time.Millisecond)
@@ -21,7 +21,7 @@ func ExamplePolicy_Decide() {
 		fmt.Printf("%s → %s (%s)\n", op, d.Target, d.Reason)
 	}
 	// Output:
-	// orders.history → secondary (worst secondary lag 6.5s <= budget 10s)
-	// products.page → primary (worst secondary lag 6.5s > budget 5s)
+	// orders.history → secondary (worst secondary lag 5.5s <= budget 10s)
+	// products.page → primary (worst secondary lag 5.5s > budget 5s)
 	// products.stock → primary (primary-only operation)
 }

@@ -2,15 +2,140 @@ package readrouting
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 )
 
-// TestLiveMonitor measures real lag through every shard's replica set.
+// The live tests of this package (here and in lag_live_test.go) share one real mongod 6.0.5
+// replica set of three members, started on first use with the project's launcher on
+// launcher.RoutingTestPort and killed when the test binary ends. They run in plain `go test`
+// (make test); a set that cannot start fails them, nothing is skipped or faked.
+var live struct {
+	once sync.Once
+	set  *launcher.Set
+	stop func()
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if live.stop != nil {
+		live.stop()
+	}
+	os.Exit(code)
+}
+
+// LiveSet returns the shared 3-member set, healthy (one PRIMARY, two SECONDARY). Exported for
+// the external test package (this is a _test.go file: it is not part of the package's API).
+func LiveSet(t testing.TB) *launcher.Set {
+	t.Helper()
+	live.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		live.set, live.stop, live.err = launcher.StartShared(ctx, launcher.Options{Members: 3, BasePort: launcher.RoutingTestPort,
+			// configureFailPoint (stopReplProducer) makes a secondary lag while it stays reachable.
+			ExtraArgs: []string{"--setParameter", "enableTestCommands=1"}})
+		if live.err != nil {
+			live.err = fmt.Errorf("start a 3-member replica set on port %d with the launcher: %w", launcher.RoutingTestPort, live.err)
+		}
+	})
+	if live.err != nil {
+		t.Fatal(live.err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := live.set.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// SECONDARY is not yet replicating: a new set's secondaries pick a sync source a second or
+	// more after the election. A write acknowledged by every member means they all sync.
+	c, err := mongo.Connect(options.Client().ApplyURI(live.set.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	wAll := &writeconcern.WriteConcern{W: len(live.set.Members())}
+	_, err = c.Database(HeartbeatDatabase).Collection("ready", options.Collection().SetWriteConcern(wAll)).
+		UpdateOne(ctx, bson.D{{Key: "_id", Value: "ready"}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}},
+			options.UpdateOne().SetUpsert(true))
+	if err != nil {
+		t.Fatalf("write acknowledged by all %d members: %v", len(live.set.Members()), err)
+	}
+	return live.set
+}
+
+// On the real server (6.0.5): every member in replSetGetStatus carries lastAppliedWallTime and
+// the monitor's heartbeat document keeps an idle set's caught-up secondaries within about one
+// heartbeat interval (500 ms) of the primary's clock, where the primary's no-op writer alone
+// (every 10 s) would let them read up to 10 s behind.
+func TestLiveIdleSetLagStaysWithinHeartbeatInterval(t *testing.T) {
+	set := LiveSet(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI(set.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	src := DriverSource{Client: c}
+	st, err := src.ReplSetStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Set != set.Name() || st.Date.IsZero() || st.HeartbeatIntervalMillis != 2000 || len(st.Members) != 3 {
+		t.Fatalf("status: set %q date %s heartbeatIntervalMillis %d, %d members", st.Set, st.Date, st.HeartbeatIntervalMillis, len(st.Members))
+	}
+	for _, m := range st.Members {
+		if m.LastAppliedWallTime.IsZero() || (!m.Self && m.LastHeartbeatRecv.IsZero()) {
+			t.Errorf("%s (%s): lastAppliedWallTime %s lastHeartbeatRecv %s, want both", m.Name, m.StateStr, m.LastAppliedWallTime, m.LastHeartbeatRecv)
+		}
+	}
+
+	m := NewMonitor(map[string]StatusSource{set.Name(): src}, 250*time.Millisecond)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	// Let the first heartbeats land, then sample for 3 s.
+	time.Sleep(time.Second)
+	var worst time.Duration
+	samples := 0
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		snap := m.Snapshot()
+		for _, ml := range snap.Members {
+			if ml.State != StateSecondary {
+				continue
+			}
+			samples++
+			if !ml.Known || ml.Unreachable {
+				t.Errorf("%s: %+v, want known and reachable", ml.Host, ml)
+			}
+			worst = max(worst, ml.Lag)
+		}
+	}
+	t.Logf("idle set, heartbeat every %s: worst secondary lag over %d samples %s", DefaultHeartbeatInterval, samples, worst)
+	if samples == 0 || worst > 800*time.Millisecond {
+		t.Errorf("worst idle lag %s over %d samples, want at most one heartbeat interval plus slack (800 ms)", worst, samples)
+	}
+	if d := NewPolicy().Decide(OpProductPage, m.Snapshot(), time.Now()); d.Target != Secondary {
+		t.Errorf("idle healthy set: product page %s (%s), want secondary", d.Target, d.Reason)
+	}
+}
+
+// TestLiveMonitor measures real lag through every shard's replica set of a sharded cluster
+// (a mongos at SHARDMART_MONGO_URI; shard logins from SHARDMART_MONGO_MONITOR_USER/PASSWORD
+// when the mongos users do not exist on the shards).
 func TestLiveMonitor(t *testing.T) {
 	uri := os.Getenv("SHARDMART_MONGO_URI")
 	if uri == "" {
@@ -23,7 +148,8 @@ func TestLiveMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = mongos.Disconnect(context.Background()) }()
-	uris, err := ShardURIs(ctx, mongos, uri)
+	cred := Credentials{User: os.Getenv("SHARDMART_MONGO_MONITOR_USER"), Password: os.Getenv("SHARDMART_MONGO_MONITOR_PASSWORD")}
+	uris, err := MonitorShardURIs(ctx, mongos, uri, cred)
 	if err != nil || len(uris) == 0 {
 		t.Fatalf("shard URIs: %v (%d shards)", err, len(uris))
 	}
@@ -41,7 +167,7 @@ func TestLiveMonitor(t *testing.T) {
 		t.Fatalf("shard status errors: %v", snap.Errors)
 	}
 	for _, m := range snap.Members {
-		t.Logf("%s %s %s lag=%s known=%t", m.Shard, m.Host, m.State, m.Lag, m.Known)
+		t.Logf("%s %s %s lag=%s known=%t unreachable=%t", m.Shard, m.Host, m.State, m.Lag, m.Known, m.Unreachable)
 	}
 	d := NewPolicy().Decide(OpOrderHistory, snap, time.Now())
 	t.Logf("order history read goes to %s: %s", d.Target, d.Reason)

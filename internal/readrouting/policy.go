@@ -7,6 +7,36 @@
 // secondaries only when every secondary that mongos might pick is within the
 // operation's budget, counting the measurement's age and uncertainty;
 // otherwise, or when lag is unknown or stale, the read goes to the primary.
+//
+// How lag is measured. Each round runs replSetGetStatus on every set's primary
+// and takes, per member, lag = status date − member's lastAppliedWallTime. Both
+// are the primary's clock in milliseconds (optimeDate, which the first version
+// used, is whole seconds and is zeroed for an unreachable member). The member
+// holds every write stamped at or before its applied time, so this is an upper
+// bound of its staleness when the status was taken, never an underestimate —
+// even if nothing keeps it tight. What keeps it tight is a heartbeat document:
+// an idle primary advances its applied time only every ~10 s (its no-op
+// writer), so a caught-up secondary would read up to 10 s behind; the Monitor
+// therefore upserts {_id: <set>, ts: <now>} into shardmart_monitor.heartbeat
+// on each set's primary every 500 ms (w:1), and a caught-up secondary then
+// reads at most ~0.5 s behind. (Against the primary's own lastAppliedWallTime
+// instead of the date, a failing heartbeat — e.g. a monitor user without write
+// access — would bring the underestimate back; against the date it only costs
+// primary reads.) The snapshot is stamped when its round starts, so the
+// Policy's age term covers the round itself.
+//
+// Why not read the heartbeat document back from every secondary (staleness =
+// round start − ts read there): it needs a connection to every member, and a
+// frozen or partitioned member (the case that matters) hangs that read until a
+// timeout, whereas the primary's status answers at once and says which members
+// it has not heard from. A member the primary has not heard from for two
+// heartbeat intervals (lastHeartbeatRecv), or with health 0, is never fresh:
+// drivers and mongos may still pick it, so every secondary read goes to the
+// primary until it is heard again.
+//
+// Shard connections may use their own credentials (Credentials): on a sharded
+// cluster the mongos users do not exist on the shards. The monitor user needs
+// clusterMonitor (replSetGetStatus) and readWrite on shardmart_monitor.
 package readrouting
 
 import (
@@ -62,8 +92,12 @@ func Table() []Rule {
 // Policy turns the table and a lag snapshot into a read preference.
 type Policy struct {
 	rules map[Operation]Rule
-	// Uncertainty is added to every measured lag: replSetGetStatus derives
-	// member optimes from heartbeats (2 s by default), so they can be that old.
+	// Uncertainty is added to every measured lag. The measurement (status date −
+	// lastAppliedWallTime) is already an upper bound as long as one clock stamped
+	// both; after a failover the member's applied time was stamped by the old
+	// primary's clock and the date by the new one's, so the bound is off by their
+	// skew. The default, one heartbeat interval (500 ms), covers NTP-synchronised
+	// servers; it was 2 s when lag came from heartbeat-derived optimes.
 	Uncertainty time.Duration
 	// MaxSnapshotAge: an older snapshot counts as unknown lag.
 	MaxSnapshotAge time.Duration
@@ -81,7 +115,7 @@ func NewPolicy() Policy { return NewPolicyFor(Table()) }
 func NewPolicyFor(rules []Rule) Policy {
 	p := Policy{
 		rules:          make(map[Operation]Rule, len(rules)),
-		Uncertainty:    2 * time.Second,
+		Uncertainty:    DefaultHeartbeatInterval,
 		MaxSnapshotAge: 5 * time.Second,
 		Backstop:       90 * time.Second,
 		now:            time.Now,
@@ -155,6 +189,17 @@ func (p Policy) Decide(op Operation, snap LagSnapshot, now time.Time) Decision {
 	secondaries := 0
 	var worst time.Duration
 	for _, m := range snap.Members {
+		// A member its primary cannot hear from may be frozen or cut off while drivers
+		// and mongos still list it as a SECONDARY: never count it fresh, whatever the
+		// primary now calls it.
+		if m.Unreachable {
+			d.Reason = fmt.Sprintf("%s/%s unreachable from its primary (%s, last heartbeat from it %s ago)",
+				m.Shard, m.Host, m.State, m.HeardAgo.Round(time.Millisecond))
+			if m.HeardAgo == 0 {
+				d.Reason = fmt.Sprintf("%s/%s unreachable from its primary (%s, never heard from)", m.Shard, m.Host, m.State)
+			}
+			return d
+		}
 		if m.State != StateSecondary {
 			continue
 		}

@@ -39,7 +39,10 @@ func TestTableMirrorsSeed000(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
-	p := NewPolicy() // uncertainty 2 s, max snapshot age 5 s
+	p := NewPolicy() // max snapshot age 5 s
+	// The arithmetic below was written for a 2 s uncertainty; the default (one heartbeat
+	// interval) is checked by TestDefaultUncertaintyIsOneHeartbeatInterval.
+	p.Uncertainty = 2 * time.Second
 	tests := []struct {
 		name   string
 		op     Operation
@@ -114,18 +117,20 @@ func TestReadPref(t *testing.T) {
 }
 
 func TestLagFromStatus(t *testing.T) {
-	st := ReplSetStatus{Set: "shard1", Members: []MemberStatus{
-		{Name: "a:27018", StateStr: StatePrimary, OptimeDate: t0},
-		{Name: "b:27018", StateStr: StateSecondary, OptimeDate: t0.Add(-3 * time.Second)},
-		{Name: "c:27018", StateStr: StateSecondary, OptimeDate: t0.Add(time.Second)}, // ahead of a stale heartbeat
-		{Name: "d:27018", StateStr: "STARTUP2"},
+	// Lag is the status date (the primary's clock) − each member's lastAppliedWallTime.
+	heard := t0.Add(-time.Second)
+	st := ReplSetStatus{Set: "shard1", Date: t0, Members: []MemberStatus{
+		{Name: "a:27018", Health: 1, Self: true, StateStr: StatePrimary, LastAppliedWallTime: t0.Add(-200 * time.Millisecond)},
+		{Name: "b:27018", Health: 1, StateStr: StateSecondary, LastAppliedWallTime: t0.Add(-3 * time.Second), LastHeartbeatRecv: heard},
+		{Name: "c:27018", Health: 1, StateStr: StateSecondary, LastAppliedWallTime: t0.Add(time.Second), LastHeartbeatRecv: heard}, // clock skew: ahead of the date
+		{Name: "d:27018", Health: 1, StateStr: "STARTUP2", LastHeartbeatRecv: heard},
 	}}
 	got := LagFromStatus(st)
 	want := []MemberLag{
-		{Shard: "shard1", Host: "a:27018", State: StatePrimary, Lag: 0, Known: true},
-		{Shard: "shard1", Host: "b:27018", State: StateSecondary, Lag: 3 * time.Second, Known: true},
-		{Shard: "shard1", Host: "c:27018", State: StateSecondary, Lag: 0, Known: true},
-		{Shard: "shard1", Host: "d:27018", State: "STARTUP2", Known: false},
+		{Shard: "shard1", Host: "a:27018", State: StatePrimary, Lag: 200 * time.Millisecond, Known: true},
+		{Shard: "shard1", Host: "b:27018", State: StateSecondary, Lag: 3 * time.Second, Known: true, HeardAgo: time.Second},
+		{Shard: "shard1", Host: "c:27018", State: StateSecondary, Lag: 0, Known: true, HeardAgo: time.Second},
+		{Shard: "shard1", Host: "d:27018", State: "STARTUP2", Known: false, HeardAgo: time.Second},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d members, want %d", len(got), len(want))
@@ -135,7 +140,8 @@ func TestLagFromStatus(t *testing.T) {
 			t.Errorf("member %d: got %+v want %+v", i, got[i], want[i])
 		}
 	}
-	noPrimary := LagFromStatus(ReplSetStatus{Set: "s", Members: []MemberStatus{{Name: "b", StateStr: StateSecondary, OptimeDate: t0}}})
+	noPrimary := LagFromStatus(ReplSetStatus{Set: "s", Date: t0, Members: []MemberStatus{
+		{Name: "b", Health: 1, Self: true, StateStr: StateSecondary, LastAppliedWallTime: t0}}})
 	if noPrimary[0].Known {
 		t.Error("without a primary, lag should be unknown")
 	}
@@ -150,9 +156,9 @@ func (f fakeSource) ReplSetStatus(context.Context) (ReplSetStatus, error) { retu
 
 func TestMonitorMeasure(t *testing.T) {
 	m := NewMonitor(map[string]StatusSource{
-		"shard1": fakeSource{st: ReplSetStatus{Set: "shard1", Members: []MemberStatus{
-			{Name: "a", StateStr: StatePrimary, OptimeDate: t0},
-			{Name: "b", StateStr: StateSecondary, OptimeDate: t0.Add(-time.Second)},
+		"shard1": fakeSource{st: ReplSetStatus{Set: "shard1", Date: t0, Members: []MemberStatus{
+			{Name: "a", Health: 1, Self: true, StateStr: StatePrimary, LastAppliedWallTime: t0},
+			{Name: "b", Health: 1, StateStr: StateSecondary, LastAppliedWallTime: t0.Add(-time.Second), LastHeartbeatRecv: t0},
 		}}},
 		"shard2": fakeSource{err: errors.New("connection refused")},
 	}, time.Second)
@@ -186,7 +192,7 @@ func TestShardURI(t *testing.T) {
 		uri, host, want string
 		wantErr         bool
 	}{
-		{"mongodb://localhost:27017", "shard1/shard1-a:27018,shard1-b:27018", "mongodb://shard1-a:27018,shard1-b:27018?replicaSet=shard1", false},
+		{"mongodb://localhost:27017", "shard1/shard1-a:27018,shard1-b:27018", "mongodb://shard1-a:27018,shard1-b:27018/?replicaSet=shard1", false},
 		{"mongodb://admin:s3cret@mongos:27017/?authSource=admin", "rs2/h:1", "mongodb://admin:s3cret@h:1/?authSource=admin&replicaSet=rs2", false},
 		{"mongodb+srv://cluster.example.net", "rs/h:1", "", true},
 		{"mongodb://localhost", "standalone:27018", "", true},
