@@ -139,7 +139,7 @@ func TestLiveIdleSetLagStaysWithinHeartbeatInterval(t *testing.T) {
 func TestLiveMonitor(t *testing.T) {
 	uri := os.Getenv("SHARDMART_MONGO_URI")
 	if uri == "" {
-		t.Skip("SHARDMART_MONGO_URI not set: live MongoDB sharding tests skipped (start a sharded cluster, see deploy/mongodb)")
+		t.Skip("needs a mongos: the shards are discovered from config.shards through a router, and none can be had here (set SHARDMART_MONGO_URI to a mongos, e.g. deploy/mongodb)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -3,6 +3,7 @@ package mongo
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -407,6 +408,46 @@ func TestRedact(t *testing.T) {
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// productDocCodec is productDoc without its UnmarshalBSON: what the driver's codec decodes.
+type productDocCodec productDoc
+
+// The hand decoder of products documents gives what the driver's codec gives, and refuses what
+// it refuses.
+func TestProductDecoderMatchesTheCodec(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 123_000_000, time.UTC)
+	docs := []any{
+		toProductDoc(catalog.Product{ID: "p1", Category: "books", Name: "Book", Price: money.MustParse("19.99"),
+			Attributes: map[string]string{"color": "red", "a.b$": "x"}, Stock: map[string]int64{"eu": 5, "us": 0}, CreatedAt: at, UpdatedAt: at}),
+		bson.D{{Key: "_id", Value: "p2"}, {Key: "price", Value: int32(500)}, {Key: "stock", Value: bson.D{{Key: "eu", Value: 3.0}}}, {Key: "extra", Value: 1}},
+		bson.D{{Key: "_id", Value: "p3"}, {Key: "attributes", Value: nil}, {Key: "stock", Value: nil}, {Key: "name", Value: nil}},
+		bson.D{{Key: "_id", Value: "p4"}, {Key: "price", Value: 19.99}},
+		bson.D{{Key: "_id", Value: "p5"}, {Key: "stock", Value: bson.D{{Key: "eu", Value: 1.5}}}},
+		bson.D{{Key: "_id", Value: "p6"}, {Key: "name", Value: int32(7)}},
+		bson.D{{Key: "_id", Value: "p7"}, {Key: "created_at", Value: "yesterday"}},
+	}
+	for _, in := range docs {
+		raw, err := bson.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hand productDoc
+		var codec productDocCodec
+		herr, cerr := bson.Unmarshal(raw, &hand), bson.Unmarshal(raw, &codec)
+		if (herr == nil) != (cerr == nil) {
+			t.Errorf("%s: hand decoder error %v, codec error %v", bson.Raw(raw), herr, cerr)
+			continue
+		}
+		if herr != nil {
+			continue
+		}
+		c := productDoc(codec)
+		c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+		if !reflect.DeepEqual(hand, c) {
+			t.Errorf("%s:\nhand  %+v\ncodec %+v", bson.Raw(raw), hand, c)
 		}
 	}
 }
