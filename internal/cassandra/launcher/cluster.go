@@ -17,6 +17,8 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 const pollInterval = 250 * time.Millisecond
@@ -89,14 +91,8 @@ type Cluster struct {
 	jamm  string // the jamm agent jar in lib (Cassandra measures memtables with it)
 
 	mu     sync.Mutex
-	procs  map[int]*proc         // JVMs this process started
-	booted map[int]time.Duration // last start-to-CQL time per node
-}
-
-type proc struct {
-	pid    int
-	exited chan struct{}
-	state  *os.ProcessState // set before exited closes
+	procs  map[int]*serverproc.Child // JVMs this process started
+	booted map[int]time.Duration     // last start-to-CQL time per node
 }
 
 // New validates opts and lays out the nodes; nothing starts.
@@ -108,7 +104,7 @@ func New(opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{opts: opts, nodes: nodes, procs: map[int]*proc{}, booted: map[int]time.Duration{}}, nil
+	return &Cluster{opts: opts, nodes: nodes, procs: map[int]*serverproc.Child{}, booted: map[int]time.Duration{}}, nil
 }
 
 // stateFile remembers the topology so `down`, `status` and `repair` work from another process.
@@ -240,19 +236,7 @@ func (c *Cluster) Running(i int) bool {
 // livePID returns the pid from the node's pidfile if that process is this node's JVM, so a
 // recycled pid is never signalled.
 func (c *Cluster) livePID(n Node) (int, bool) {
-	b, err := os.ReadFile(n.pidFile())
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, false
-	}
-	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil || !strings.Contains(string(cmdline), "-Dcassandra.config=file://"+n.yamlPath()+"\x00") {
-		return 0, false
-	}
-	return pid, true
+	return serverproc.ReadPID(n.pidFile(), "-Dcassandra.config=file://"+n.yamlPath()+"\x00")
 }
 
 // StartNode starts node i if it is not running and waits until it answers CQL.
@@ -290,27 +274,15 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	cmd := exec.Command("java", serverArgs(c, n)...)
 	cmd.Dir = n.Dir
 	cmd.Stdout, cmd.Stderr = out, out
-	// Own session: signals go to the whole group, and Ctrl-C on `up` does not reach it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if c.opts.DieWithParent {
-		// The kernel ties this to the forking OS thread; Go retires a thread only when a
-		// goroutine exits while locked to it, which nothing here does.
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	p, err := serverproc.Start(cmd, n.pidFile(), c.opts.DieWithParent)
+	if err != nil {
 		return fmt.Errorf("node %d: start java: %w", i+1, err)
 	}
-	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); p.state = cmd.ProcessState; close(p.exited) }()
 	c.mu.Lock()
 	c.procs[i] = p
 	c.mu.Unlock()
-	if err := os.WriteFile(n.pidFile(), []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-		return fmt.Errorf("node %d: pidfile: %w", i+1, err)
-	}
-	log.Info("cassandra node starting", "pid", p.pid, "jmx_port", n.JMXPort)
+	log.Info("cassandra node starting", "pid", p.PID, "jmx_port", n.JMXPort)
 	if err := c.waitCQL(ctx, n); err != nil {
 		return err
 	}
@@ -330,12 +302,7 @@ func (c *Cluster) exitedDuringStart(n Node) (bool, string) {
 	p := c.procs[n.Index]
 	c.mu.Unlock()
 	if p != nil {
-		select {
-		case <-p.exited:
-			return true, p.state.String()
-		default:
-			return false, ""
-		}
+		return p.Exited()
 	}
 	if _, ok := c.livePID(n); !ok {
 		return true, "no live process in its pidfile"
@@ -354,7 +321,7 @@ func (c *Cluster) waitCQL(ctx context.Context, n Node) error {
 		if err := pingCQL(ctx, n.Addr); err == nil {
 			return nil
 		}
-		if err := sleepCtx(ctx, pollInterval); err != nil {
+		if err := serverproc.Sleep(ctx, pollInterval); err != nil {
 			return fmt.Errorf("node %d: CQL did not answer within %s: %w; log: %s", n.Index+1, c.opts.BootTimeout, err, n.SystemLog())
 		}
 	}
@@ -424,7 +391,7 @@ func (c *Cluster) WaitConverged(ctx context.Context) error {
 		if converged {
 			return nil
 		}
-		if err := sleepCtx(ctx, time.Second); err != nil {
+		if err := serverproc.Sleep(ctx, time.Second); err != nil {
 			return fmt.Errorf("cluster did not converge: %w (last: %v)", err, lastErr)
 		}
 	}
@@ -463,21 +430,8 @@ func (c *Cluster) signalAndWait(ctx context.Context, i int, sig syscall.Signal, 
 		return nil
 	}
 	c.opts.Logger.Info("stopping cassandra node", "node", i+1, "pid", pid, "signal", sig.String())
-	// Setsid made the JVM a group leader: -pid reaches it and anything it forked.
-	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("node %d: kill: %w", i+1, err)
-	}
-	deadline := time.Now().Add(grace)
-	for c.alive(i, n) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			if sig == syscall.SIGKILL {
-				return fmt.Errorf("node %d (pid %d) survived SIGKILL", i+1, pid)
-			}
-			c.opts.Logger.Warn("cassandra node ignored SIGTERM, killing", "node", i+1, "pid", pid)
-			sig, deadline = syscall.SIGKILL, time.Now().Add(30*time.Second)
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := serverproc.SignalAndWait(ctx, pid, sig, grace, func() bool { return c.alive(i, n) }, c.opts.Logger.With("node", i+1)); err != nil {
+		return fmt.Errorf("node %d: %w", i+1, err)
 	}
 	_ = os.Remove(n.pidFile())
 	return nil
@@ -490,10 +444,8 @@ func (c *Cluster) alive(i int, n Node) bool {
 	p := c.procs[i]
 	c.mu.Unlock()
 	if p != nil {
-		select {
-		case <-p.exited:
+		if gone, _ := p.Exited(); gone {
 			return false
-		default:
 		}
 	}
 	_, ok := c.livePID(n)
@@ -523,11 +475,7 @@ func (c *Cluster) KillAll() {
 		p := c.procs[i]
 		c.mu.Unlock()
 		if p != nil {
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-			select {
-			case <-p.exited:
-			case <-time.After(30 * time.Second):
-			}
+			p.Kill()
 		}
 		_ = os.Remove(n.pidFile())
 	}
@@ -558,15 +506,4 @@ func tailErrors(n Node) string {
 		fmt.Fprintf(&b, "== %s (errors)\n%s\n== %s (last lines)\n%s\n", f, strings.Join(errs, "\n"), f, strings.Join(lines, "\n"))
 	}
 	return b.String()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

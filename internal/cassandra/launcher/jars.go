@@ -8,7 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 // DefaultVersion is the Apache Cassandra release the launcher runs.
@@ -19,15 +20,7 @@ var ErrPrerequisite = errors.New("cassandra prerequisites missing")
 
 // DefaultCacheDir is where jars are cached: $SHARDMART_CACHE_DIR, else the user cache dir
 // (~/.cache/shardmart), outside the repository so a fresh clone reuses it.
-func DefaultCacheDir() string {
-	if d := os.Getenv("SHARDMART_CACHE_DIR"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "shardmart")
-	}
-	return filepath.Join(os.TempDir(), "shardmart-cache")
-}
+func DefaultCacheDir() string { return serverproc.CacheDir() }
 
 // CheckPrerequisites fails with ErrPrerequisite when java (17+) or mvn is not on PATH.
 func CheckPrerequisites(ctx context.Context) error {
@@ -102,7 +95,7 @@ func EnsureJars(ctx context.Context, cacheDir, version string) (string, error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", fmt.Errorf("jar cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(base, ".lock"))
+	unlock, err := serverproc.Lock(ctx, filepath.Join(base, ".lock"))
 	if err != nil {
 		return "", err
 	}
@@ -132,27 +125,4 @@ func EnsureJars(ctx context.Context, cacheDir, version string) (string, error) {
 		return "", fmt.Errorf("jar cache: %w", err)
 	}
 	return lib, nil
-}
-
-// lockFile takes an exclusive flock, polling so ctx can cancel the wait. The kernel drops
-// the lock when the process dies, so a crashed holder never blocks others.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if err := sleepCtx(ctx, pollInterval); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("waiting for lock %s: %w", path, err)
-		}
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 // Base addresses reserved for test clusters, so test packages that `go test ./...` runs in
@@ -40,7 +42,7 @@ func StartShared(ctx context.Context, opts Options) (c *Cluster, stop func(), er
 	if base == "" {
 		base = UserAddr
 	}
-	unlock, err := lockFile(ctx, filepath.Join(os.TempDir(), "shardmart-cassandra-"+base+".lock"))
+	unlock, err := serverproc.Lock(ctx, filepath.Join(os.TempDir(), "shardmart-cassandra-"+base+".lock"))
 	if err != nil {
 		return nil, nil, err
 	}

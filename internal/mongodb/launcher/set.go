@@ -19,6 +19,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 // Role is what a replica set is in a cluster.
@@ -118,13 +120,7 @@ type Set struct {
 	bin     string
 
 	mu    sync.Mutex
-	procs map[int]*proc
-}
-
-type proc struct {
-	pid    int
-	exited chan struct{}
-	state  *os.ProcessState
+	procs map[int]*serverproc.Child // mongods this process started
 }
 
 // New validates opts and lays out the members; nothing starts.
@@ -132,7 +128,7 @@ func New(opts Options) (*Set, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	s := &Set{opts: opts, procs: map[int]*proc{}}
+	s := &Set{opts: opts, procs: map[int]*serverproc.Child{}}
 	for i := range opts.Members {
 		s.members = append(s.members, Member{
 			Index: i,
@@ -271,28 +267,9 @@ func (s *Set) args(m Member) []string {
 	return append(a, s.opts.ExtraArgs...)
 }
 
-// livePID returns the pid in member m's pidfile if that process is this member's mongod, so a
-// recycled pid is never signalled.
+// livePID returns the pid in member m's pidfile if that process is this member's mongod.
 func (s *Set) livePID(m Member) (int, bool) {
-	b, err := os.ReadFile(m.pidFile())
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0, false
-	}
-	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil || !strings.Contains(string(cmdline), "\x00--dbpath\x00"+m.dbPath()+"\x00") {
-		return 0, false
-	}
-	if st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil {
-		// A zombie (exited, not yet reaped) is not running.
-		if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
-			return 0, false
-		}
-	}
-	return pid, true
+	return serverproc.ReadPID(m.pidFile(), "\x00--dbpath\x00"+m.dbPath()+"\x00")
 }
 
 // Running reports whether member i's mongod is alive.
@@ -333,28 +310,18 @@ func (s *Set) StartMember(ctx context.Context, i int) error {
 	cmd := exec.Command(s.bin, s.args(m)...)
 	cmd.Dir = m.Dir
 	cmd.Stdout, cmd.Stderr = out, out
-	// Own session: Ctrl-C on `mongo up` does not reach it, and signals can go to the group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if s.opts.DieWithParent {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	p, err := serverproc.Start(cmd, m.pidFile(), s.opts.DieWithParent)
+	if err != nil {
 		return fmt.Errorf("member %d: start %s: %w", i, s.bin, err)
 	}
-	p := &proc{pid: cmd.Process.Pid, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); p.state = cmd.ProcessState; close(p.exited) }()
 	s.mu.Lock()
 	s.procs[i] = p
 	s.mu.Unlock()
-	if err := os.WriteFile(m.pidFile(), []byte(strconv.Itoa(p.pid)+"\n"), 0o644); err != nil {
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-		return fmt.Errorf("member %d: pidfile: %w", i, err)
-	}
 	if err := s.waitHello(ctx, m); err != nil {
 		return err
 	}
-	log.Debug("mongod answers", "pid", p.pid, "boot", time.Since(start).Round(10*time.Millisecond))
+	log.Debug("mongod answers", "pid", p.PID, "boot", time.Since(start).Round(10*time.Millisecond))
 	return nil
 }
 
@@ -364,12 +331,7 @@ func (s *Set) exited(m Member) (bool, string) {
 	p := s.procs[m.Index]
 	s.mu.Unlock()
 	if p != nil {
-		select {
-		case <-p.exited:
-			return true, p.state.String()
-		default:
-			return false, ""
-		}
+		return p.Exited()
 	}
 	if _, ok := s.livePID(m); !ok {
 		return true, "no live process in its pidfile"
@@ -388,7 +350,7 @@ func (s *Set) waitHello(ctx context.Context, m Member) error {
 		if err := s.ping(ctx, m); err == nil {
 			return nil
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := serverproc.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("member %d (%s) did not answer within %s: %w; log: %s", m.Index, m.Host, s.opts.BootTimeout, err, m.LogPath())
 		}
 	}
@@ -516,7 +478,7 @@ func (s *Set) WaitPrimary(ctx context.Context) (int, error) {
 		if p := s.Primary(ctx); p >= 0 {
 			return p, nil
 		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+		if err := serverproc.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return -1, fmt.Errorf("set %s: no PRIMARY within %s: %w", s.opts.Name, s.opts.BootTimeout, err)
 		}
 	}
@@ -543,7 +505,7 @@ func (s *Set) WaitHealthy(ctx context.Context) error {
 		if ok && primaries == 1 {
 			return nil
 		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+		if err := serverproc.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("set %s not healthy within %s: %v", s.opts.Name, s.opts.BootTimeout, last)
 		}
 	}
@@ -590,21 +552,8 @@ func (s *Set) signalAndWait(ctx context.Context, i int, sig syscall.Signal) erro
 	if !ok {
 		return nil
 	}
-	_ = syscall.Kill(pid, syscall.SIGCONT) // a paused member cannot handle SIGTERM
-	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("member %d: kill: %w", i, err)
-	}
-	deadline := time.Now().Add(s.opts.StopTimeout)
-	for s.alive(m) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			if sig == syscall.SIGKILL {
-				return fmt.Errorf("member %d (pid %d) survived SIGKILL", i, pid)
-			}
-			s.opts.Logger.Warn("mongod ignored SIGTERM, killing", "member", i, "pid", pid)
-			sig, deadline = syscall.SIGKILL, time.Now().Add(30*time.Second)
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := serverproc.SignalAndWait(ctx, pid, sig, s.opts.StopTimeout, func() bool { return s.alive(m) }, s.opts.Logger); err != nil {
+		return fmt.Errorf("member %d: %w", i, err)
 	}
 	_ = os.Remove(m.pidFile())
 	return nil
@@ -615,10 +564,8 @@ func (s *Set) alive(m Member) bool {
 	p := s.procs[m.Index]
 	s.mu.Unlock()
 	if p != nil {
-		select {
-		case <-p.exited:
+		if gone, _ := p.Exited(); gone {
 			return false
-		default:
 		}
 	}
 	_, ok := s.livePID(m)
@@ -657,11 +604,7 @@ func (s *Set) KillAll() {
 		p := s.procs[i]
 		s.mu.Unlock()
 		if p != nil {
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-			select {
-			case <-p.exited:
-			case <-time.After(30 * time.Second):
-			}
+			p.Kill()
 		}
 		_ = os.Remove(m.pidFile())
 	}

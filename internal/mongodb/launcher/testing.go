@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 // Port ranges reserved for test sets, so test packages that `go test ./...` runs in parallel,
@@ -42,7 +44,7 @@ func StartShared(ctx context.Context, opts Options) (s *Set, stop func(), err er
 	if port == 0 {
 		port = UserPort
 	}
-	unlock, err := lockFile(ctx, filepath.Join(os.TempDir(), "shardmart-mongod-"+strconv.Itoa(port)+".lock"))
+	unlock, err := serverproc.Lock(ctx, filepath.Join(os.TempDir(), "shardmart-mongod-"+strconv.Itoa(port)+".lock"))
 	if err != nil {
 		return nil, nil, err
 	}
