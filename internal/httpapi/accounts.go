@@ -68,6 +68,14 @@ type loginResponse struct {
 	User      userResponse `json:"user"`
 	ExpiresAt time.Time    `json:"expires_at"`
 	Cart      cartView     `json:"cart"`
+	// NotMerged lists the guest lines (or the part of a quantity) the user's cart had no room
+	// for (CRT-5): the user is told, not silently short-changed.
+	NotMerged []mergeLeftover `json:"not_merged"`
+}
+
+type mergeLeftover struct {
+	ProductID string `json:"product_id"`
+	Quantity  int64  `json:"quantity"`
 }
 
 // login binds the caller's session to the user and merges the guest cart into the user's
@@ -88,12 +96,17 @@ func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *cr
 	if err != nil {
 		return err
 	}
-	if _, err := s.Stores.Carts.Merge(ctx, c.sess.ID, u.ID, now); err != nil && !errors.Is(err, cart.ErrNotFound) {
-		return err
-	}
-	view, err := s.cartView(ctx, cart.User(u.ID))
+	merged, err := s.Carts.Merge(ctx, c.sess.ID, u.ID)
 	if err != nil {
 		return err
 	}
-	return reply(w, http.StatusOK, loginResponse{User: userResponse{ID: u.ID, Email: u.Email}, ExpiresAt: sess.ExpiresAt, Cart: view})
+	view, err := s.viewCart(ctx, merged.Cart)
+	if err != nil {
+		return err
+	}
+	left := make([]mergeLeftover, len(merged.NotMerged))
+	for i, it := range merged.NotMerged {
+		left[i] = mergeLeftover{ProductID: it.ProductID, Quantity: it.Quantity}
+	}
+	return reply(w, http.StatusOK, loginResponse{User: userResponse{ID: u.ID, Email: u.Email}, ExpiresAt: sess.ExpiresAt, Cart: view, NotMerged: left})
 }

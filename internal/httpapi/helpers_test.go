@@ -68,10 +68,11 @@ func newEnv(tb testing.TB) *env {
 func wire(s *placement.Stores, adminToken string, logger *slog.Logger) (Deps, *outbox.Projector) {
 	projector := outbox.NewProjector(s.Outbox, projection.Consumer, logger)
 	projection.Register(projector, projection.Targets{Carts: s.Carts, History: s.History})
+	carts := &cart.Service{Carts: s.Carts, Products: s.Products, Orders: s.Orders, Now: time.Now}
 	return Deps{
 		Stores:     s,
-		Carts:      &cart.Service{Carts: s.Carts, Products: s.Products, Now: time.Now},
-		Orders:     &order.Service{Orders: s.Orders, Carts: s.Carts, Projector: projector, Now: time.Now, Logger: logger},
+		Carts:      carts,
+		Orders:     &order.Service{Orders: s.Orders, Carts: carts, Projector: projector, Now: time.Now, Logger: logger},
 		Sessions:   &session.Service{Sessions: s.Sessions, TTL: session.DefaultTTL, Now: time.Now},
 		AdminToken: adminToken,
 		Logger:     logger,

@@ -100,6 +100,14 @@ func toProblem(err error) (p *Problem, internal bool) {
 	case errors.Is(err, order.ErrKeyReused):
 		return problem(http.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency key reused", err.Error(),
 			validation.FieldError{Field: "Idempotency-Key", Detail: "was already used with a different request"}), false
+	case errors.Is(err, cart.ErrCheckoutInProgress):
+		// Retry-After: a checkout ends within its lease, normally within milliseconds.
+		return problem(http.StatusConflict, "checkout-in-progress", "Checkout in progress",
+			"an order is being placed from this cart; it cannot change until that ends (retry shortly)",
+			validation.FieldError{Field: "cart", Detail: "checkout in progress"}), false
+	case errors.Is(err, cart.ErrGuestMerged):
+		return problem(http.StatusConflict, "cart-merged", "Cart merged at login", err.Error(),
+			validation.FieldError{Field: "cart", Detail: "use the token the login returned"}), false
 	case errors.Is(err, order.ErrCartAlreadyOrdered), errors.Is(err, cart.ErrNotActive):
 		return problem(http.StatusConflict, "cart-ordered", "Cart already ordered", err.Error()), false
 	case errors.Is(err, account.ErrEmailTaken):

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/validation"
 )
 
 var (
@@ -102,6 +105,51 @@ type Line struct {
 	Quantity  int64
 }
 
+// Priced is a line with the catalog's values as the placing transaction read them (PRD-4).
+type Priced struct {
+	Line
+	Name      string
+	UnitPrice money.Amount
+}
+
+// ValidatePlacement checks what a backend is asked to place: a zone slug and at least one
+// line, each a distinct product with a category and a quantity a cart can hold.
+func ValidatePlacement(p Placement) error {
+	var c validation.Collector
+	c.Check(catalog.ValidSlug(p.Zone), "zone", "must be a zone slug such as \"eu-west\"")
+	if len(p.Lines) == 0 {
+		return ErrEmptyCart
+	}
+	seen := make(map[string]bool, len(p.Lines))
+	for _, l := range p.Lines {
+		c.Check(l.ProductID != "" && !seen[l.ProductID], "items", "each line must name a distinct product")
+		c.Check(l.Category != "", "items", "each line must carry its product's category")
+		c.Check(l.Quantity >= 1 && l.Quantity <= cart.MaxQuantity, "quantity", "must be between 1 and 999")
+		seen[l.ProductID] = true
+	}
+	return c.Err()
+}
+
+// New builds the order a placement makes from its priced lines, in the placement's order:
+// items at the prices read, the total their sum. Backends call it inside the transaction that
+// read the prices and took the stock, and persist what it returns.
+func New(p Placement, lines []Priced) (Order, error) {
+	o := Order{ID: p.OrderID, UserID: p.UserID, CartID: p.CartID, Zone: p.Zone, Status: Created,
+		IdempotencyKey: p.IdempotencyKey, CreatedAt: p.At, UpdatedAt: p.At, Items: make([]Item, 0, len(lines))}
+	for _, l := range lines {
+		sub, err := l.UnitPrice.Mul(l.Quantity)
+		if err == nil {
+			o.Total, err = o.Total.Add(sub)
+		}
+		if err != nil {
+			return Order{}, fmt.Errorf("order %s total: %w", p.OrderID, err)
+		}
+		o.Items = append(o.Items, Item{ProductID: l.ProductID, Category: l.Category, Name: l.Name,
+			Quantity: l.Quantity, UnitPrice: l.UnitPrice})
+	}
+	return o, nil
+}
+
 // Placement is everything Place needs. OrderID is chosen by the caller so that a retry
 // after an unknown commit outcome reuses it.
 type Placement struct {
@@ -117,9 +165,10 @@ type Placement struct {
 
 // Repository is the transactional order store. Place must, in ONE transaction: return the
 // existing order if (UserID, IdempotencyKey) was used before; refuse a second order for
-// CartID; read current prices; decrement stock in Zone without going below zero
-// (*catalog.InsufficientStockError naming the item); insert the order; and append an
-// outbox event (outbox.TopicOrderPlaced). created is false when an existing order is returned.
+// CartID, or one fenced by FenceCart (ErrCartAlreadyOrdered); read current prices; decrement
+// stock in Zone without going below zero (*catalog.InsufficientStockError naming the item);
+// build the order with New; insert it; and append an outbox event (outbox.TopicOrderPlaced).
+// created is false when an existing order is returned. Place checks ValidatePlacement first.
 type Repository interface {
 	Place(ctx context.Context, p Placement) (o Order, created bool, err error)
 	GetOrder(ctx context.Context, id string) (Order, error)
@@ -127,4 +176,8 @@ type Repository interface {
 	// Transition changes the status, restocks on cancel, and appends an outbox event
 	// (outbox.TopicOrderStatus), all in one transaction.
 	Transition(ctx context.Context, id string, to Status, at time.Time) (Order, error)
+	// FenceCart settles a checkout whose cart lease ran out: it returns the id of the order
+	// placed from cartID, or, if there is none, records that none may ever be ("" and nil;
+	// a later Place for the cart fails with ErrCartAlreadyOrdered). Idempotent.
+	FenceCart(ctx context.Context, cartID string) (orderID string, err error)
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/shardmart/shardmart/internal/validation"
 )
 
-// CartSource is the one thing ordering needs from carts.
-type CartSource interface {
-	ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error)
+// Checkouts is what ordering needs from carts: freeze the user's cart for one checkout, and
+// release it when that checkout failed for certain (cart.Service implements it).
+type Checkouts interface {
+	BeginCheckout(ctx context.Context, owner cart.Owner, orderID string) (cart.Cart, error)
+	EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string) error
 }
 
 // Syncer applies outbox follow-ups right after a commit so the caller reads its own writes;
@@ -29,7 +31,7 @@ type Syncer interface {
 // Service places orders from carts (ORD-1).
 type Service struct {
 	Orders    Repository
-	Carts     CartSource
+	Carts     Checkouts
 	Projector Syncer
 	Now       func() time.Time
 	Logger    *slog.Logger
@@ -61,29 +63,46 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 	} else if !errors.Is(err, ErrNotFound) {
 		return Order{}, false, fmt.Errorf("look up idempotency key: %w", err)
 	}
-	now := s.Now().UTC()
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Order{}, false, err
+	}
+	// The cart is frozen before it is read: a change racing with this checkout either lands
+	// before the freeze (and is in the order) or is refused until the checkout ends.
 	owner := cart.User(userID)
-	ct, err := s.Carts.ActiveCart(ctx, owner, now)
-	if errors.Is(err, cart.ErrNotFound) || (err == nil && len(ct.Items) == 0) {
+	ct, err := s.Carts.BeginCheckout(ctx, owner, id.String())
+	if errors.Is(err, cart.ErrNotFound) {
 		return Order{}, false, ErrEmptyCart
 	}
 	if err != nil {
-		return Order{}, false, fmt.Errorf("read cart: %w", err)
+		return Order{}, false, fmt.Errorf("begin checkout: %w", err)
 	}
 	lines := make([]Line, len(ct.Items))
 	for i, it := range ct.Items {
 		lines[i] = Line{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity}
 	}
-	id, err := uuid.NewV7()
+	p := Placement{OrderID: id.String(), UserID: userID, CartID: ct.ID, CartOwner: owner.Key(),
+		Zone: zone, IdempotencyKey: key, Lines: lines, At: s.Now().UTC()}
+	var o Order
+	var created bool
+	if err = ValidatePlacement(p); err == nil {
+		placeCtx, cancel := context.WithTimeout(ctx, CheckoutPlaceTimeout)
+		o, created, err = s.Orders.Place(placeCtx, p)
+		cancel()
+	}
 	if err != nil {
+		if definite(err) {
+			if rerr := s.Carts.EndCheckout(ctx, owner, ct.ID, id.String()); rerr != nil {
+				s.logger().Warn("checkout failed; the cart stays frozen until its lease ends", "cart", ct.ID, "err", rerr)
+			}
+		}
 		return Order{}, false, err
 	}
-	o, created, err := s.Orders.Place(ctx, Placement{
-		OrderID: id.String(), UserID: userID, CartID: ct.ID, CartOwner: owner.Key(),
-		Zone: zone, IdempotencyKey: key, Lines: lines, At: now,
-	})
-	if err != nil {
-		return Order{}, false, err
+	if !created || o.ID != id.String() {
+		// A concurrent retry with the same key won the race: this checkout placed nothing.
+		if rerr := s.Carts.EndCheckout(ctx, owner, ct.ID, id.String()); rerr != nil {
+			s.logger().Warn("release after a replayed key failed; the lease will end it", "cart", ct.ID, "err", rerr)
+		}
 	}
 	if !created { // a concurrent retry with the same key won the race
 		return replay(o, zone)
@@ -94,6 +113,20 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 		}
 	}
 	return o, created, nil
+}
+
+// CheckoutPlaceTimeout bounds the order store's part of a checkout, well inside
+// cart.CheckoutLease, so a lease never runs out while a commit is still being decided.
+const CheckoutPlaceTimeout = cart.CheckoutLease / 3
+
+// definite reports whether a failed Place certainly committed nothing, so the cart can be
+// released at once. Anything else (a timeout, a lost connection) may have committed: the cart
+// stays frozen and the lease, then FenceCart, decide.
+func definite(err error) bool {
+	var short *catalog.InsufficientStockError
+	var verr *validation.Error
+	return errors.As(err, &short) || errors.As(err, &verr) || errors.Is(err, catalog.ErrNotFound) ||
+		errors.Is(err, ErrEmptyCart)
 }
 
 // replay answers a retry with the order its key placed, if the request is the same one.

@@ -53,12 +53,14 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 	}
 	p := outbox.NewProjector(st.Outbox, projection.Consumer, c.Logger)
 	projection.Register(p, projection.Targets{Carts: st.Carts, History: st.History, Catalog: st.CatalogSink})
+	// Carts check products against the transactional store, not the (lagging) catalog read
+	// model: a product created a moment ago must be addable at once. The order store settles
+	// checkouts that outlived their lease.
+	carts := &cart.Service{Carts: st.Carts, Products: st.Products, Orders: st.Orders, Now: c.Now}
 	return &Shop{
-		Stores: st,
-		// Carts check products against the transactional store, not the (lagging) catalog read
-		// model: a product created a moment ago must be addable at once.
-		Carts:     &cart.Service{Carts: st.Carts, Products: st.Products, Now: c.Now},
-		Orders:    &order.Service{Orders: st.Orders, Carts: st.Carts, Projector: p, Now: c.Now, Logger: c.Logger},
+		Stores:    st,
+		Carts:     carts,
+		Orders:    &order.Service{Orders: st.Orders, Carts: carts, Projector: p, Now: c.Now, Logger: c.Logger},
 		Sessions:  &session.Service{Sessions: st.Sessions, TTL: c.SessionTTL, Now: c.Now},
 		Projector: p,
 	}, nil

@@ -103,7 +103,7 @@ func TestAcknowledgedOrdersSurvivePrimarySIGKILLAndKeyRetriesNeverDouble(t *test
 	}
 	t.Logf("%d carts filled in %s", buyers*perBuyer, time.Since(began).Round(10*time.Millisecond))
 
-	svc := &order.Service{Orders: s.Orders(), Carts: s.Carts(), Now: time.Now}
+	svc := &order.Service{Orders: s.Orders(), Carts: &cart.Service{Carts: s.Carts(), Orders: s.Orders(), Now: time.Now}, Now: time.Now}
 	var (
 		mu       sync.Mutex
 		acks     []ack

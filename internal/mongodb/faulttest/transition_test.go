@@ -83,7 +83,7 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 	ctx := start(t)
 	s, db := openStore(t, ctx, "status")
 	orders := s.Orders()
-	svc := &order.Service{Orders: orders, Carts: s.Carts(), Now: time.Now}
+	svc := &order.Service{Orders: orders, Carts: &cart.Service{Carts: s.Carts(), Orders: orders, Now: time.Now}, Now: time.Now}
 	const (
 		rounds       = 16
 		workers      = 4

@@ -15,24 +15,40 @@ import (
 type carts DB
 
 type cartRow struct {
-	id        string
-	status    string
-	orderID   string
-	created   int64
-	updated   int64
-	expiresAt int64
+	id            string
+	status        string
+	orderID       string
+	created       int64
+	updated       int64
+	expiresAt     int64
+	checkoutOrder string
+	checkoutUntil int64
+}
+
+// editable applies cart.Editable to the row a change is about to modify.
+func (c cartRow) editable(now time.Time) error {
+	return cart.Cart{ID: c.id, CheckoutOrder: c.checkoutOrder, CheckoutUntil: fromNanos(c.checkoutUntil)}.Editable(now)
 }
 
 // activeCart finds the owner's live active cart; q is the reader pool or the current tx.
 func activeCart(ctx context.Context, q queryRower, owner cart.Owner, now time.Time) (cartRow, error) {
 	var c cartRow
-	err := q.QueryRowContext(ctx, `SELECT id, status, order_id, created_at, updated_at, expires_at FROM carts
+	err := q.QueryRowContext(ctx, `SELECT id, status, order_id, created_at, updated_at, expires_at, checkout_order, checkout_until FROM carts
 		WHERE owner = ? AND status = 'active' AND (expires_at = 0 OR expires_at > ?)`, owner.Key(), nanos(now)).
-		Scan(&c.id, &c.status, &c.orderID, &c.created, &c.updated, &c.expiresAt)
+		Scan(&c.id, &c.status, &c.orderID, &c.created, &c.updated, &c.expiresAt, &c.checkoutOrder, &c.checkoutUntil)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, cart.ErrNotFound
 	}
 	return c, err
+}
+
+// editableCart is activeCart for a change: the cart must not be frozen by a checkout.
+func editableCart(ctx context.Context, tx *sql.Tx, owner cart.Owner, now time.Time) (cartRow, error) {
+	row, err := activeCart(ctx, tx, owner, now)
+	if err != nil {
+		return row, err
+	}
+	return row, row.editable(now)
 }
 
 type queryer interface {
@@ -42,7 +58,8 @@ type queryer interface {
 
 func loadCart(ctx context.Context, q queryer, owner cart.Owner, row cartRow) (cart.Cart, error) {
 	c := cart.Cart{ID: row.id, Owner: owner, Status: cart.Status(row.status), OrderID: row.orderID,
-		CreatedAt: fromNanos(row.created), UpdatedAt: fromNanos(row.updated), ExpiresAt: fromNanos(row.expiresAt)}
+		CreatedAt: fromNanos(row.created), UpdatedAt: fromNanos(row.updated), ExpiresAt: fromNanos(row.expiresAt),
+		CheckoutOrder: row.checkoutOrder, CheckoutUntil: fromNanos(row.checkoutUntil)}
 	rows, err := q.QueryContext(ctx, `SELECT product_id, category, qty, added_at FROM cart_items WHERE cart_id = ? ORDER BY added_at, product_id`, row.id)
 	if err != nil {
 		return c, fmt.Errorf("read cart items: %w", err)
@@ -69,11 +86,23 @@ func (r *carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time)
 	return loadCart(ctx, r.r, owner, row)
 }
 
-// ensureActive returns the owner's active cart in tx, creating it if there is none.
+// ensureActive returns the owner's editable active cart in tx, creating it if there is none.
+// A guest whose cart was merged at login gets ErrGuestMerged instead of a cart nobody would
+// see again (a merged cart is abandoned before its expiry; an expired one after it).
 func ensureActive(ctx context.Context, tx *sql.Tx, owner cart.Owner, expiresAt, now time.Time) (cartRow, error) {
-	row, err := activeCart(ctx, tx, owner, now)
+	row, err := editableCart(ctx, tx, owner, now)
 	if !errors.Is(err, cart.ErrNotFound) {
 		return row, err
+	}
+	if owner.IsGuest() {
+		var merged int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM carts WHERE owner = ? AND status = 'abandoned' AND expires_at > ?`,
+			owner.Key(), nanos(now)).Scan(&merged); err != nil {
+			return row, err
+		}
+		if merged > 0 {
+			return row, cart.ErrGuestMerged
+		}
 	}
 	// A stale active cart past its expiry would block the unique index; retire it first.
 	if _, err := tx.ExecContext(ctx, `UPDATE carts SET status = 'abandoned' WHERE owner = ? AND status = 'active'`, owner.Key()); err != nil {
@@ -144,7 +173,7 @@ func (r *carts) PutItem(ctx context.Context, owner cart.Owner, it cart.Item, exp
 func (r *carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (c cart.Cart, err error) {
 	defer (*DB)(r).observe("carts.remove_item")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
-		row, err := activeCart(ctx, tx, owner, now)
+		row, err := editableCart(ctx, tx, owner, now)
 		if err != nil {
 			return err
 		}
@@ -160,10 +189,11 @@ func (r *carts) RemoveItem(ctx context.Context, owner cart.Owner, productID stri
 	return c, err
 }
 
-func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (c cart.Cart, err error) {
+func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (res cart.MergeResult, err error) {
 	defer (*DB)(r).observe("carts.merge")(&err)
 	guest, user := cart.Guest(sessionID), cart.User(userID)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+		res = cart.MergeResult{}
 		g, err := activeCart(ctx, tx, guest, now)
 		if errors.Is(err, cart.ErrNotFound) {
 			// Nothing to merge (no guest cart, or merged by an earlier login): a no-op.
@@ -171,7 +201,7 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 			if err != nil {
 				return err
 			}
-			c, err = loadCart(ctx, tx, user, u)
+			res.Cart, err = loadCart(ctx, tx, user, u)
 			return err
 		}
 		if err != nil {
@@ -189,15 +219,9 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 		if err != nil {
 			return err
 		}
-		have := map[string]int64{}
-		for _, it := range uc.Items {
-			have[it.ProductID] = it.Quantity
-		}
-		for _, it := range gc.Items {
-			it.Quantity = cart.MergeQuantity(have[it.ProductID], it.Quantity)
-			if err := putItem(ctx, tx, u.id, it); errors.Is(err, cart.ErrTooManyItems) {
-				break // the user's cart is full: the remaining guest lines are dropped
-			} else if err != nil {
+		merged, notMerged := cart.MergeLines(uc.Items, gc.Items)
+		for _, it := range merged {
+			if err := putItem(ctx, tx, u.id, it); err != nil {
 				return err
 			}
 		}
@@ -207,7 +231,61 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 		if err := touchCart(ctx, tx, &u, now); err != nil {
 			return err
 		}
-		c, err = loadCart(ctx, tx, user, u)
+		res.NotMerged = notMerged
+		res.Cart, err = loadCart(ctx, tx, user, u)
+		return err
+	})
+	return res, err
+}
+
+func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (c cart.Cart, err error) {
+	defer (*DB)(r).observe("carts.begin_checkout")(&err)
+	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+		row, err := editableCart(ctx, tx, owner, now)
+		if err != nil {
+			return err
+		}
+		row.checkoutOrder, row.checkoutUntil = orderID, nanos(until)
+		if _, err := tx.ExecContext(ctx, `UPDATE carts SET checkout_order = ?, checkout_until = ? WHERE id = ?`,
+			row.checkoutOrder, row.checkoutUntil, row.id); err != nil {
+			return fmt.Errorf("freeze cart: %w", err)
+		}
+		c, err = loadCart(ctx, tx, owner, row)
+		return err
+	})
+	return c, err
+}
+
+func (r *carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) (err error) {
+	defer (*DB)(r).observe("carts.end_checkout")(&err)
+	_, err = r.w.ExecContext(ctx, `UPDATE carts SET checkout_order = '', checkout_until = 0
+		WHERE id = ? AND owner = ? AND status = 'active' AND checkout_order = ?`, cartID, owner.Key(), orderID)
+	return err
+}
+
+func (r *carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (c cart.Cart, err error) {
+	defer (*DB)(r).observe("carts.reopen")(&err)
+	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+		old, err := activeCart(ctx, tx, owner, now)
+		if err != nil {
+			return err
+		}
+		if old.id != cartID {
+			c, err = loadCart(ctx, tx, owner, old)
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE carts SET status = 'abandoned', updated_at = ? WHERE id = ?`, nanos(now), old.id); err != nil {
+			return fmt.Errorf("end fenced cart: %w", err)
+		}
+		row, err := ensureActive(ctx, tx, owner, fromNanos(old.expiresAt), now)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cart_items (cart_id, product_id, category, qty, added_at)
+			SELECT ?, product_id, category, qty, added_at FROM cart_items WHERE cart_id = ?`, row.id, old.id); err != nil {
+			return fmt.Errorf("copy cart lines: %w", err)
+		}
+		c, err = loadCart(ctx, tx, owner, row)
 		return err
 	})
 	return c, err

@@ -46,6 +46,9 @@ func byKey(ctx context.Context, q queryRower, userID, key string) (order.Order, 
 // Place is ORD-1 in one write transaction; see order.Repository for the rules.
 func (r *orders) Place(ctx context.Context, p order.Placement) (o order.Order, created bool, err error) {
 	defer (*DB)(r).observe("orders.place")(&err)
+	if err := order.ValidatePlacement(p); err != nil {
+		return order.Order{}, false, err
+	}
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		existing, err := byKey(ctx, tx, p.UserID, p.IdempotencyKey)
 		if err == nil {
@@ -56,19 +59,19 @@ func (r *orders) Place(ctx context.Context, p order.Placement) (o order.Order, c
 			return err
 		}
 		var taken int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM orders WHERE cart_id = ?`, p.CartID).Scan(&taken); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM orders WHERE cart_id = ?) + (SELECT count(*) FROM cart_fences WHERE cart_id = ?)`,
+			p.CartID, p.CartID).Scan(&taken); err != nil {
 			return err
 		}
 		if taken > 0 {
 			return order.ErrCartAlreadyOrdered
 		}
-		o = order.Order{ID: p.OrderID, UserID: p.UserID, CartID: p.CartID, Zone: p.Zone, Status: order.Created,
-			IdempotencyKey: p.IdempotencyKey, CreatedAt: p.At, UpdatedAt: p.At, Items: make([]order.Item, 0, len(p.Lines))}
+		priced := make([]order.Priced, 0, len(p.Lines))
 		for _, l := range p.Lines {
-			it := order.Item{ProductID: l.ProductID, Quantity: l.Quantity}
+			pl := order.Priced{Line: l}
 			// PRD-4: the price is read inside the transaction that takes the stock.
 			err := tx.QueryRowContext(ctx, `SELECT name, category, price FROM products WHERE id = ?`, l.ProductID).
-				Scan(&it.Name, &it.Category, &it.UnitPrice)
+				Scan(&pl.Name, &pl.Category, &pl.UnitPrice)
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("product %s: %w", l.ProductID, catalog.ErrNotFound)
 			}
@@ -78,14 +81,10 @@ func (r *orders) Place(ctx context.Context, p order.Placement) (o order.Order, c
 			if _, err := changeStock(ctx, tx, l.ProductID, p.Zone, -l.Quantity); err != nil {
 				return err
 			}
-			sub, err := it.UnitPrice.Mul(l.Quantity)
-			if err == nil {
-				o.Total, err = o.Total.Add(sub)
-			}
-			if err != nil {
-				return err
-			}
-			o.Items = append(o.Items, it)
+			priced = append(priced, pl)
+		}
+		if o, err = order.New(p, priced); err != nil {
+			return err
 		}
 		if err := insertOrder(ctx, tx, o); err != nil {
 			return err
@@ -128,6 +127,19 @@ func (r *orders) GetOrder(ctx context.Context, id string) (o order.Order, err er
 func (r *orders) ByIdempotencyKey(ctx context.Context, userID, key string) (o order.Order, err error) {
 	defer (*DB)(r).observe("orders.by_key")(&err)
 	return byKey(ctx, r.r, userID, key)
+}
+
+func (r *orders) FenceCart(ctx context.Context, cartID string) (orderID string, err error) {
+	defer (*DB)(r).observe("orders.fence_cart")(&err)
+	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT id FROM orders WHERE cart_id = ?`, cartID).Scan(&orderID)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO cart_fences (cart_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING`, cartID, time.Now().UnixNano())
+		return err
+	})
+	return orderID, err
 }
 
 func (r *orders) Transition(ctx context.Context, id string, to order.Status, at time.Time) (o order.Order, err error) {

@@ -119,6 +119,15 @@ CREATE TABLE order_history (
 	items      TEXT NOT NULL,
 	PRIMARY KEY (user_id, placed_at, order_id)
 ) WITHOUT ROWID;
+`, `
+-- A checkout freezes the cart it orders from (the order id is the freeze's token) until its
+-- lease ends; cart_fences records carts whose stale checkout may never place an order.
+ALTER TABLE carts ADD COLUMN checkout_order TEXT NOT NULL DEFAULT '';
+ALTER TABLE carts ADD COLUMN checkout_until INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE cart_fences (
+	cart_id TEXT PRIMARY KEY,
+	at      INTEGER NOT NULL
+) WITHOUT ROWID;
 `}
 
 func migrate(ctx context.Context, w *sql.DB) error {

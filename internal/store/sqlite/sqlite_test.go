@@ -34,6 +34,10 @@ func TestContract(t *testing.T) {
 				return storetest.OrderStore{Orders: db.Orders(), Products: db.Products(), Outbox: db.Outbox()}
 			})
 			storetest.Carts(t, func(*testing.T) cart.Repository { return db.Carts() })
+			storetest.CartCheckout(t, func(*testing.T) cart.Repository { return db.Carts() })
+			storetest.Checkout(t, func(*testing.T) storetest.CheckoutStore {
+				return storetest.CheckoutStore{Carts: db.Carts(), Orders: db.Orders(), Products: db.Products()}
+			})
 			storetest.Sessions(t, func(*testing.T) session.Repository { return db.Sessions() })
 			storetest.Events(t, func(*testing.T) event.Repository { return db.Events() })
 			storetest.Users(t, func(*testing.T) account.Repository { return db.Users() })

@@ -22,6 +22,10 @@ func quantities(c cart.Cart) map[string]int64 {
 	return m
 }
 
+func lineQty(items []cart.Item) map[string]int64 {
+	return quantities(cart.Cart{Items: items})
+}
+
 func equalQty(got, want map[string]int64) bool {
 	if len(got) != len(want) {
 		return false
@@ -138,17 +142,21 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 			}
 		}
 		userCart, _ := r.ActiveCart(ctx, u, base)
-		merged, err := r.Merge(ctx, sid, userID, base)
+		res, err := r.Merge(ctx, sid, userID, base)
+		merged := res.Cart
 		want := map[string]int64{"a": 5, "b": 1, "c": 1, "big": cart.MaxQuantity}
 		if err != nil || merged.ID != userCart.ID || !equalQty(quantities(merged), want) {
 			t.Fatalf("merge: got %v in %s, %v; want %v in the user's cart %s", quantities(merged), merged.ID, err, want, userCart.ID)
+		}
+		if !equalQty(lineQty(res.NotMerged), map[string]int64{"big": 11}) {
+			t.Errorf("not merged: got %v, want the 11 of big past the line cap", res.NotMerged)
 		}
 		if _, err := r.ActiveCart(ctx, g, base); !errors.Is(err, cart.ErrNotFound) {
 			t.Errorf("guest cart still active after merge: %v", err)
 		}
 		again, err := r.Merge(ctx, sid, userID, base)
-		if err != nil || !equalQty(quantities(again), want) {
-			t.Errorf("repeated login: got %v, %v; want no change %v", quantities(again), err, want)
+		if err != nil || !equalQty(quantities(again.Cart), want) || len(again.NotMerged) != 0 {
+			t.Errorf("repeated login: got %v, %v; want no change %v", quantities(again.Cart), err, want)
 		}
 	})
 	t.Run("merge without a user cart adopts the guest items", func(t *testing.T) {
@@ -158,7 +166,8 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 		if _, err := r.PutItem(ctx, cart.Guest(sid), item("a", 2), base.Add(time.Hour), base); err != nil {
 			t.Fatal(err)
 		}
-		merged, err := r.Merge(ctx, sid, userID, base)
+		res, err := r.Merge(ctx, sid, userID, base)
+		merged := res.Cart
 		if err != nil || merged.Owner != cart.User(userID) || !equalQty(quantities(merged), map[string]int64{"a": 2}) || !merged.ExpiresAt.IsZero() {
 			t.Errorf("merge into nothing: %+v, %v", merged, err)
 		}
