@@ -93,12 +93,17 @@ func (r *carts) PutItem(ctx context.Context, owner cart.Owner, it cart.Item, exp
 			}
 			// Another put created the cart first: add to it.
 		case doc.live(now):
+			if err := doc.cart().Editable(now); err != nil {
+				return cart.Cart{}, err
+			}
 			if len(doc.Items) >= cart.MaxItems && !holds(doc, it.ProductID) {
 				return cart.Cart{}, cart.ErrTooManyItems
 			}
 			// The line or the room changed between the updates and the read: try again.
+		case mergedGuest(doc, now):
+			return cart.Cart{}, cart.ErrGuestMerged
 		default:
-			if err := r.retire(ctx, doc, expiresAt, now); err != nil {
+			if err := r.retire(ctx, doc, expiresAt, now, nil); err != nil {
 				return cart.Cart{}, err
 			}
 		}
@@ -134,9 +139,15 @@ func retiredCopy(doc cartDoc) cartDoc {
 	return old
 }
 
-// retire copies a finished cart to _id = cart_id and puts a fresh empty cart in the slot,
-// compare-and-set on the old cart_id so that of two racing writers one replaces it.
-func (r *carts) retire(ctx context.Context, doc cartDoc, expiresAt, now time.Time) error {
+// mergedGuest reports a guest slot that login merged: abandoned before its expiry (an expired
+// guest cart is merely past it). Its session must not start a cart nobody would see again.
+func mergedGuest(doc cartDoc, now time.Time) bool {
+	return doc.SessionID != nil && doc.Status == string(cart.Abandoned) && doc.ExpiresAt != nil && doc.ExpiresAt.After(now)
+}
+
+// retire copies a finished cart to _id = cart_id and puts a fresh cart holding items in the
+// slot, compare-and-set on the old cart_id so that of two racing writers one replaces it.
+func (r *carts) retire(ctx context.Context, doc cartDoc, expiresAt, now time.Time, items []cartItemDoc) error {
 	coll := r.store().coll(collCarts)
 	if _, err := coll.InsertOne(ctx, retiredCopy(doc)); err != nil && !mongo.IsDuplicateKeyError(err) {
 		return fmt.Errorf("mongo: retire cart %s: %w", doc.CartID, err)
@@ -144,6 +155,9 @@ func (r *carts) retire(ctx context.Context, doc cartDoc, expiresAt, now time.Tim
 	fresh, err := newCart(doc.owner(), expiresAt, now)
 	if err != nil {
 		return err
+	}
+	if items != nil {
+		fresh.Items = items
 	}
 	_, err = coll.ReplaceOne(ctx, slotCAS(doc), fresh)
 	if err != nil {
@@ -157,39 +171,107 @@ func slotCAS(doc cartDoc) bson.D {
 	return append(cartSlotFilter(doc.owner()), e("cart_id", doc.CartID))
 }
 
-// RemoveItem is CRT-4: one $pull on the live cart.
+// RemoveItem is CRT-4: one $pull on the editable cart; if none matched, the slot says why.
 func (r *carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (cart.Cart, error) {
+	coll := r.store().coll(collCarts)
 	var doc cartDoc
-	found, err := decodeOne(r.store().coll(collCarts).FindOneAndUpdate(ctx, liveCartFilter(owner, now),
+	found, err := decodeOne(coll.FindOneAndUpdate(ctx, editableCartFilter(owner, now),
 		removeLineUpdate(productID, now), returnAfter), &doc)
 	if err != nil {
 		return cart.Cart{}, fmt.Errorf("mongo: remove cart line: %w", err)
 	}
-	if !found {
-		return cart.Cart{}, cart.ErrNotFound
+	if found {
+		return doc.cart(), nil
 	}
-	return doc.cart(), nil
+	return cart.Cart{}, r.whyNotEditable(ctx, owner, now)
 }
 
-// mergeItems is CRT-5's rule: quantities add (clamped by cart.MergeQuantity); new lines join
-// while the cart has room, and guest lines beyond cart.MaxItems are dropped.
-func mergeItems(user, guest []cartItemDoc) []cartItemDoc {
-	out := append([]cartItemDoc{}, user...)
-	at := make(map[string]int, len(out))
-	for i, it := range out {
-		at[it.ProductID] = i
+// whyNotEditable explains a change that matched no editable cart: the checkout that holds it
+// (cart.Cart.Editable), or no live cart at all.
+func (r *carts) whyNotEditable(ctx context.Context, owner cart.Owner, now time.Time) error {
+	var doc cartDoc
+	found, err := decodeOne(r.store().coll(collCarts).FindOne(ctx, liveCartFilter(owner, now)), &doc)
+	if err != nil {
+		return fmt.Errorf("mongo: read cart: %w", err)
 	}
-	for _, g := range guest {
-		if i, ok := at[g.ProductID]; ok {
-			out[i].Quantity = cart.MergeQuantity(out[i].Quantity, g.Quantity)
-			continue
+	if !found {
+		return cart.ErrNotFound
+	}
+	if err := doc.cart().Editable(now); err != nil {
+		return err
+	}
+	// Unfrozen between the update and this read: the caller may simply try again.
+	return cart.ErrCheckoutInProgress
+}
+
+// BeginCheckout freezes the editable cart with one findAndModify; the document it returns is
+// exactly what the order will hold.
+func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (cart.Cart, error) {
+	var doc cartDoc
+	found, err := decodeOne(r.store().coll(collCarts).FindOneAndUpdate(ctx, editableCartFilter(owner, now),
+		d(e("$set", d(e("checkout_order", orderID), e("checkout_until", until)))), returnAfter), &doc)
+	if err != nil {
+		return cart.Cart{}, fmt.Errorf("mongo: freeze cart: %w", err)
+	}
+	if found {
+		return doc.cart(), nil
+	}
+	return cart.Cart{}, r.whyNotEditable(ctx, owner, now)
+}
+
+// EndCheckout unfreezes the cart only while orderID's checkout holds it.
+func (r *carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
+	filter := append(cartSlotFilter(owner), e("cart_id", cartID), e("status", string(cart.Active)), e("checkout_order", orderID))
+	if _, err := r.store().coll(collCarts).UpdateOne(ctx, filter,
+		d(e("$unset", d(e("checkout_order", ""), e("checkout_until", ""))))); err != nil {
+		return fmt.Errorf("mongo: release cart: %w", err)
+	}
+	return nil
+}
+
+// Reopen retires the fenced cart and puts a new one with its lines in the slot (retire's
+// compare-and-set: of two racing reopens one replaces it, the other finds the new cart).
+func (r *carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (cart.Cart, error) {
+	coll := r.store().coll(collCarts)
+	for attempt := 0; attempt < maxSlotAttempts; attempt++ {
+		var doc cartDoc
+		found, err := decodeOne(coll.FindOne(ctx, liveCartFilter(owner, now)), &doc)
+		if err != nil {
+			return cart.Cart{}, fmt.Errorf("mongo: read cart: %w", err)
 		}
-		if len(out) >= cart.MaxItems {
-			continue
+		if !found {
+			return cart.Cart{}, cart.ErrNotFound
 		}
-		g.Quantity = cart.MergeQuantity(0, g.Quantity)
-		at[g.ProductID] = len(out)
-		out = append(out, g)
+		if doc.CartID != cartID {
+			return doc.cart(), nil
+		}
+		expires := time.Time{}
+		if doc.ExpiresAt != nil {
+			expires = *doc.ExpiresAt
+		}
+		fenced := doc
+		fenced.Status = string(cart.Abandoned)
+		if err := r.retire(ctx, fenced, expires, now, doc.Items); err != nil {
+			return cart.Cart{}, err
+		}
+	}
+	return cart.Cart{}, fmt.Errorf("mongo: reopen cart of %s: too much contention, gave up after %d attempts", owner.Key(), maxSlotAttempts)
+}
+
+// mergeItems applies cart.MergeLines, the one CRT-5 rule, to stored lines.
+func mergeItems(user, guest []cartItemDoc) (merged []cartItemDoc, notMerged []cart.Item) {
+	m, notMerged := cart.MergeLines(cartItems(user), cartItems(guest))
+	merged = make([]cartItemDoc, len(m))
+	for i, it := range m {
+		merged[i] = cartItemDoc{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
+	}
+	return merged, notMerged
+}
+
+func cartItems(docs []cartItemDoc) []cart.Item {
+	out := make([]cart.Item, len(docs))
+	for i, it := range docs {
+		out[i] = cart.Item{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
 	}
 	return out
 }
@@ -198,11 +280,12 @@ func mergeItems(user, guest []cartItemDoc) []cartItemDoc {
 // shards): read the guest's live cart, add its lines to the user's cart (creating it, or
 // replacing a finished one), and mark the guest cart abandoned. With no live guest cart it
 // changes nothing, so a repeated login is a no-op.
-func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (cart.Cart, error) {
+func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (cart.MergeResult, error) {
 	s := r.store()
 	guest, user := cart.Guest(sessionID), cart.User(userID)
-	var out cart.Cart
+	var out cart.MergeResult
 	err := s.inTxn(ctx, func(ctx context.Context) error {
+		out = cart.MergeResult{} // the callback may run again: start clean
 		coll := s.coll(collCarts)
 		var g cartDoc
 		found, err := decodeOne(coll.FindOne(ctx, liveCartFilter(guest, now)), &g)
@@ -218,15 +301,21 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 			if !uFound || !u.live(now) {
 				return cart.ErrNotFound
 			}
-			out = u.cart()
+			out.Cart = u.cart()
 			return nil
+		}
+		if uFound && u.live(now) {
+			// A checkout holds the user's cart: the guest lines stay the guest's until it ends.
+			if err := u.cart().Editable(now); err != nil {
+				return err
+			}
 		}
 		switch {
 		case !uFound:
 			if u, err = newCart(user, time.Time{}, now); err != nil {
 				return err
 			}
-			u.Items = mergeItems(nil, g.Items)
+			u.Items, out.NotMerged = mergeItems(nil, g.Items)
 			if _, err := coll.InsertOne(ctx, u); err != nil {
 				return fmt.Errorf("mongo: create user cart: %w", err)
 			}
@@ -246,12 +335,12 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 			if u, err = newCart(user, time.Time{}, now); err != nil {
 				return err
 			}
-			u.Items = mergeItems(nil, g.Items)
+			u.Items, out.NotMerged = mergeItems(nil, g.Items)
 			if _, err := coll.ReplaceOne(ctx, slotCAS(old), u); err != nil {
 				return fmt.Errorf("mongo: start user cart: %w", err)
 			}
 		default:
-			u.Items = mergeItems(u.Items, g.Items)
+			u.Items, out.NotMerged = mergeItems(u.Items, g.Items)
 			u.UpdatedAt = now
 			if _, err := coll.UpdateOne(ctx, slotCAS(u),
 				d(e("$set", d(e("items", u.Items), e("updated_at", now))))); err != nil {
@@ -262,11 +351,11 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 			d(e("$set", d(e("status", string(cart.Abandoned)), e("updated_at", now))))); err != nil {
 			return fmt.Errorf("mongo: abandon guest cart: %w", err)
 		}
-		out = u.cart()
+		out.Cart = u.cart()
 		return nil
 	})
 	if err != nil {
-		return cart.Cart{}, err
+		return cart.MergeResult{}, err
 	}
 	return out, nil
 }

@@ -59,6 +59,10 @@ func TestContract(t *testing.T) {
 		return storetest.OrderStore{Orders: s.Orders(), Products: s.Products(), Outbox: s.Outbox()}
 	})
 	storetest.Carts(t, func(*testing.T) cart.Repository { return s.Carts() })
+	storetest.CartCheckout(t, func(*testing.T) cart.Repository { return s.Carts() })
+	storetest.Checkout(t, func(*testing.T) storetest.CheckoutStore {
+		return storetest.CheckoutStore{Carts: s.Carts(), Orders: s.Orders(), Products: s.Products()}
+	})
 	storetest.Sessions(t, func(*testing.T) session.Repository { return s.Sessions() })
 	storetest.Events(t, func(*testing.T) event.Repository { return s.Events() })
 	storetest.Users(t, func(*testing.T) account.Repository { return s.Users() })

@@ -187,6 +187,9 @@ type cartDoc struct {
 	UpdatedAt time.Time     `bson:"updated_at"`
 	// ExpiresAt is absent for user carts, so the TTL index never touches them.
 	ExpiresAt *time.Time `bson:"expires_at,omitempty"`
+	// CheckoutOrder and CheckoutUntil are present only while a checkout holds the cart.
+	CheckoutOrder string     `bson:"checkout_order,omitempty"`
+	CheckoutUntil *time.Time `bson:"checkout_until,omitempty"`
 }
 
 // activeCartID is the owner's cart slot: derived from the owner, so "the active cart of user
@@ -208,6 +211,9 @@ func (d cartDoc) cart() cart.Cart {
 		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
 	if d.ExpiresAt != nil {
 		c.ExpiresAt = d.ExpiresAt.UTC()
+	}
+	if d.CheckoutUntil != nil {
+		c.CheckoutOrder, c.CheckoutUntil = d.CheckoutOrder, d.CheckoutUntil.UTC()
 	}
 	for _, it := range d.Items {
 		c.Items = append(c.Items, cart.Item{ProductID: it.ProductID, Category: it.Category,

@@ -109,9 +109,16 @@ func liveCartFilter(o cart.Owner, now time.Time) bson.D {
 		}))
 }
 
+// editableCartFilter is the live cart while no checkout holds it (cart.Cart.Editable): every
+// change matches through it, so a change and a freeze are two atomic updates of one document
+// and whichever comes second sees the first.
+func editableCartFilter(o cart.Owner, now time.Time) bson.D {
+	return append(liveCartFilter(o, now), e("checkout_order", d(e("$exists", false))))
+}
+
 // replaceLineFilter/Update set the quantity of a line the cart already holds (CRT-3 replace).
 func replaceLineFilter(o cart.Owner, productID string, now time.Time) bson.D {
-	return append(liveCartFilter(o, now), e("items.product_id", productID))
+	return append(editableCartFilter(o, now), e("items.product_id", productID))
 }
 
 func replaceLineUpdate(qty int64, now time.Time) bson.D {
@@ -121,7 +128,7 @@ func replaceLineUpdate(qty int64, now time.Time) bson.D {
 // addLineFilter/Update append a new line while the cart holds fewer than cart.MaxItems lines:
 // "items.<MaxItems-1>" does not exist exactly when the array is shorter than MaxItems.
 func addLineFilter(o cart.Owner, productID string, now time.Time) bson.D {
-	return append(liveCartFilter(o, now),
+	return append(editableCartFilter(o, now),
 		e("items.product_id", d(e("$ne", productID))),
 		e(fmt.Sprintf("items.%d", cart.MaxItems-1), d(e("$exists", false))))
 }

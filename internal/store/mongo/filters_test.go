@@ -179,30 +179,6 @@ func TestCartLineFilters(t *testing.T) {
 	}
 }
 
-func TestMergeItems(t *testing.T) {
-	user := []cartItemDoc{{ProductID: "a", Quantity: 3}, {ProductID: "big", Quantity: 20}}
-	guest := []cartItemDoc{{ProductID: "a", Quantity: 2}, {ProductID: "b", Quantity: 1}, {ProductID: "big", Quantity: 990}}
-	got := map[string]int64{}
-	for _, it := range mergeItems(user, guest) {
-		got[it.ProductID] = it.Quantity
-	}
-	want := map[string]int64{"a": 5, "b": 1, "big": cart.MaxQuantity}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("merge: got %v, want %v", got, want)
-	}
-	if user[0].Quantity != 3 {
-		t.Error("mergeItems changed its input")
-	}
-	full := make([]cartItemDoc, cart.MaxItems)
-	for i := range full {
-		full[i] = cartItemDoc{ProductID: fmt.Sprint("p", i), Quantity: 1}
-	}
-	merged := mergeItems(full, []cartItemDoc{{ProductID: "new", Quantity: 1}, {ProductID: "p0", Quantity: 4}})
-	if len(merged) != cart.MaxItems || merged[0].Quantity != 5 {
-		t.Errorf("full cart: %d lines, p0=%d; want %d lines and p0=5", len(merged), merged[0].Quantity, cart.MaxItems)
-	}
-}
-
 func TestClaimIDs(t *testing.T) {
 	a, b := keyClaimID("ab", "c"), keyClaimID("a", "bc")
 	if a == b {

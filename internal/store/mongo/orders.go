@@ -14,7 +14,6 @@ import (
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/readrouting"
-	"github.com/shardmart/shardmart/internal/validation"
 )
 
 type orders Store
@@ -41,15 +40,6 @@ func placeClaims(p order.Placement) []any {
 	}
 }
 
-func checkLines(p order.Placement) error {
-	var c validation.Collector
-	c.Check(catalog.ValidSlug(p.Zone), "zone", "must be a zone slug such as \"eu-west\"")
-	for _, l := range p.Lines {
-		c.Check(l.Quantity >= 1, "quantity", "must be at least 1")
-	}
-	return c.Err()
-}
-
 // Place is ORD-1 in ONE multi-document transaction (see order.Repository): an earlier order
 // under the key is returned; otherwise the key, cart and order-id claims are inserted, each
 // line's stock is taken by a findAndModify guarded in its filter and targeted by
@@ -57,7 +47,7 @@ func checkLines(p order.Placement) error {
 // update returns (the primary's current version: PRD-4), the order is inserted and the
 // order.placed event appended, and everything commits together or not at all.
 func (r *orders) Place(ctx context.Context, p order.Placement) (order.Order, bool, error) {
-	if err := checkLines(p); err != nil {
+	if err := order.ValidatePlacement(p); err != nil {
 		return order.Order{}, false, err
 	}
 	s := r.store()
@@ -84,23 +74,17 @@ func (r *orders) Place(ctx context.Context, p order.Placement) (order.Order, boo
 			}
 			return fmt.Errorf("mongo: claim order keys: %w", err)
 		}
-		o = order.Order{ID: p.OrderID, UserID: p.UserID, CartID: p.CartID, Zone: p.Zone, Status: order.Created,
-			IdempotencyKey: p.IdempotencyKey, CreatedAt: p.At, UpdatedAt: p.At, Items: make([]order.Item, 0, len(p.Lines))}
+		priced := make([]order.Priced, 0, len(p.Lines))
 		for _, l := range p.Lines {
 			doc, err := s.changeStock(ctx, catalog.Ref{ID: l.ProductID, Category: l.Category}, p.Zone, -l.Quantity)
 			if err != nil {
 				return err
 			}
-			it := order.Item{ProductID: l.ProductID, Category: doc.Category, Name: doc.Name,
-				Quantity: l.Quantity, UnitPrice: money.Amount(doc.Price)}
-			sub, err := it.UnitPrice.Mul(l.Quantity)
-			if err == nil {
-				o.Total, err = o.Total.Add(sub)
-			}
-			if err != nil {
-				return err
-			}
-			o.Items = append(o.Items, it)
+			l.Category = doc.Category
+			priced = append(priced, order.Priced{Line: l, Name: doc.Name, UnitPrice: money.Amount(doc.Price)})
+		}
+		if o, err = order.New(p, priced); err != nil {
+			return err
 		}
 		if _, err := s.coll(collOrders).InsertOne(ctx, toOrderDoc(o)); err != nil {
 			return fmt.Errorf("mongo: insert order: %w", err)
@@ -119,6 +103,25 @@ func (r *orders) Place(ctx context.Context, p order.Placement) (order.Order, boo
 		return order.Order{}, false, err
 	}
 	return o, created, nil
+}
+
+// FenceCart inserts the cart's claim with no order in it, the same unique _id Place claims:
+// whichever comes first wins, so a fenced cart can never be ordered, and an ordered cart's
+// claim names its order.
+func (r *orders) FenceCart(ctx context.Context, cartID string) (string, error) {
+	claims := r.store().coll(collClaims)
+	_, err := claims.InsertOne(ctx, claimDoc{ID: cartClaimID(cartID), At: time.Now().UTC()})
+	if err == nil {
+		return "", nil
+	}
+	if !mongo.IsDuplicateKeyError(err) {
+		return "", fmt.Errorf("mongo: fence cart %s: %w", cartID, err)
+	}
+	var c claimDoc
+	if _, err := decodeOne(claims.FindOne(ctx, d(e("_id", cartClaimID(cartID)))), &c); err != nil {
+		return "", fmt.Errorf("mongo: read cart claim %s: %w", cartID, err)
+	}
+	return c.OrderID, nil
 }
 
 func (s *Store) appendOrderEvent(ctx context.Context, topic string, o order.Order) error {
