@@ -97,7 +97,7 @@ func mergedLines(user *rawCart, guest *rawCart) map[string]int64 {
 		maps.Copy(out, user.lines())
 	}
 	for p, q := range guest.lines() {
-		out[p] = cart.MergeQuantity(out[p], q)
+		out[p] = min(out[p]+q, cart.MaxQuantity) // the carts here are far from MaxItems
 	}
 	return out
 }

@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/cart"
+)
+
+// CRT-5: a login into a full cart tells the user which guest lines did not fit.
+func TestLoginListsWhatDidNotMerge(t *testing.T) {
+	e := newEnv(t)
+	email := fmt.Sprintf("full-%d@example.com", time.Now().UnixNano())
+	creds := map[string]string{"email": email, "password": "password123"}
+	userToken := e.guest(t)
+	e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/users", token: userToken, body: creds})
+	var first loginResponse
+	e.must(t, http.StatusOK, req{method: "POST", path: "/v1/login", token: userToken, body: creds}).json(t, &first)
+	if first.NotMerged == nil || len(first.NotMerged) != 0 {
+		t.Errorf("login with nothing to merge: not_merged = %v, want []", first.NotMerged)
+	}
+	if first.Token != "" {
+		userToken = first.Token
+	}
+	cat := fmt.Sprintf("full%d", time.Now().UnixNano())
+	for i := 0; i < cart.MaxItems; i++ {
+		id := fmt.Sprintf("%s-%03d", cat, i)
+		e.seedProduct(t, id, cat, 100, 10)
+		e.put(t, userToken, id, 1)
+	}
+	e.seedProduct(t, cat+"-new", cat, 100, 10)
+	guest := e.guest(t)
+	e.put(t, guest, cat+"-new", 2)
+	e.put(t, guest, cat+"-000", 3)
+	var login loginResponse
+	e.must(t, http.StatusOK, req{method: "POST", path: "/v1/login", token: guest, body: creds}).json(t, &login)
+	if len(login.Cart.Items) != cart.MaxItems {
+		t.Errorf("cart after login: %d lines, want %d", len(login.Cart.Items), cart.MaxItems)
+	}
+	if len(login.NotMerged) != 1 || login.NotMerged[0] != (mergeLeftover{ProductID: cat + "-new", Quantity: 2}) {
+		t.Errorf("not_merged = %+v, want the 2 of %s-new", login.NotMerged, cat)
+	}
+}
+
+// ORD-1: while a checkout holds the cart, changes and a second checkout are 409s naming why.
+func TestCartChangesDuringCheckoutAre409(t *testing.T) {
+	e := newEnv(t)
+	token, userID := e.user(t)
+	e.product(t, "frozen-1", "frozen", "2.00", 10)
+	e.product(t, "frozen-2", "frozen", "2.00", 10)
+	e.put(t, token, "frozen-1", 1)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if _, err := e.stores.Carts.BeginCheckout(ctx, cart.User(userID), "o-elsewhere", now.Add(time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []req{
+		{method: "PUT", path: "/v1/cart/items/frozen-2", token: token, body: map[string]int64{"quantity": 1}},
+		{method: "DELETE", path: "/v1/cart/items/frozen-1", token: token},
+		{method: "POST", path: "/v1/orders", token: token, body: map[string]string{"zone": "eu"}, header: map[string]string{IdempotencyKeyHeader: "k-frozen"}},
+	} {
+		p := e.do(t, q).problem(t)
+		if p.Status != http.StatusConflict || p.Type != problemBase+"checkout-in-progress" {
+			t.Errorf("%s %s during checkout: %d %s, want 409 checkout-in-progress", q.method, q.path, p.Status, p.Type)
+		}
+	}
+	if err := e.stores.Carts.EndCheckout(ctx, cart.User(userID), mustCartID(t, e, userID), "o-elsewhere", now); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, token, "frozen-2", 1)
+}
+
+func mustCartID(t *testing.T, e *env, userID string) string {
+	t.Helper()
+	c, err := e.stores.Carts.ActiveCart(context.Background(), cart.User(userID), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
