@@ -249,7 +249,8 @@ func cartLines(prefix string, n int) []cartLine {
 	return lines
 }
 
-// putCartLine is CRT-3 through the store's cart repository (QUORUM, LWT to create the cart).
+// putCartLine is CRT-3 through the store's cart repository (an LWT creates the cart; the line is
+// a conditional batch, Paxos at SERIAL committed at QUORUM).
 func putCartLine(ctx context.Context, l cartLine) error {
 	_, err := carts.PutItem(ctx, cart.User(l.user), cart.Item{ProductID: l.product, Category: "c", Quantity: l.quantity},
 		time.Time{}, time.Now())
