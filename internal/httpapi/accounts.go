@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net"
 	"net/http"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shardmart/shardmart/internal/account"
-	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/session"
 )
 

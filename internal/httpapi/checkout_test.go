@@ -22,9 +22,6 @@ func TestLoginListsWhatDidNotMerge(t *testing.T) {
 	if first.NotMerged == nil || len(first.NotMerged) != 0 {
 		t.Errorf("login with nothing to merge: not_merged = %v, want []", first.NotMerged)
 	}
-	if first.Token != "" {
-		userToken = first.Token
-	}
 	cat := fmt.Sprintf("full%d", time.Now().UnixNano())
 	for i := 0; i < cart.MaxItems; i++ {
 		id := fmt.Sprintf("%s-%03d", cat, i)
