@@ -29,7 +29,7 @@ func BenchmarkSimulate(b *testing.B) {
 		}
 		c := w.Collections[0]
 		for _, cand := range c.Candidates {
-			b.Run(name+"/"+cand.Key.String(), func(b *testing.B) {
+			b.Run(name+"/"+cand.String(), func(b *testing.B) {
 				var ops int64
 				cpu0 := cpuTime(b)
 				for b.Loop() {

@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/shardmart/shardmart/internal/sharding"
 )
 
 // entry is one stored document as its chunk sees it: the encoded shard-key
@@ -100,8 +102,8 @@ func newCluster(shards int, chunkSize int64) *cluster {
 // initChunks lays out the empty collection as shardCollection would: a hashed
 // first field is pre-split into two chunks per shard spread over all shards;
 // a range key starts as one chunk on the primary shard (shard 0).
-func (cl *cluster) initChunks(k KeySpec) {
-	if !k.Fields[0].Hashed {
+func (cl *cluster) initChunks(k sharding.Key) {
+	if k[0].Kind != sharding.Hashed {
 		cl.chunks = []*chunk{{min: "", shard: 0, zone: -1}}
 		cl.shardChunks[0] = 1
 		return
@@ -113,7 +115,7 @@ func (cl *cluster) initChunks(k KeySpec) {
 		if i > 0 {
 			var b []byte
 			b = appendHashedPart(b, int64(uint64(i)*step+(1<<63)))
-			for range k.Fields[1:] {
+			for range k[1:] {
 				b = append(b, tagMin)
 			}
 			min = string(b)
@@ -122,6 +124,17 @@ func (cl *cluster) initChunks(k KeySpec) {
 		cl.chunks = append(cl.chunks, &chunk{min: min, shard: s, zone: -1})
 		cl.shardChunks[s]++
 	}
+}
+
+// zoneViolations counts the chunks on a shard outside their zone.
+func (cl *cluster) zoneViolations() int {
+	n := 0
+	for _, ch := range cl.chunks {
+		if ch.zone >= 0 && cl.zones[ch.zone].mask&(1<<ch.shard) == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // find returns the index of the chunk holding key.

@@ -3,6 +3,8 @@ package advise
 import (
 	"math"
 	"testing"
+
+	"github.com/shardmart/shardmart/internal/sharding"
 )
 
 // Vectors from MongoDB's own unit test src/mongo/db/hasher_test.cpp
@@ -114,7 +116,7 @@ func TestKeyEncodingOrder(t *testing.T) {
 }
 
 func TestDecodeKeyRendersBounds(t *testing.T) {
-	k := KeySpec{Fields: []KeyField{{Name: "ip"}, {Name: "_id", Hashed: true}}}
+	k := sharding.Key{{Name: "ip"}, {Name: "_id", Kind: sharding.Hashed}}
 	enc := appendKeyPart(nil, String("056.000.000.000"))
 	enc = appendHashedPart(enc, -42)
 	tests := []struct {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/sharding"
 )
 
 // Figures derived from a Result; the report and the tests share them.
@@ -42,7 +44,7 @@ func (r *Result) Findings() []string {
 	if d := r.WorstDeviation(); d >= 0.25 {
 		out = append(out, fmt.Sprintf("uneven data (a shard %s off its share)", pct(d)))
 	}
-	if r.Characteristics.Monotonic && !r.Key.Fields[0].Hashed {
+	if r.Characteristics.Monotonic && r.Key[0].Kind != sharding.Hashed {
 		out = append(out, "monotonic key")
 	}
 	var ops, scatter int64
@@ -169,7 +171,7 @@ func Bytes(b int64) string {
 }
 
 func (r *Result) label() string {
-	l := r.Key.String()
+	l := keyPattern(r.Key)
 	if len(r.Zones) > 0 {
 		l += " +zones " + strings.Join(r.Zones, ",")
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/shardmart/shardmart/internal/sharding"
 )
 
 // scenarioResults runs each built-in scenario once per test binary; the
@@ -312,7 +314,7 @@ func TestBalancerThresholdIsThreeChunks(t *testing.T) {
 
 func TestJumboChunkIsNeverMoved(t *testing.T) {
 	cl := newCluster(2, 1000)
-	cl.initChunks(KeySpec{Fields: []KeyField{{Name: "k"}}})
+	cl.initChunks(sharding.Key{{Name: "k"}})
 	key := appendKeyPart(nil, Null())
 	for i := 0; i < 10; i++ {
 		cl.insert(0, key, 500) // one key value, 5000 bytes: cannot split
@@ -327,7 +329,7 @@ func TestJumboChunkIsNeverMoved(t *testing.T) {
 
 func TestSplitHappensAtChunkSize(t *testing.T) {
 	cl := newCluster(1, 1000)
-	cl.initChunks(KeySpec{Fields: []KeyField{{Name: "k"}}})
+	cl.initChunks(sharding.Key{{Name: "k"}})
 	for i := 0; i < 30; i++ {
 		k := appendKeyPart(nil, Int(int64(i)))
 		cl.insert(cl.find(k), k, 100)
@@ -342,39 +344,6 @@ func TestSplitHappensAtChunkSize(t *testing.T) {
 		}
 		if c.jumbo {
 			t.Errorf("chunk %d: jumbo, want splittable (distinct keys)", i)
-		}
-	}
-}
-
-func TestPlanOpTargeting(t *testing.T) {
-	c := &Collection{fieldIdx: map[string]int{"a": 0, "b": 1, "c": 2}}
-	for _, n := range []string{"a", "b", "c"} {
-		c.Fields = append(c.Fields, &Field{Name: n})
-	}
-	rangeKey := KeySpec{Fields: []KeyField{{Name: "a", idx: 0}, {Name: "b", idx: 1}}}
-	hashedKey := KeySpec{Fields: []KeyField{{Name: "a", idx: 0, Hashed: true}}}
-	tests := []struct {
-		name          string
-		key           KeySpec
-		op            Operation
-		wantFull      bool
-		wantPrefix    int
-		wantRange     bool
-		wantBroadcast bool
-	}{
-		{"whole key", rangeKey, Operation{Filter: []string{"b", "a"}}, true, 2, false, false},
-		{"key prefix", rangeKey, Operation{Filter: []string{"a", "c"}}, false, 1, false, false},
-		{"prefix and range on next field", rangeKey, Operation{Filter: []string{"a"}, Range: &RangeFilter{Field: "b", Span: 5}}, false, 1, true, false},
-		{"range on first field", rangeKey, Operation{Range: &RangeFilter{Field: "a", Span: 5}}, false, 0, true, false},
-		{"second field only", rangeKey, Operation{Filter: []string{"b"}}, false, 0, false, true},
-		{"hashed equality", hashedKey, Operation{Filter: []string{"a"}}, true, 1, false, false},
-		{"range on hashed field", hashedKey, Operation{Range: &RangeFilter{Field: "a", Span: 5}}, false, 0, false, true},
-	}
-	for _, tt := range tests {
-		p := planOp(&tt.op, tt.key, c)
-		if p.full != tt.wantFull || p.eqPrefix != tt.wantPrefix || p.rangeOn != tt.wantRange || p.broadcast != tt.wantBroadcast {
-			t.Errorf("%s: got full=%v prefix=%d range=%v broadcast=%v, want %v %d %v %v", tt.name,
-				p.full, p.eqPrefix, p.rangeOn, p.broadcast, tt.wantFull, tt.wantPrefix, tt.wantRange, tt.wantBroadcast)
 		}
 	}
 }

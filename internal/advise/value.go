@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/sharding"
 )
 
 // Kind is the BSON type family of a Value, as far as shard keys care.
@@ -212,15 +214,15 @@ func appendDouble(dst []byte, f float64) []byte {
 
 // decodeKey renders an encoded shard-key value or chunk bound for reports,
 // e.g. {user_id: NumberLong(-4611686018427387904)} or {ip: "056.000.000.000", _id: MinKey}.
-func decodeKey(k KeySpec, enc string) string {
+func decodeKey(k sharding.Key, enc string) string {
 	if enc == "" {
-		enc = strings.Repeat(string(rune(tagMin)), len(k.Fields))
+		enc = strings.Repeat(string(rune(tagMin)), len(k))
 	}
 	b := []byte(enc)
-	parts := make([]string, 0, len(k.Fields))
-	for _, f := range k.Fields {
+	parts := make([]string, 0, len(k))
+	for _, f := range k {
 		var s string
-		s, b = decodePart(b, f.Hashed)
+		s, b = decodePart(b, f.Kind == sharding.Hashed)
 		parts = append(parts, f.Name+": "+s)
 	}
 	return "{" + strings.Join(parts, ", ") + "}"

@@ -128,11 +128,11 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 				start := time.Now()
 				r, err := advise.SimulateCandidate(ctx, w, c, cand)
 				if err != nil {
-					return fmt.Errorf("%s %s: %w", c.Name, cand.Key, err)
+					return fmt.Errorf("%s %s: %w", c.Name, cand, err)
 				}
 				el := time.Since(start)
 				fmt.Fprintf(stdio.Err, "simulated %s/%s %s: %d ops in %s (%.1fM ops/s)\n",
-					w.Name, c.Name, cand.Key, r.Ops, el.Round(time.Millisecond), float64(r.Ops)/el.Seconds()/1e6)
+					w.Name, c.Name, cand, r.Ops, el.Round(time.Millisecond), float64(r.Ops)/el.Seconds()/1e6)
 				results = append(results, r)
 			}
 		}

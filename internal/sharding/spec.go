@@ -212,7 +212,7 @@ func DefaultTiers() map[string][]string {
 // Variants lists the selectable shard keys of every collection, default first.
 func Variants() map[string][]string {
 	out := map[string][]string{}
-	for name, vs := range catalog() {
+	for name, vs := range keyVariants() {
 		for _, v := range vs {
 			out[name] = append(out[name], v.Variant)
 		}
@@ -246,14 +246,14 @@ func NewSpec(opts Options) (Spec, error) {
 	for _, z := range zones {
 		spec.Tiers = append(spec.Tiers, Tier{Zone: z, Shards: slices.Clone(tiers[z])})
 	}
-	cat := catalog()
+	variants := keyVariants()
 	for name := range opts.Variants {
-		if _, ok := cat[name]; !ok {
+		if _, ok := variants[name]; !ok {
 			return Spec{}, fmt.Errorf("collection %q: %w (collections: %s)", name, ErrUnknownVariant, strings.Join(collectionOrder, ", "))
 		}
 	}
 	for _, name := range collectionOrder {
-		choices := cat[name]
+		choices := variants[name]
 		want := opts.Variants[name]
 		chosen := choices[0]
 		if want != "" {

@@ -18,8 +18,8 @@ func hashed(name string) KeyField { return KeyField{Name: name, Kind: Hashed} }
 func asc(name string) KeyField    { return KeyField{Name: name, Kind: Ascending} }
 func desc(name string) KeyField   { return KeyField{Name: name, Kind: Descending} }
 
-// catalog lists every collection's selectable variants, the default first.
-func catalog() map[string][]Collection {
+// keyVariants lists every collection's selectable shard-key variants, the default first.
+func keyVariants() map[string][]Collection {
 	userID := FieldTraits{Monotonic: true, Skewed: true} // ObjectIds grow; wholesale buyers are heavy
 	// No secondary index on orders: every read is by {user_id, _id} (the shard key and _id),
 	// and a user's history is read from order_history (HIS-1), so an index here would cost a
