@@ -42,7 +42,7 @@ func equalQty(got, want map[string]int64) bool {
 func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 	ctx := context.Background()
 	never := time.Time{}
-	t.Run("put replace remove", func(t *testing.T) {
+	t.Run("CRT-1 CRT-3 CRT-4 put replace remove", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		u := cart.User(uid("u"))
@@ -78,7 +78,7 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 			t.Errorf("user cart expires at %v, want never", got.ExpiresAt)
 		}
 	})
-	t.Run("owners never see each other's carts", func(t *testing.T) {
+	t.Run("CRT-2 owners never see each other's carts", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		id := uid("x")
@@ -92,7 +92,7 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 			t.Errorf("other user sees a cart: %v", err)
 		}
 	})
-	t.Run("guest cart expires with its session", func(t *testing.T) {
+	t.Run("CRT-1 guest cart expires with its session", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		g := cart.Guest(uid("s"))
@@ -126,7 +126,7 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 			t.Errorf("purged cart still stored: %v", err)
 		}
 	})
-	t.Run("merge guest into user at login", func(t *testing.T) {
+	t.Run("CRT-5 merge guest into user at login", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		sid, userID := uid("s"), uid("u")
@@ -159,7 +159,7 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 			t.Errorf("repeated login: got %v, %v; want no change %v", quantities(again.Cart), err, want)
 		}
 	})
-	t.Run("merge without a user cart adopts the guest items", func(t *testing.T) {
+	t.Run("CRT-5 merge without a user cart adopts the guest items", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		sid, userID := uid("s"), uid("u")
@@ -175,7 +175,7 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 			t.Errorf("merge of two empty owners: got %v, want ErrNotFound", err)
 		}
 	})
-	t.Run("ordered cart is replaced by a new one", func(t *testing.T) {
+	t.Run("CRT-6 ordered cart is replaced by a new one", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		u := cart.User(uid("u"))
@@ -198,7 +198,7 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 			t.Errorf("new cart after order: %+v, %v; want a fresh cart holding only b", next, err)
 		}
 	})
-	t.Run("concurrent edits lose nothing", func(t *testing.T) {
+	t.Run("CRT-3 concurrent edits lose nothing", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		u := cart.User(uid("u"))
@@ -224,7 +224,7 @@ func Carts(t *testing.T, newRepo func(t *testing.T) cart.Repository) {
 			}
 		}
 	})
-	t.Run("cart size limit", func(t *testing.T) {
+	t.Run("CRT-3 cart size limit", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		u := cart.User(uid("u"))

@@ -12,7 +12,7 @@ import (
 // Events is the click-stream contract (EVT-1).
 func Events(t *testing.T, newRepo func(t *testing.T) event.Repository) {
 	ctx := context.Background()
-	t.Run("day partition newest first with type filter and pages", func(t *testing.T) {
+	t.Run("EVT-1 day partition newest first with type filter and pages", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		actor, other := "u:"+uid("u"), "u:"+uid("u")

@@ -14,7 +14,7 @@ import (
 // History is the order-history read-model contract (ORD-2, HIS-1).
 func History(t *testing.T, newRepo func(t *testing.T) history.Repository) {
 	ctx := context.Background()
-	t.Run("newest first, same instant kept, upsert idempotent, pages", func(t *testing.T) {
+	t.Run("ORD-2 HIS-1 newest first, same instant kept, upsert idempotent, pages", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		user := uid("u")

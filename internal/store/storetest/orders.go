@@ -71,7 +71,7 @@ func partMessagesFor(t *testing.T, log outbox.Log, key string) []outbox.Message 
 // Orders is the order contract (ORD-1, ORD-3) including the no-oversell race.
 func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 	ctx := context.Background()
-	t.Run("place prices from catalog, takes stock, writes outbox", func(t *testing.T) {
+	t.Run("ORD-1 PRD-4 place prices from catalog, takes stock, writes outbox", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
 		a := newProduct(slug("c"), "10.00", map[string]int64{"eu": 5})
@@ -114,7 +114,7 @@ func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 			t.Errorf("last seq %d (%v) below message seq %d", last, err, msgs[0].Seq)
 		}
 	})
-	t.Run("idempotency key returns the first order", func(t *testing.T) {
+	t.Run("ORD-1 idempotency key returns the first order", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
 		p := newProduct(slug("c"), "3.00", map[string]int64{"eu": 10})
@@ -143,7 +143,7 @@ func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 			t.Errorf("stock after a retried order: got %d, want 9", got.Stock["eu"])
 		}
 	})
-	t.Run("concurrent retries with one key create one order", func(t *testing.T) {
+	t.Run("ORD-1 concurrent retries with one key create one order", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
 		p := newProduct(slug("c"), "3.00", map[string]int64{"eu": 100})
@@ -176,7 +176,7 @@ func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 			t.Errorf("got %d distinct orders and stock %d, want 1 and 99", len(distinct), got.Stock["eu"])
 		}
 	})
-	t.Run("one cart orders once", func(t *testing.T) {
+	t.Run("ORD-1 CRT-6 one cart orders once", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
 		p := newProduct(slug("c"), "3.00", map[string]int64{"eu": 10})
@@ -191,7 +191,7 @@ func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 			t.Errorf("second order from one cart: got %v, want ErrCartAlreadyOrdered", err)
 		}
 	})
-	t.Run("short item refuses the whole order and writes nothing", func(t *testing.T) {
+	t.Run("ORD-1 short item refuses the whole order and writes nothing", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
 		plenty := newProduct(slug("c"), "1.00", map[string]int64{"eu": 10})
@@ -225,7 +225,7 @@ func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 			t.Errorf("stock after unknown-product order: got %d, want 10", p1.Stock["eu"])
 		}
 	})
-	t.Run("concurrent orders for the last units never oversell", func(t *testing.T) {
+	t.Run("ORD-1 concurrent orders for the last units never oversell", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
 		const stock, buyers = 7, 30
@@ -261,7 +261,7 @@ func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 			t.Errorf("sold %d refused %d left %d filler left %d; want %d %d 0 %d", sold, refused, got.Stock["eu"], fill.Stock["eu"], stock, buyers-stock, 1000-stock)
 		}
 	})
-	t.Run("status machine, cancel restocks", func(t *testing.T) {
+	t.Run("ORD-3 status machine, cancel restocks", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
 		p := newProduct(slug("c"), "4.00", map[string]int64{"eu": 5})

@@ -20,7 +20,7 @@ func newProduct(category string, price string, stock map[string]int64) catalog.P
 // Products is the catalog contract (PRD-1..3).
 func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 	ctx := context.Background()
-	t.Run("create get and duplicate", func(t *testing.T) {
+	t.Run("PRD-3 create get and duplicate", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		p := newProduct(slug("c"), "19.99", map[string]int64{"eu": 5, "us": 0})
@@ -77,7 +77,7 @@ func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 			t.Errorf("update missing: got %v, want ErrNotFound", err)
 		}
 	})
-	t.Run("search by category and price range, paginated", func(t *testing.T) {
+	t.Run("PRD-2 search by category and price range, paginated", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		cat := slug("c")
@@ -130,7 +130,7 @@ func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 			t.Errorf("empty category: got %d items, next %q, err %v", len(none.Items), none.Next, err)
 		}
 	})
-	t.Run("stock adjust never below zero", func(t *testing.T) {
+	t.Run("PRD-1 stock adjust never below zero", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		p := newProduct(slug("c"), "1.00", map[string]int64{"eu": 3})
@@ -153,7 +153,7 @@ func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 			t.Errorf("stock after adjustments: got %v, want eu=1 us=7", got.Stock)
 		}
 	})
-	t.Run("concurrent stock decrements sell exactly the stock", func(t *testing.T) {
+	t.Run("PRD-1 concurrent stock decrements sell exactly the stock", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		p := newProduct(slug("c"), "1.00", map[string]int64{"eu": 10})

@@ -17,7 +17,7 @@ func newSession(ttl time.Duration, now time.Time) session.Session {
 // Sessions is the session contract (SES-1).
 func Sessions(t *testing.T, newRepo func(t *testing.T) session.Repository) {
 	ctx := context.Background()
-	t.Run("create get bind touch", func(t *testing.T) {
+	t.Run("SES-1 create get bind touch", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		s := newSession(time.Hour, base)
@@ -57,7 +57,7 @@ func Sessions(t *testing.T, newRepo func(t *testing.T) session.Repository) {
 			t.Errorf("bind missing: got %v, want ErrNotFound", err)
 		}
 	})
-	t.Run("expired session is invisible at once", func(t *testing.T) {
+	t.Run("SES-1 expired session is invisible at once", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		s := newSession(time.Hour, base)
@@ -71,7 +71,7 @@ func Sessions(t *testing.T, newRepo func(t *testing.T) session.Repository) {
 			t.Errorf("bind expired: got %v, want ErrNotFound", err)
 		}
 	})
-	t.Run("expired sessions are purged", func(t *testing.T) {
+	t.Run("SES-1 expired sessions are purged", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
 		start := time.Now().UTC()

@@ -1,0 +1,138 @@
+// Package docs holds the checks that keep the documentation true to the code.
+package docs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// catalog is the requirement catalog of the product brief (DESIGN.md), which lives outside
+// this repository: a new ID there must be added here and mapped in requirements.md.
+var catalog = []string{
+	"ORD-1", "ORD-2", "ORD-3", "PRD-1", "PRD-2", "PRD-3", "PRD-4",
+	"CRT-1", "CRT-2", "CRT-3", "CRT-4", "CRT-5", "CRT-6", "SES-1", "EVT-1", "HIS-1", "CAT-1",
+	"SHD-1", "SHD-2", "SHD-3", "SHD-4", "SHD-5", "SHD-6", "SHD-7", "MON-1", "RPL-1", "CAS-1", "MIG-1",
+}
+
+var (
+	rowID      = regexp.MustCompile(`^\| ([A-Z]{3}-\d+) \|`)
+	backticked = regexp.MustCompile("`([^`]+)`")
+	quoted     = regexp.MustCompile(`"([^"]+)"`)
+	testFunc   = regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+	subtest    = regexp.MustCompile(`t\.Run\("([^"]+)"`)
+	routeRow   = regexp.MustCompile(`\{"([A-Z]+)", "([^"]+)"`)
+)
+
+// sources indexes the repository's tests: package dir -> test functions, and every subtest name.
+func sources(t *testing.T, root string) (funcs map[string]map[string]bool, subtests map[string]bool) {
+	funcs, subtests = map[string]map[string]bool{}, map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, m := range testFunc.FindAllSubmatch(b, -1) {
+			if funcs[dir] == nil {
+				funcs[dir] = map[string]bool{}
+			}
+			funcs[dir][string(m[1])] = true
+		}
+		for _, m := range subtest.FindAllSubmatch(b, -1) {
+			subtests[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return funcs, subtests
+}
+
+func TestRequirementsMapIsComplete(t *testing.T) {
+	root := ".."
+	doc, err := os.ReadFile("requirements.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := os.ReadFile(filepath.Join(root, "internal/httpapi/api.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]bool{}
+	for _, m := range routeRow.FindAllSubmatch(api, -1) {
+		routes[string(m[1])+" "+string(m[2])] = true
+	}
+	funcs, subtests := sources(t, root)
+
+	rows := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		m := rowID.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		id := m[1]
+		if rows[id] {
+			t.Errorf("%s: two rows", id)
+		}
+		rows[id] = true
+		cells := strings.Split(line, "|")
+		if len(cells) != 8 {
+			t.Errorf("%s: %d columns, want 6", id, len(cells)-2)
+			continue
+		}
+		rule, backends, tests, reached := cells[3], cells[4], cells[5], cells[6]
+		if strings.Contains(rule, "not built") {
+			continue
+		}
+		for _, cell := range []string{rule, backends} {
+			for _, m := range backticked.FindAllStringSubmatch(cell, -1) {
+				if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+					t.Errorf("%s names %s: %v", id, m[1], err)
+				}
+			}
+		}
+		carried := false
+		for _, m := range quoted.FindAllStringSubmatch(tests, -1) {
+			if !subtests[m[1]] {
+				t.Errorf("%s names subtest %q, which no test runs", id, m[1])
+			}
+			carried = carried || strings.Contains(m[1], id)
+		}
+		for _, m := range backticked.FindAllStringSubmatch(tests, -1) {
+			pkg, name, ok := strings.Cut(m[1], ".Test")
+			if !ok || !funcs[pkg]["Test"+name] {
+				t.Errorf("%s names test %s, which does not exist", id, m[1])
+			}
+		}
+		if tests == " — " {
+			t.Errorf("%s: built but no test named", id)
+		}
+		if strings.Contains(tests, `"`) && !carried {
+			t.Errorf("%s: none of its subtests carries the ID in its name", id)
+		}
+		for _, m := range backticked.FindAllStringSubmatch(reached, -1) {
+			if r := m[1]; strings.Contains(r, " /") && !routes[r] {
+				t.Errorf("%s names route %s, which is not in the route table", id, r)
+			}
+		}
+	}
+	for _, id := range catalog {
+		if !rows[id] {
+			t.Errorf("%s has no row in requirements.md", id)
+		}
+	}
+}
