@@ -204,6 +204,10 @@ skipped, not overlapped.`,
 				defer cancel()
 				start := time.Now()
 				done, err := c.Repair(ctx, opts)
+				if errors.Is(err, launcher.ErrSingleReplica) {
+					fmt.Fprintf(stdio.Out, "%v: nothing repaired\n", err)
+					return nil
+				}
 				if err != nil {
 					return err
 				}

@@ -111,7 +111,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	api := httpapi.New(httpapi.Deps{
 		Stores: s.Stores, Carts: s.Carts, Orders: s.Orders, Sessions: s.Sessions,
 		AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
-		Ready: func(ctx context.Context) error { _, err := s.Stores.Outbox.LastSeq(ctx); return err },
+		Ready: s.Stores.Ready,
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -99,6 +99,19 @@ func TestServeShoppingFlowOnMongoReplicaSet(t *testing.T) {
 	}
 	c.do("POST", "/v1/orders/"+ord.ID+"/status", "", `{"status":"paid"}`, 200, nil)
 	c.do("POST", "/v1/orders/"+ord.ID+"/status", "", `{"status":"created"}`, 409, nil)
+
+	// The placed backend goes away: /readyz names it within its short timeout; /healthz is
+	// liveness and stays 200.
+	c.do("GET", "/readyz", "", "", 200, nil)
+	if err := set.Kill(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	var notReady struct{ Detail string }
+	c.do("GET", "/readyz", "", "", 503, &notReady)
+	if !strings.Contains(notReady.Detail, "mongo") {
+		t.Errorf("readyz with mongod down: detail %q, want it to name mongo", notReady.Detail)
+	}
+	c.do("GET", "/healthz", "", "", 200, nil)
 }
 
 type flowClient struct {

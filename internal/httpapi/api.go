@@ -4,6 +4,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -246,7 +247,13 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ *caller) error
 		defer cancel()
 		if err := s.Ready(ctx); err != nil {
 			s.log.Warn("not ready", "err", err)
-			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready", "a backend does not answer")
+			// The backend's name, not its error: the error may carry addresses.
+			detail := "a backend does not answer"
+			var down *placement.DownError
+			if errors.As(err, &down) {
+				detail = "not answering: " + strings.Join(down.Backends(), ", ")
+			}
+			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready", detail)
 		}
 	}
 	return reply(w, http.StatusOK, map[string]string{"status": "ready"})

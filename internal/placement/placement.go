@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/account"
@@ -143,6 +144,61 @@ type Stores struct {
 	CatalogSink projection.CatalogSink
 
 	closers []func() error
+	pings   []namedPing
+}
+
+type namedPing struct {
+	backend string
+	ping    func(ctx context.Context) error
+}
+
+// DownError names the backends that did not answer a readiness check.
+type DownError struct {
+	Down map[string]error // backend name -> why
+}
+
+func (e *DownError) Error() string {
+	names := e.Backends()
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s: %v", n, e.Down[n])
+	}
+	return "backend down: " + strings.Join(parts, "; ")
+}
+
+// Backends names the down backends, sorted.
+func (e *DownError) Backends() []string {
+	names := make([]string, 0, len(e.Down))
+	for n := range e.Down {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Ready pings every backend the placement opened, in parallel, each within ctx: nil when all
+// answer, else a *DownError naming those that did not.
+func (s *Stores) Ready(ctx context.Context) error {
+	errs := make([]error, len(s.pings))
+	var wg sync.WaitGroup
+	for i, p := range s.pings {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.ping(ctx)
+		}()
+	}
+	wg.Wait()
+	down := map[string]error{}
+	for i, err := range errs {
+		if err != nil {
+			down[s.pings[i].backend] = err
+		}
+	}
+	if len(down) > 0 {
+		return &DownError{Down: down}
+	}
+	return nil
 }
 
 // CatalogReader is the read side of the catalog.
@@ -178,7 +234,11 @@ type Options struct {
 
 // A backend provides some of the family interfaces below; placement asks each for what the
 // configuration assigns to it.
-type backend interface{ Close() error }
+type backend interface {
+	Close() error
+	// Ping checks that the backend answers now (readiness).
+	Ping(ctx context.Context) error
+}
 
 type ordersProvider interface {
 	Orders() order.Repository
@@ -223,6 +283,7 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 		}
 		opened[name] = b
 		s.closers = append(s.closers, b.Close)
+		s.pings = append(s.pings, namedPing{backend: name, ping: b.Ping})
 	}
 	missing := func(f Family) error {
 		return fmt.Errorf("placement: the %s backend cannot hold family %s", cfg[f], f)

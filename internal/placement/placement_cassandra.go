@@ -26,6 +26,7 @@ func openCassandra(ctx context.Context, o Options) (backend, error) {
 }
 
 func (b cassandraBackend) Close() error                        { return b.st.Close() }
+func (b cassandraBackend) Ping(ctx context.Context) error      { return b.st.Ping(ctx) }
 func (b cassandraBackend) Carts() cart.Repository              { return b.st.Carts() }
 func (b cassandraBackend) Sessions() session.Repository        { return b.st.Sessions() }
 func (b cassandraBackend) Events() event.Repository            { return b.st.Events() }

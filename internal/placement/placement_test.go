@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,5 +59,23 @@ func TestOpenEmbedded(t *testing.T) {
 	}
 	if s.CatalogSink != nil {
 		t.Errorf("embedded catalog needs no projection sink, got %T", s.CatalogSink)
+	}
+}
+
+func TestReadyNamesTheBackendThatIsDown(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Embedded(), Options{SQLitePath: filepath.Join(t.TempDir(), "x.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ready(ctx); err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var down *DownError
+	if err := s.Ready(ctx); !errors.As(err, &down) || len(down.Backends()) != 1 || down.Backends()[0] != SQLite {
+		t.Errorf("closed store: got %v, want a DownError naming %s", err, SQLite)
 	}
 }

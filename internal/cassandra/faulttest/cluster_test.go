@@ -17,6 +17,10 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/order"
 	sessionpkg "github.com/shardmart/shardmart/internal/session"
 	store "github.com/shardmart/shardmart/internal/store/cassandra"
 )
@@ -28,8 +32,10 @@ const keyspace = store.DefaultKeyspace
 var (
 	cluster  *launcher.Cluster
 	session  *gocql.Session
-	carts    cart.Repository
-	sessions sessionpkg.Repository
+	carts     cart.Repository
+	sessions  sessionpkg.Repository
+	histories history.Repository
+	products  *store.Catalog
 )
 
 func TestMain(m *testing.M) {
@@ -63,8 +69,8 @@ func run(m *testing.M) int {
 	}
 	defer s.Close()
 	session = s
-	carts = store.NewStore(s).Carts()
-	sessions = store.NewStore(s).Sessions()
+	st := store.NewStore(s)
+	carts, sessions, histories, products = st.Carts(), st.Sessions(), st.History(), st.Catalog()
 	return m.Run()
 }
 
@@ -241,12 +247,85 @@ type cartLine struct {
 	quantity      int64
 }
 
-func cartLines(prefix string, n int) []cartLine {
-	lines := make([]cartLine, n)
-	for i := range lines {
-		lines[i] = cartLine{user: fmt.Sprintf("%s-user-%d", prefix, i), product: fmt.Sprintf("sku-%d", i%7), quantity: int64(i%5 + 1)}
+// row is one piece of data written through the store's repositories and looked for on a
+// replica: a cart line, an order-history entry, or a product in both catalog tables.
+type row struct {
+	name  string
+	write func(ctx context.Context) error
+	// read returns errAbsent when node `via`, coordinating at cl, does not return the row.
+	read func(ctx context.Context, via int, cl gocql.Consistency) error
+}
+
+func cartLines(prefix string, n int) []row {
+	rows := make([]row, n)
+	for i := range rows {
+		l := cartLine{user: fmt.Sprintf("%s-user-%d", prefix, i), product: fmt.Sprintf("sku-%d", i%7), quantity: int64(i%5 + 1)}
+		rows[i] = row{name: fmt.Sprint("cart line ", l),
+			write: func(ctx context.Context) error { return putCartLine(ctx, l) },
+			read:  func(ctx context.Context, via int, cl gocql.Consistency) error { return readCartLine(ctx, via, l, cl) }}
 	}
-	return lines
+	return rows
+}
+
+// historyEntries are ORD-2/HIS-1 entries written through the history repository (QUORUM).
+func historyEntries(prefix string, n int) []row {
+	rows := make([]row, n)
+	placed := time.Now().UTC().Truncate(time.Millisecond)
+	for i := range rows {
+		e := history.Entry{UserID: fmt.Sprintf("%s-buyer-%d", prefix, i), OrderID: fmt.Sprintf("%s-order-%d", prefix, i),
+			PlacedAt: placed, UpdatedAt: placed, Status: order.Created, Zone: "eu", Total: money.Amount(100 * (i + 1)),
+			Items: []order.Item{{ProductID: "sku-1", Category: "c", Name: "one", Quantity: 1, UnitPrice: money.Amount(100 * (i + 1))}}}
+		rows[i] = row{name: "history entry " + e.OrderID,
+			write: func(ctx context.Context) error { return histories.UpsertEntry(ctx, e) },
+			read: func(ctx context.Context, via int, cl gocql.Consistency) error {
+				return readOne(ctx, via, cl, `SELECT order_id FROM `+keyspace+`.order_history WHERE user_id = ? AND bucket = ?`,
+					e.OrderID, e.UserID, e.PlacedAt.Year()*100+int(e.PlacedAt.Month()))
+			}}
+	}
+	return rows
+}
+
+// catalogProducts are CAT-1 products written through the catalog read model (one logged
+// batch over products and products_by_category); a replica has one when it has both rows.
+func catalogProducts(prefix string, n int) []row {
+	rows := make([]row, n)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	category := prefix + "-cat"
+	for i := range rows {
+		p := catalog.Product{ID: fmt.Sprintf("%s-prod-%d", prefix, i), Name: "product", Category: category,
+			Price: money.Amount(100 + i), Stock: map[string]int64{"eu": 5}, CreatedAt: now, UpdatedAt: now}
+		rows[i] = row{name: "product " + p.ID,
+			write: func(ctx context.Context) error { return products.UpsertProduct(ctx, p) },
+			read: func(ctx context.Context, via int, cl gocql.Consistency) error {
+				if err := readOne(ctx, via, cl, `SELECT product_id FROM `+keyspace+`.products WHERE product_id = ?`, p.ID, p.ID); err != nil {
+					return err
+				}
+				return readOne(ctx, via, cl, `SELECT product_id FROM `+keyspace+`.products_by_category WHERE category = ? AND bucket IN (0, 1, 2, 3, 4, 5, 6, 7)`,
+					p.ID, category)
+			}}
+	}
+	return rows
+}
+
+// readOne runs query with node `via` as the coordinator at cl and looks for want in its first
+// column.
+func readOne(ctx context.Context, via int, cl gocql.Consistency, query, want string, args ...any) error {
+	id, err := hostID(via)
+	if err != nil {
+		return err
+	}
+	iter := session.Query(query, args...).SetHostID(id).Consistency(cl).IterContext(ctx)
+	found := errAbsent
+	var got string
+	for iter.Scan(&got) {
+		if got == want {
+			found = nil
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return err
+	}
+	return found
 }
 
 // putCartLine is CRT-3 through the store's cart repository (an LWT creates the cart; the line is
@@ -257,17 +336,17 @@ func putCartLine(ctx context.Context, l cartLine) error {
 	return err
 }
 
-func writeCart(t *testing.T, ctx context.Context, lines []cartLine) {
+func writeRows(t *testing.T, ctx context.Context, rows []row) {
 	t.Helper()
-	for _, l := range lines {
-		if err := putCartLine(ctx, l); err != nil {
-			t.Fatalf("put %v: %v", l, err)
+	for _, r := range rows {
+		if err := r.write(ctx); err != nil {
+			t.Fatalf("write %s: %v", r.name, err)
 		}
 	}
 }
 
-// errAbsent marks a line the coordinator did not return.
-var errAbsent = errors.New("line absent")
+// errAbsent marks a row the coordinator did not return.
+var errAbsent = errors.New("row absent")
 
 // readCartLine reads the user's cart partition with node `via` as the coordinator at cl and
 // looks for the line.
@@ -299,25 +378,25 @@ func readCartLine(ctx context.Context, via int, l cartLine, cl gocql.Consistency
 
 // presentOn counts the lines node i returns when it coordinates a read at cl. Eight readers
 // at once: the checks, not the cluster, would otherwise dominate the run time.
-func presentOn(t *testing.T, ctx context.Context, i int, lines []cartLine, cl gocql.Consistency) int {
+func presentOn(t *testing.T, ctx context.Context, i int, rows []row, cl gocql.Consistency) int {
 	t.Helper()
 	var n atomic.Int64
-	forEach(t, lines, func(l cartLine) error {
-		switch err := readCartLine(ctx, i, l, cl); {
+	forEach(t, rows, func(r row) error {
+		switch err := r.read(ctx, i, cl); {
 		case err == nil:
 			n.Add(1)
 		case !errors.Is(err, errAbsent):
-			return fmt.Errorf("read %v on node %d at %v: %w", l, i+1, cl, err)
+			return fmt.Errorf("read %s on node %d at %v: %w", r.name, i+1, cl, err)
 		}
 		return nil
 	})
 	return int(n.Load())
 }
 
-// forEach runs fn over lines with eight goroutines and fails the test on the first error.
-func forEach(t *testing.T, lines []cartLine, fn func(cartLine) error) {
+// forEach runs fn over rows with eight goroutines and fails the test on the first error.
+func forEach[T any](t *testing.T, lines []T, fn func(T) error) {
 	t.Helper()
-	work := make(chan cartLine)
+	work := make(chan T)
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -346,7 +425,7 @@ func forEach(t *testing.T, lines []cartLine, fn func(cartLine) error) {
 }
 
 // eventuallyPresentOn polls until node i alone (ONE, itself the coordinator) has every line.
-func eventuallyPresentOn(t *testing.T, ctx context.Context, i int, lines []cartLine, within time.Duration) {
+func eventuallyPresentOn(t *testing.T, ctx context.Context, i int, lines []row, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -32,7 +32,7 @@ func TestClusterSeesItselfAndServesQuorum(t *testing.T) {
 		}
 	}
 	lines := cartLines("smoke", 5)
-	writeCart(t, ctx, lines)
+	writeRows(t, ctx, lines)
 	for i := range cluster.Nodes() {
 		if got := presentOn(t, ctx, i, lines, gocql.Quorum); got != len(lines) {
 			t.Errorf("QUORUM read via node %d: %d of %d lines", i+1, got, len(lines))
@@ -40,14 +40,15 @@ func TestClusterSeesItselfAndServesQuorum(t *testing.T) {
 	}
 }
 
-// TestHintedHandoff: writes at QUORUM while node 3 is down leave hints on the coordinators;
-// node 3 comes back without the rows (delivery paused), and once delivery resumes it serves
-// every row alone at ONE. Only hints can have put them there: no read repair at ONE, no repair.
+// TestHintedHandoff (CAS-1): cart and order-history writes at QUORUM while node 3 is down
+// leave hints on the coordinators; node 3 comes back without the rows (delivery paused), and
+// once delivery resumes it serves every row alone at ONE. Only hints can have put them there:
+// no read repair at ONE, no repair.
 func TestHintedHandoff(t *testing.T) {
 	ctx := start(t)
 	stopNode(t, ctx, n3)
-	lines := cartLines("hint", 30)
-	writeCart(t, ctx, lines)
+	lines := append(cartLines("hint", 20), historyEntries("hint", 20)...)
+	writeRows(t, ctx, lines)
 
 	nodetoolAll(t, ctx, []int{n1, n2}, "pausehandoff")
 	restartNode(t, ctx, n3)
@@ -59,15 +60,16 @@ func TestHintedHandoff(t *testing.T) {
 	eventuallyPresentOn(t, ctx, n3, lines, 3*time.Minute)
 }
 
-// TestReadRepair: with hints disabled, node 3 misses writes made while it was down; a QUORUM
-// read coordinated by node 3 sees the mismatch, returns the newest data and repairs node 3
-// before answering (read_repair BLOCKING), so node 3 alone then has the rows.
+// TestReadRepair (CAS-1): with hints disabled, node 3 misses cart and order-history writes
+// made while it was down; a QUORUM read coordinated by node 3 sees the mismatch, returns the
+// newest data and repairs node 3 before answering (read_repair BLOCKING), so node 3 alone then
+// has the rows.
 func TestReadRepair(t *testing.T) {
 	ctx := start(t)
 	nodetoolAll(t, ctx, []int{n1, n2, n3}, "disablehandoff")
 	stopNode(t, ctx, n3)
-	lines := cartLines("rr", 20)
-	writeCart(t, ctx, lines)
+	lines := append(cartLines("rr", 15), historyEntries("rr", 15)...)
+	writeRows(t, ctx, lines)
 	restartNode(t, ctx, n3)
 
 	if got := presentOn(t, ctx, n3, lines, gocql.One); got != 0 {
@@ -113,16 +115,17 @@ func TestSessionsAtOneSurviveANodeDown(t *testing.T) {
 	}
 }
 
-// TestAntiEntropyRepair: with hints off, node 3 misses cart and session writes made while it
-// was down. The repair `shardmart cassandra repair` runs (nodetool repair -pr on every node,
-// sessions skipped) gives node 3 every cart row, read from node 3 alone, and leaves the
-// skipped sessions table alone.
+// TestAntiEntropyRepair (CAS-1): with hints off, node 3 misses cart, order-history, catalog
+// and session writes made while it was down. The repair `shardmart cassandra repair` runs
+// (nodetool repair -pr on every node, sessions skipped) gives node 3 every cart line, history
+// entry and product (both catalog tables), read from node 3 alone, and leaves the skipped
+// sessions table alone.
 func TestAntiEntropyRepair(t *testing.T) {
 	ctx := start(t)
 	nodetoolAll(t, ctx, []int{n1, n2, n3}, "disablehandoff")
 	stopNode(t, ctx, n3)
-	lines := cartLines("ae", 30)
-	writeCart(t, ctx, lines)
+	lines := append(append(cartLines("ae", 15), historyEntries("ae", 15)...), catalogProducts("ae", 15)...)
+	writeRows(t, ctx, lines)
 	now := time.Now().UTC()
 	if err := sessions.CreateSession(ctx, sessionpkg.Session{ID: "sess-ae", CreatedAt: now, LastActive: now,
 		ExpiresAt: now.Add(time.Hour), Status: sessionpkg.StatusActive}); err != nil {
@@ -243,10 +246,15 @@ func TestNoAcknowledgedQuorumWriteLostOnSIGKILL(t *testing.T) {
 	if lost := lost.Load(); lost > 0 {
 		t.Errorf("%d of %d acknowledged writes lost", lost, len(acked))
 	}
-	if got := presentOn(t, ctx, n3, acked, gocql.Quorum); got != len(acked) {
+	rows := make([]row, len(acked))
+	for i, l := range acked {
+		rows[i] = row{name: fmt.Sprint("cart line ", l),
+			read: func(ctx context.Context, via int, cl gocql.Consistency) error { return readCartLine(ctx, via, l, cl) }}
+	}
+	if got := presentOn(t, ctx, n3, rows, gocql.Quorum); got != len(acked) {
 		t.Errorf("QUORUM via node 3: %d of %d acknowledged writes present", got, len(acked))
 	}
-	if got := presentOn(t, ctx, n3, acked, gocql.One); got != len(acked) {
+	if got := presentOn(t, ctx, n3, rows, gocql.One); got != len(acked) {
 		t.Errorf("node 3 alone after restart and repair: %d of %d acknowledged writes", got, len(acked))
 	}
 }

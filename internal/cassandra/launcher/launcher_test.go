@@ -102,6 +102,14 @@ func TestSingleNodeLifecycle(t *testing.T) {
 	if !ok {
 		t.Fatal("pidfile does not name a live node JVM")
 	}
+	// One node, replication factor 1: repair has nothing to compare and must say so.
+	if err := cqlExec(ctx, c.Hosts()[0], `CREATE KEYSPACE IF NOT EXISTS rf_one WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`,
+		`CREATE TABLE IF NOT EXISTS rf_one.t (k text PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := c.Repair(ctx, RepairOptions{Keyspace: "rf_one"}); !errors.Is(err, ErrSingleReplica) || done != nil {
+		t.Errorf("repair at RF 1: got %v, %v; want ErrSingleReplica and nothing repaired", done, err)
+	}
 
 	other, err := Open(c.Dir(), nil)
 	if err != nil {
@@ -159,4 +167,19 @@ func TestMissingJavaIsAPrerequisiteError(t *testing.T) {
 	if !errors.Is(err, ErrPrerequisite) || !strings.Contains(err.Error(), "apt-get install -y openjdk-17-jre-headless maven") {
 		t.Fatalf("CheckPrerequisites without java = %v, want ErrPrerequisite naming the install command", err)
 	}
+}
+
+// cqlExec runs statements on addr alone.
+func cqlExec(ctx context.Context, addr string, stmts ...string) error {
+	s, err := singleHostSession(addr)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, q := range stmts {
+		if err := s.Query(q).ExecContext(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

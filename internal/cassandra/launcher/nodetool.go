@@ -3,6 +3,7 @@ package launcher
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path"
@@ -10,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
 // Nodetool runs `nodetool -h 127.0.0.1 -p <jmx> args...` against node i, with the server's
@@ -83,6 +86,14 @@ func (c *Cluster) Repair(ctx context.Context, o RepairOptions) ([]string, error)
 			return nil, fmt.Errorf("repair: node %d (%s) is down; repair needs every replica", n.Index+1, n.Addr)
 		}
 	}
+	rf, err := c.replicationFactor(ctx, o.Keyspace)
+	if err != nil {
+		return nil, fmt.Errorf("repair: %w", err)
+	}
+	if rf < 2 {
+		// nodetool answers "no repair is needed" here and exits 0; say so rather than "repaired".
+		return nil, fmt.Errorf("%w: keyspace %s has replication factor %d", ErrSingleReplica, o.Keyspace, rf)
+	}
 	tables := o.Tables
 	if len(tables) == 0 {
 		all, err := c.tables(ctx, o.Keyspace)
@@ -112,6 +123,50 @@ func (c *Cluster) Repair(ctx context.Context, o RepairOptions) ([]string, error)
 	return tables, nil
 }
 
+// ErrSingleReplica: every row has one replica, so there is nothing to compare and no repair.
+var ErrSingleReplica = errors.New("no repair needed: every row has a single replica")
+
+// replicationFactor is the keyspace's largest replication factor over its data centres.
+func (c *Cluster) replicationFactor(ctx context.Context, keyspace string) (int, error) {
+	var repl map[string]string
+	err := c.onLiveNode(ctx, func(s *gocql.Session) error {
+		return s.Query("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?", keyspace).
+			WithContext(ctx).Scan(&repl)
+	})
+	if errors.Is(err, gocql.ErrNotFound) {
+		return 0, fmt.Errorf("keyspace %s does not exist (apply the schema first: shardmart cassandra schema apply)", keyspace)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read replication of %s: %w", keyspace, err)
+	}
+	rf := 0
+	for k, v := range repl {
+		if k == "class" {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > rf {
+			rf = n
+		}
+	}
+	return rf, nil
+}
+
+// onLiveNode runs fn with a session on the first running node.
+func (c *Cluster) onLiveNode(ctx context.Context, fn func(*gocql.Session) error) error {
+	for _, n := range c.nodes {
+		if _, ok := c.livePID(n); !ok {
+			continue
+		}
+		s, err := singleHostSession(n.Addr)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return fn(s)
+	}
+	return fmt.Errorf("no node is running")
+}
+
 // selectTables drops the tables matching any skip pattern.
 func selectTables(all, skip []string) []string {
 	var out []string
@@ -129,29 +184,24 @@ next:
 
 // tables lists the keyspace's tables from the first running node.
 func (c *Cluster) tables(ctx context.Context, keyspace string) ([]string, error) {
-	for _, n := range c.nodes {
-		if _, ok := c.livePID(n); !ok {
-			continue
-		}
-		s, err := singleHostSession(n.Addr)
-		if err != nil {
-			return nil, err
-		}
-		defer s.Close()
+	var names []string
+	err := c.onLiveNode(ctx, func(s *gocql.Session) error {
 		iter := s.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", keyspace).IterContext(ctx)
-		var names []string
 		var name string
 		for iter.Scan(&name) {
 			names = append(names, name)
 		}
 		if err := iter.Close(); err != nil {
-			return nil, fmt.Errorf("list tables of %s: %w", keyspace, err)
+			return fmt.Errorf("list tables of %s: %w", keyspace, err)
 		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("keyspace %s has no tables (apply the schema first: shardmart cassandra schema apply)", keyspace)
-		}
-		sort.Strings(names)
-		return names, nil
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("no node is running")
+	if len(names) == 0 {
+		return nil, fmt.Errorf("keyspace %s has no tables (apply the schema first: shardmart cassandra schema apply)", keyspace)
+	}
+	sort.Strings(names)
+	return names, nil
 }

@@ -123,6 +123,15 @@ func NewStore(s *gocql.Session) *Store { return &Store{s: s} }
 // Session is the driver session, for callers that need raw statements (benchmarks, tests).
 func (st *Store) Session() *gocql.Session { return st.s }
 
+// Ping asks a node for its version: the cluster answers at all (ONE, any node).
+func (st *Store) Ping(ctx context.Context) error {
+	var v string
+	if err := st.s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).WithContext(ctx).Scan(&v); err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	return nil
+}
+
 // Close closes the session if Open created it.
 func (st *Store) Close() error {
 	if st.owned {

@@ -174,6 +174,14 @@ func New(client *mongo.Client, o Options) *Store {
 }
 
 // Close stops the lag monitor and disconnects a client Open created.
+// Ping asks the primary (through a mongos: a router that reaches one): writes can be taken.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.client.Ping(ctx, readpref.Primary()); err != nil {
+		return fmt.Errorf("mongo: %w", err)
+	}
+	return nil
+}
+
 func (s *Store) Close() error {
 	if s.stopLag != nil {
 		s.stopLag()

@@ -72,6 +72,17 @@ func open(ctx context.Context, path string, drv driver) (*DB, error) {
 // Close closes both pools.
 func (db *DB) Close() error { return errors.Join(db.r.Close(), db.w.Close()) }
 
+// Ping reads through both pools: the file is open and readable by the writer and the readers.
+func (db *DB) Ping(ctx context.Context) error {
+	var n int
+	for _, p := range []*sql.DB{db.w, db.r} {
+		if err := p.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
+			return fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	return nil
+}
+
 // driver is a database/sql driver name and how it spells the connection options.
 type driver struct {
 	name string
