@@ -52,6 +52,9 @@ func newSeedCmd(stdio IO) *cobra.Command {
 			}
 			fmt.Fprintf(stdio.Out, "done in %s: %d products, %d users, %d orders, %d carts, %d events\n",
 				time.Since(start).Round(time.Millisecond), res.Products, res.Users, res.Orders, res.Carts, res.Events)
+			if res.Users > 0 {
+				fmt.Fprintf(stdio.Out, "demo users demo-0..%d@example.com, password: %s\n", res.Users-1, res.Password)
+			}
 			return nil
 		},
 	}
@@ -61,7 +64,7 @@ func newSeedCmd(stdio IO) *cobra.Command {
 	f.IntVar(&opt.Categories, "categories", opt.Categories, "number of categories (sizes are Zipf-skewed)")
 	f.IntVar(&opt.Users, "users", opt.Users, "number of users (demo-N@example.com)")
 	f.Uint64Var(&opt.Seed, "random-seed", opt.Seed, "random seed: the same seed gives the same data")
-	f.StringVar(&opt.Password, "password", opt.Password, "password of every demo user")
+	f.StringVar(&opt.Password, "password", opt.Password, "password of every demo user (empty: a random one, printed once)")
 	f.BoolVar(&force, "force", false, "seed even if the store is not empty")
 	return cmd
 }

@@ -54,6 +54,10 @@ func newServeCmd(stdio IO) *cobra.Command {
 
 // runServe serves until ctx ends, then shuts down gracefully. ready, if not nil, receives the
 // bound address once the server accepts connections (tests).
+// minAdminTokenLen is the shortest admin token serve accepts without a warning: 32 characters
+// of hex or base64 carry at least 128 bits when random.
+const minAdminTokenLen = 32
+
 func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string) error {
 	var handler slog.Handler
 	switch o.logFormat {
@@ -90,9 +94,14 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 			if err != nil {
 				return err
 			}
+			// Logged once, at seeding: the password is random per install, never published.
 			logger.Info("demo data ready", "products", res.Products, "users", res.Users, "orders", res.Orders,
-				"login", "demo-0@example.com", "password", opt.Password)
+				"login", fmt.Sprintf("demo-0..%d@example.com", res.Users-1), "password", res.Password)
 		}
+	}
+	if n := len(o.adminToken); n > 0 && n < minAdminTokenLen {
+		logger.Warn("the admin token is short: anyone who guesses it can change prices, stock and orders; use at least 32 random characters",
+			"length", n, "want_at_least", minAdminTokenLen)
 	}
 	if o.adminToken == "" {
 		var b [16]byte

@@ -17,7 +17,7 @@ func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	var o serveOptions
 	o.backend.register(&cobra.Command{}) // fills the flag defaults
 	o.backend.dataDir = t.TempDir()
-	o.addr, o.seed, o.logFormat = "127.0.0.1:0", true, "text"
+	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", "short-token"
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -40,6 +40,12 @@ func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	resp.Body.Close()
 	if !bytes.Contains(logs.Bytes(), []byte("demo data ready")) {
 		t.Errorf("an empty store was not seeded; logs:\n%s", logs.String())
+	}
+	if bytes.Contains(logs.Bytes(), []byte("demo-password")) || !bytes.Contains(logs.Bytes(), []byte("password=")) {
+		t.Errorf("demo password: want a random one logged once, not the published default; logs:\n%s", logs.String())
+	}
+	if !bytes.Contains(logs.Bytes(), []byte("the admin token is short")) {
+		t.Errorf("an 11-character admin token was taken without a warning; logs:\n%s", logs.String())
 	}
 	cancel()
 	select {

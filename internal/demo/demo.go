@@ -6,6 +6,7 @@ package demo
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -29,13 +30,15 @@ type Options struct {
 	Users      int
 	Seed       uint64
 	// Password is every demo user's password (they are demo-0@example.com ... demo-N@...).
+	// Empty: a random one, returned in Result.Password — a published default would open every
+	// demo account of every install.
 	Password string
 	Progress io.Writer
 }
 
 // Defaults are big enough to show skew and pagination, small enough to seed in seconds.
 func Defaults() Options {
-	return Options{Products: 5000, Categories: 20, Users: 200, Seed: 1, Password: "demo-password"}
+	return Options{Products: 5000, Categories: 20, Users: 200, Seed: 1}
 }
 
 // Zones where stock is kept.
@@ -52,6 +55,8 @@ var nouns = []string{"Lamp", "Kettle", "Backpack", "Speaker", "Notebook", "Jacke
 type Result struct {
 	Products, Users, Carts, Orders, Events int
 	Categories                             map[string]int
+	// Password is the demo users' password, for the caller to tell the operator once.
+	Password string
 }
 
 // Seed writes the data set through stores and services. It is not idempotent: run it on an
@@ -113,6 +118,10 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 	res.Products = len(products)
 	progress("seeded %d products in %d categories", res.Products, opt.Categories)
 
+	if opt.Password == "" {
+		opt.Password = crand.Text() // 26 base32 characters, 130 bits
+	}
+	res.Password = opt.Password
 	hash, err := account.HashPassword(opt.Password) // one hash for all: same password, seeds in seconds
 	if err != nil {
 		return res, err

@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -30,6 +31,12 @@ func TestSeedIsSkewedAndConsistent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(res.Password) < 20 || res.Password == "demo-password" {
+		t.Fatalf("demo password %q: want a random one, not a published default", res.Password)
+	}
+	if _, err := account.Authenticate(ctx, s.Stores.Users, "demo-0@example.com", "demo-password"); !errors.Is(err, account.ErrBadCredentials) {
+		t.Errorf("the old published password still logs in: %v", err)
+	}
 	if res.Products != 1000 || len(res.Categories) != opt.Categories || res.Users != 30 || res.Orders == 0 || res.Events == 0 {
 		t.Fatalf("seeded %+v", res)
 	}
@@ -45,7 +52,7 @@ func TestSeedIsSkewedAndConsistent(t *testing.T) {
 	}
 	orders := 0
 	for i := 0; i < opt.Users; i++ {
-		u, err := account.Authenticate(ctx, s.Stores.Users, fmt.Sprintf("demo-%d@example.com", i), opt.Password)
+		u, err := account.Authenticate(ctx, s.Stores.Users, fmt.Sprintf("demo-%d@example.com", i), res.Password)
 		if err != nil {
 			t.Fatalf("demo user %d cannot log in: %v", i, err)
 		}
