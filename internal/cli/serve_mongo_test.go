@@ -62,7 +62,8 @@ func TestServeShoppingFlowOnMongoReplicaSet(t *testing.T) {
 	c.do("PUT", "/v1/cart/items/pan", sess.Token, `{"quantity":1}`, 200, nil)
 	c.do("POST", "/v1/users", sess.Token, `{"email":"ann@example.com","password":"correct horse"}`, 201, nil)
 	var login struct {
-		Cart struct {
+		Token string
+		Cart  struct {
 			Items []struct {
 				ProductID string `json:"product_id"`
 			}
@@ -72,6 +73,8 @@ func TestServeShoppingFlowOnMongoReplicaSet(t *testing.T) {
 	if len(login.Cart.Items) != 2 {
 		t.Errorf("after login the cart has %d lines, want the 2 guest lines merged", len(login.Cart.Items))
 	}
+	c.do("GET", "/v1/cart", sess.Token, "", 401, nil) // the guest token was revoked
+	sess.Token = login.Token
 	var ord struct {
 		ID     string
 		Status string

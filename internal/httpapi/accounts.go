@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"time"
@@ -19,11 +20,7 @@ type sessionResponse struct {
 // startSession creates a guest session. The stored session id (a hash of the token) is never
 // returned: the token is the only handle a client holds.
 func (s *server) startSession(w http.ResponseWriter, r *http.Request, _ *caller) error {
-	ip, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		ip = r.RemoteAddr
-	}
-	token, sess, err := s.Sessions.Start(r.Context(), ip, r.UserAgent())
+	token, sess, err := s.Sessions.Start(r.Context(), clientIP(r), r.UserAgent())
 	if err != nil {
 		return err
 	}
@@ -63,6 +60,9 @@ func (s *server) register(w http.ResponseWriter, r *http.Request, _ *caller, in 
 }
 
 type loginResponse struct {
+	// Token is the session's new bearer token: login never promotes the token the client
+	// had (session fixation), which stops working.
+	Token     string       `json:"token"`
 	User      userResponse `json:"user"`
 	ExpiresAt time.Time    `json:"expires_at"`
 	Cart      cartView     `json:"cart"`
@@ -76,10 +76,10 @@ type mergeLeftover struct {
 	Quantity  int64  `json:"quantity"`
 }
 
-// login binds the caller's session to the user and merges the guest cart into the user's
-// (CRT-5). The session is bound first: a merge then only ever goes to the session's own user,
-// and a failed merge is finished by repeating the login (binding again is a no-op, and Merge
-// with nothing left to merge changes nothing).
+// login authenticates, starts a NEW session bound to the user, merges the caller's guest cart
+// into the user's (CRT-5), and only then revokes the caller's token. A failure before the
+// revoke leaves the old token working, so the login can simply be repeated: Merge with nothing
+// left to merge changes nothing, and the unused new session expires on its own.
 func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *credentials) error {
 	ctx := r.Context()
 	u, err := account.Authenticate(ctx, s.Stores.Users, in.Email, in.Password)
@@ -89,13 +89,18 @@ func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *cr
 	if c.sess.UserID != "" && c.sess.UserID != u.ID {
 		return session.ErrBoundToOtherUser
 	}
-	now := s.Now().UTC()
-	sess, err := s.Stores.Sessions.BindUser(ctx, c.sess.ID, u.ID, now)
+	token, sess, err := s.Sessions.StartFor(ctx, u.ID, clientIP(r), r.UserAgent())
 	if err != nil {
 		return err
 	}
 	merged, err := s.Carts.Merge(ctx, c.sess.ID, u.ID)
 	if err != nil {
+		if rerr := s.Sessions.Revoke(context.WithoutCancel(ctx), sess.ID); rerr != nil {
+			s.log.Warn("login failed; its unused session expires on its own", "err", rerr)
+		}
+		return err
+	}
+	if err := s.Sessions.Revoke(ctx, c.sess.ID); err != nil {
 		return err
 	}
 	view, err := s.viewCart(ctx, merged.Cart)
@@ -106,5 +111,25 @@ func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *cr
 	for i, it := range merged.NotMerged {
 		left[i] = mergeLeftover{ProductID: it.ProductID, Quantity: it.Quantity}
 	}
-	return reply(w, http.StatusOK, loginResponse{User: userResponse{ID: u.ID, Email: u.Email}, ExpiresAt: sess.ExpiresAt, Cart: view, NotMerged: left})
+	return reply(w, http.StatusOK, loginResponse{Token: token, User: userResponse{ID: u.ID, Email: u.Email},
+		ExpiresAt: sess.ExpiresAt, Cart: view, NotMerged: left})
+}
+
+// logout revokes the caller's token: it stops working at once.
+func (s *server) logout(w http.ResponseWriter, r *http.Request, c *caller) error {
+	if err := s.Sessions.Revoke(r.Context(), c.sess.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// clientIP is the connection's peer address: behind a proxy, the proxy's (no forwarded
+// header is trusted, since any client can send one).
+func clientIP(r *http.Request) string {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return ip
 }

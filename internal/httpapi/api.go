@@ -90,6 +90,7 @@ var routes = []route{
 	{"POST", "/v1/sessions", accPublic, (*server).startSession},
 	{"POST", "/v1/users", accSession, withBody((*server).register)},
 	{"POST", "/v1/login", accSession, withBody((*server).login)},
+	{"POST", "/v1/logout", accSession, (*server).logout},
 
 	{"GET", "/v1/products", accPublic, (*server).searchProducts},
 	{"GET", "/v1/products/{id}", accPublic, (*server).getProduct},

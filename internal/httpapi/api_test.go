@@ -51,15 +51,24 @@ func TestShoppingFlow(t *testing.T) {
 	if login.User.Email != "ann@example.com" || len(login.Cart.Items) != 2 || login.Cart.Subtotal.String() != "55.00" {
 		t.Fatalf("login = %+v", login)
 	}
-	// Repeating the login changes nothing.
-	e.must(t, 200, req{method: "POST", path: "/v1/login", token: guest, body: map[string]string{"email": "ann@example.com", "password": "password123"}}).json(t, &login)
+	// Login hands out a new token; the guest's stops working (no session fixation).
+	if login.Token == "" || login.Token == guest {
+		t.Fatalf("login kept the guest token")
+	}
+	if p := e.do(t, req{method: "GET", path: "/v1/cart", token: guest}).problem(t); p.Status != 401 {
+		t.Fatalf("guest token after login: %d, want 401", p.Status)
+	}
+	tok := login.Token
+	// Logging in again from the user's session changes nothing but the token.
+	e.must(t, 200, req{method: "POST", path: "/v1/login", token: tok, body: map[string]string{"email": "ann@example.com", "password": "password123"}}).json(t, &login)
 	if len(login.Cart.Items) != 2 || login.Cart.Items[0].Quantity+login.Cart.Items[1].Quantity != 3 {
 		t.Fatalf("second login changed the cart: %+v", login.Cart)
 	}
-	e.put(t, guest, "kettle", 1)
+	tok = login.Token
+	e.put(t, tok, "kettle", 1)
 
 	// Order: 201 with Location; the same key again is the same order, 200, marked replayed.
-	r := e.placeOrder(t, guest, "order-1")
+	r := e.placeOrder(t, tok, "order-1")
 	if r.status != 201 {
 		t.Fatalf("place: %d %s", r.status, r.body)
 	}
@@ -68,24 +77,24 @@ func TestShoppingFlow(t *testing.T) {
 	if r.header.Get("Location") != "/v1/orders/"+o.ID || o.Total.String() != "100.99" || o.Status != "created" || len(o.Items) != 3 {
 		t.Fatalf("order = %+v, location %q", o, r.header.Get("Location"))
 	}
-	r = e.placeOrder(t, guest, "order-1")
+	r = e.placeOrder(t, tok, "order-1")
 	var again orderView
 	r.json(t, &again)
 	if r.status != 200 || again.ID != o.ID || r.header.Get("Idempotency-Replayed") != "true" {
 		t.Fatalf("replay: %d %+v", r.status, again)
 	}
 	// The same key with another request is refused, naming the header.
-	r = e.do(t, req{method: "POST", path: "/v1/orders", token: guest, body: map[string]string{"zone": "us"},
+	r = e.do(t, req{method: "POST", path: "/v1/orders", token: tok, body: map[string]string{"zone": "us"},
 		header: map[string]string{IdempotencyKeyHeader: "order-1"}})
 	if p := r.problem(t); p.Status != 422 || p.Type != problemBase+"idempotency-key-reused" || len(p.Errors) != 1 || p.Errors[0].Field != "Idempotency-Key" {
 		t.Fatalf("reused key, other zone: %+v", p)
 	}
 	// The cart was consumed: it is empty now, and a new key finds nothing to order.
-	e.must(t, 200, req{method: "GET", path: "/v1/cart", token: guest}).json(t, &cv)
+	e.must(t, 200, req{method: "GET", path: "/v1/cart", token: tok}).json(t, &cv)
 	if len(cv.Items) != 0 {
 		t.Fatalf("cart after order = %+v", cv)
 	}
-	if p := e.placeOrder(t, guest, "order-2").problem(t); p.Status != 409 || p.Type != problemBase+"empty-cart" {
+	if p := e.placeOrder(t, tok, "order-2").problem(t); p.Status != 409 || p.Type != problemBase+"empty-cart" {
 		t.Fatalf("empty cart order: %+v", p)
 	}
 	e.must(t, 200, req{method: "GET", path: "/v1/products/mug"}).json(t, &prod)
@@ -95,11 +104,11 @@ func TestShoppingFlow(t *testing.T) {
 
 	// History and the order page.
 	var hist listView[orderView]
-	e.must(t, 200, req{method: "GET", path: "/v1/orders", token: guest}).json(t, &hist)
+	e.must(t, 200, req{method: "GET", path: "/v1/orders", token: tok}).json(t, &hist)
 	if len(hist.Items) != 1 || hist.Items[0].ID != o.ID || hist.Items[0].Total.String() != "100.99" {
 		t.Fatalf("history = %+v", hist)
 	}
-	e.must(t, 200, req{method: "GET", path: "/v1/orders/" + o.ID, token: guest})
+	e.must(t, 200, req{method: "GET", path: "/v1/orders/" + o.ID, token: tok})
 
 	// Status: created -> paid -> shipped; shipped -> paid is illegal (409).
 	for _, st := range []string{"paid", "shipped"} {
@@ -109,15 +118,15 @@ func TestShoppingFlow(t *testing.T) {
 	if p := r.problem(t); p.Status != 409 || p.Errors[0].Field != "status" {
 		t.Fatalf("illegal transition: %+v", p)
 	}
-	e.must(t, 200, req{method: "GET", path: "/v1/orders", token: guest}).json(t, &hist)
+	e.must(t, 200, req{method: "GET", path: "/v1/orders", token: tok}).json(t, &hist)
 	if hist.Items[0].Status != "shipped" {
 		t.Fatalf("history status = %s", hist.Items[0].Status)
 	}
-	// Events: the guest-time view is under the guest session's actor, not the user's.
+	// Events: the tok-time view is under the tok session's actor, not the user's.
 	var evs listView[eventView]
-	e.must(t, 200, req{method: "GET", path: "/v1/events", token: guest}).json(t, &evs)
+	e.must(t, 200, req{method: "GET", path: "/v1/events", token: tok}).json(t, &evs)
 	if len(evs.Items) != 0 {
-		t.Fatalf("user sees guest-time events: %+v", evs)
+		t.Fatalf("user sees tok-time events: %+v", evs)
 	}
 }
 

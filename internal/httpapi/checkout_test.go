@@ -22,6 +22,7 @@ func TestLoginListsWhatDidNotMerge(t *testing.T) {
 	if first.NotMerged == nil || len(first.NotMerged) != 0 {
 		t.Errorf("login with nothing to merge: not_merged = %v, want []", first.NotMerged)
 	}
+	userToken = first.Token
 	cat := fmt.Sprintf("full%d", time.Now().UnixNano())
 	for i := 0; i < cart.MaxItems; i++ {
 		id := fmt.Sprintf("%s-%03d", cat, i)
@@ -77,4 +78,18 @@ func mustCartID(t *testing.T, e *env, userID string) string {
 		t.Fatal(err)
 	}
 	return c.ID
+}
+
+// SES-1: logout revokes the caller's token at once; a new session works as before.
+func TestLogoutRevokesTheToken(t *testing.T) {
+	e := newEnv(t)
+	token, _ := e.user(t)
+	e.must(t, http.StatusOK, req{method: "GET", path: "/v1/cart", token: token})
+	e.must(t, http.StatusNoContent, req{method: "POST", path: "/v1/logout", token: token})
+	if p := e.do(t, req{method: "GET", path: "/v1/cart", token: token}).problem(t); p.Status != http.StatusUnauthorized {
+		t.Errorf("token after logout: %d, want 401", p.Status)
+	}
+	if p := e.do(t, req{method: "POST", path: "/v1/logout", token: token}).problem(t); p.Status != http.StatusUnauthorized {
+		t.Errorf("second logout: %d, want 401", p.Status)
+	}
 }

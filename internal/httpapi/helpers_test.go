@@ -187,7 +187,7 @@ func (e *env) guest(tb testing.TB) string {
 
 var seq atomic.Int64
 
-// user registers a fresh account, logs a new session in, and returns (token, user id).
+// user registers a fresh account, logs a new session in, and returns (the login's token, user id).
 func (e *env) user(tb testing.TB) (string, string) {
 	tb.Helper()
 	token := e.guest(tb)
@@ -195,9 +195,19 @@ func (e *env) user(tb testing.TB) (string, string) {
 	var u userResponse
 	e.must(tb, http.StatusCreated, req{method: "POST", path: "/v1/users", token: token,
 		body: map[string]string{"email": email, "password": "password123"}}).json(tb, &u)
+	return e.login(tb, token, email, "password123"), u.ID
+}
+
+// login logs the session with token in and returns the new token login hands out.
+func (e *env) login(tb testing.TB, token, email, password string) string {
+	tb.Helper()
+	var l loginResponse
 	e.must(tb, http.StatusOK, req{method: "POST", path: "/v1/login", token: token,
-		body: map[string]string{"email": email, "password": "password123"}})
-	return token, u.ID
+		body: map[string]string{"email": email, "password": password}}).json(tb, &l)
+	if l.Token == "" || l.Token == token {
+		tb.Fatalf("login kept the token it was given")
+	}
+	return l.Token
 }
 
 // product creates a product through the admin API with stock in zone "eu".

@@ -159,10 +159,10 @@ func TestOwnershipSessions(t *testing.T) {
 	o.assertACartIntact(t)
 	// A guest cart merges only into the user who logs in on that very session.
 	e.put(t, o.bGuest, "p1", 7)
-	e.must(t, 200, req{method: "POST", path: "/v1/login", token: o.bGuest, body: map[string]string{"email": bEmail, "password": "password123"}})
+	bToken := e.login(t, o.bGuest, bEmail, "password123")
 	o.assertACartIntact(t)
 	var cv cartView
-	e.must(t, 200, req{method: "GET", path: "/v1/cart", token: o.bGuest}).json(t, &cv)
+	e.must(t, 200, req{method: "GET", path: "/v1/cart", token: bToken}).json(t, &cv)
 	if len(cv.Items) != 1 || cv.Items[0].Quantity != 7 {
 		t.Fatalf("B's merged cart: %+v", cv)
 	}

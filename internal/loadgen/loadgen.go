@@ -124,9 +124,15 @@ func (w *worker) setup(ctx context.Context, login bool) error {
 	if st, body, err := w.do(ctx, "POST", "/v1/users", cred, nil, false); err != nil || st != http.StatusCreated {
 		return fmt.Errorf("register: %d %s %v", st, body, err)
 	}
-	if st, body, err := w.do(ctx, "POST", "/v1/login", cred, nil, false); err != nil || st != http.StatusOK {
+	st, body, err = w.do(ctx, "POST", "/v1/login", cred, nil, false)
+	if err != nil || st != http.StatusOK {
 		return fmt.Errorf("login: %d %s %v", st, body, err)
 	}
+	// Login hands out a new token and revokes the guest's.
+	if err := json.Unmarshal(body, &s); err != nil || s.Token == "" {
+		return fmt.Errorf("login answered no token: %s %v", body, err)
+	}
+	w.token = s.Token
 	return nil
 }
 

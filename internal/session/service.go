@@ -18,6 +18,24 @@ const touchEvery = time.Minute
 
 // Start creates an anonymous session and returns its bearer token.
 func (s *Service) Start(ctx context.Context, ip, userAgent string) (string, Session, error) {
+	return s.start(ctx, "", ip, userAgent)
+}
+
+// StartFor creates a session already bound to userID: login hands out a fresh token rather
+// than promoting the guest's, so a token planted before login (session fixation) is worthless.
+func (s *Service) StartFor(ctx context.Context, userID, ip, userAgent string) (string, Session, error) {
+	return s.start(ctx, userID, ip, userAgent)
+}
+
+// Revoke ends the session at once.
+func (s *Service) Revoke(ctx context.Context, id string) error {
+	if err := s.Sessions.Revoke(ctx, id); err != nil {
+		return fmt.Errorf("revoke session: %w", err)
+	}
+	return nil
+}
+
+func (s *Service) start(ctx context.Context, userID, ip, userAgent string) (string, Session, error) {
 	token, id, err := NewToken()
 	if err != nil {
 		return "", Session{}, fmt.Errorf("new token: %w", err)
@@ -26,7 +44,7 @@ func (s *Service) Start(ctx context.Context, ip, userAgent string) (string, Sess
 	if len(userAgent) > 256 {
 		userAgent = userAgent[:256]
 	}
-	sess := Session{ID: id, CreatedAt: now, LastActive: now, ExpiresAt: now.Add(s.TTL),
+	sess := Session{ID: id, UserID: userID, CreatedAt: now, LastActive: now, ExpiresAt: now.Add(s.TTL),
 		IP: ip, UserAgent: userAgent, Status: StatusActive, Data: map[string]string{}}
 	if err := s.Sessions.CreateSession(ctx, sess); err != nil {
 		return "", Session{}, fmt.Errorf("create session: %w", err)

@@ -52,6 +52,9 @@ type Repository interface {
 	BindUser(ctx context.Context, id, userID string, now time.Time) (Session, error)
 	// Touch records activity; it does not extend the expiry (a guest cart's TTL is tied to it).
 	Touch(ctx context.Context, id string, now time.Time) error
+	// Revoke ends a session at once (logout, and the guest session a login replaces): its
+	// token no longer authenticates. Revoking a missing session is not an error.
+	Revoke(ctx context.Context, id string) error
 	PurgeExpired(ctx context.Context, now time.Time) (int, error)
 }
 

@@ -30,8 +30,8 @@ const keyspace = store.DefaultKeyspace
 // One 3-node cluster for the whole package: booting it is the expensive part. The tests write
 // through the store's real repositories and check replicas with pinned CQL reads.
 var (
-	cluster  *launcher.Cluster
-	session  *gocql.Session
+	cluster   *launcher.Cluster
+	session   *gocql.Session
 	carts     cart.Repository
 	sessions  sessionpkg.Repository
 	histories history.Repository

@@ -21,7 +21,9 @@ curl -s -X POST $API/v1/events -H "Authorization: Bearer $TOKEN" -H 'Content-Typ
 curl -s $API/v1/cart -H "Authorization: Bearer $TOKEN"
 echo '## register, login (guest cart merges into the user cart)'
 curl -s -X POST $API/v1/users -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"email":"ann@example.com","password":"correct horse"}'
-curl -s -X POST $API/v1/login -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"email":"ann@example.com","password":"correct horse"}'
+LOGIN=$(curl -s -X POST $API/v1/login -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"email":"ann@example.com","password":"correct horse"}')
+echo "$LOGIN"
+TOKEN=$(echo "$LOGIN" | jq -r .token) # login hands out a new token; the guest one is revoked
 echo '## order (retry-safe with Idempotency-Key)'
 curl -s -i -X POST $API/v1/orders -H "Authorization: Bearer $TOKEN" -H 'Idempotency-Key: 7d1c5e0a-order-1' -H 'Content-Type: application/json' -d '{"zone":"eu-west"}'
 echo

@@ -152,6 +152,21 @@ func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
 	return nil
 }
 
+// Revoke deletes the session at ALL: sessions are read at ONE, and only a delete every replica
+// has taken guarantees no read still finds the token. With a replica down it falls back to
+// QUORUM (hints deliver the rest), and says so in the returned error only if that fails too.
+func (r *Sessions) Revoke(ctx context.Context, id string) error {
+	q := `DELETE FROM sessions WHERE session_id = ?`
+	err := r.s.Query(q, id).WithContext(ctx).Consistency(gocql.All).Idempotent(true).Exec()
+	if err == nil {
+		return nil
+	}
+	if err := r.s.Query(q, id).WithContext(ctx).Consistency(gocql.Quorum).Idempotent(true).Exec(); err != nil {
+		return fmt.Errorf("revoke session: %w", err)
+	}
+	return nil
+}
+
 // PurgeExpired has nothing to do: TTLs remove expired sessions (and no repair is scheduled
 // for sessions, seed 003).
 func (r *Sessions) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }

@@ -65,6 +65,14 @@ func (r *sessions) Touch(ctx context.Context, id string, now time.Time) error {
 	return nil
 }
 
+// Revoke deletes the session by its _id (targeted under {_id: hashed}).
+func (r *sessions) Revoke(ctx context.Context, id string) error {
+	if _, err := r.store().coll(collSessions).DeleteOne(ctx, d(e("_id", id))); err != nil {
+		return fmt.Errorf("mongo: revoke session: %w", err)
+	}
+	return nil
+}
+
 func (r *sessions) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
 	res, err := r.store().coll(collSessions).DeleteMany(ctx, expiredFilter(now))
 	if err != nil {

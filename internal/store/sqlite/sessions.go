@@ -80,6 +80,12 @@ func (r *sessions) Touch(ctx context.Context, id string, now time.Time) (err err
 	return err
 }
 
+func (r *sessions) Revoke(ctx context.Context, id string) (err error) {
+	defer (*DB)(r).observe("sessions.revoke")(&err)
+	_, err = r.w.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+	return err
+}
+
 func (r *sessions) PurgeExpired(ctx context.Context, now time.Time) (n int, err error) {
 	defer (*DB)(r).observe("sessions.purge")(&err)
 	res, err := r.w.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, nanos(now))

@@ -17,6 +17,28 @@ func newSession(ttl time.Duration, now time.Time) session.Session {
 // Sessions is the session contract (SES-1).
 func Sessions(t *testing.T, newRepo func(t *testing.T) session.Repository) {
 	ctx := context.Background()
+	t.Run("SES-1 a revoked session is gone at once, and revoking twice is fine", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		s, other := newSession(time.Hour, base), newSession(time.Hour, base)
+		for _, x := range []session.Session{s, other} {
+			if err := r.CreateSession(ctx, x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Revoke(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.GetSession(ctx, s.ID, base); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("revoked session: got %v, want ErrNotFound", err)
+		}
+		if err := r.Revoke(ctx, s.ID); err != nil {
+			t.Errorf("second revoke: %v", err)
+		}
+		if _, err := r.GetSession(ctx, other.ID, base); err != nil {
+			t.Errorf("revoke touched another session: %v", err)
+		}
+	})
 	t.Run("SES-1 create get bind touch", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
