@@ -26,6 +26,14 @@ type serveOptions struct {
 	logFormat       string
 	shutdownTimeout time.Duration
 	purgeEvery      time.Duration
+	// Per-minute rate limits (0: none); each allows a burst of half its rate.
+	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession float64
+}
+
+// limits turns the per-minute flags into the API's limits.
+func (o serveOptions) limits() httpapi.Limits {
+	return httpapi.Limits{LoginPerClient: httpapi.PerMinute(o.limitLoginClient), LoginPerAccount: httpapi.PerMinute(o.limitLoginAccount),
+		SessionsPerClient: httpapi.PerMinute(o.limitSessionsClient), EventsPerSession: httpapi.PerMinute(o.limitEventsSession)}
 }
 
 func newServeCmd(stdio IO) *cobra.Command {
@@ -49,6 +57,11 @@ func newServeCmd(stdio IO) *cobra.Command {
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
 	f.DurationVar(&o.purgeEvery, "purge-every", time.Minute, "how often expired sessions and guest carts are deleted")
+	d := httpapi.DefaultLimits()
+	f.Float64Var(&o.limitLoginClient, "limit-login-client", d.LoginPerClient.PerMinute, "login attempts per minute per client address (0: no limit)")
+	f.Float64Var(&o.limitLoginAccount, "limit-login-account", d.LoginPerAccount.PerMinute, "login attempts per minute per e-mail (0: no limit)")
+	f.Float64Var(&o.limitSessionsClient, "limit-sessions-client", d.SessionsPerClient.PerMinute, "new sessions per minute per client address (0: no limit)")
+	f.Float64Var(&o.limitEventsSession, "limit-events-session", d.EventsPerSession.PerMinute, "events posted per minute per session (0: no limit)")
 	return cmd
 }
 
@@ -120,7 +133,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	api := httpapi.New(httpapi.Deps{
 		Stores: s.Stores, Carts: s.Carts, Orders: s.Orders, Sessions: s.Sessions,
 		AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
-		Ready: s.Stores.Ready,
+		Ready: s.Stores.Ready, Limits: o.limits(),
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -20,6 +20,9 @@ type sessionResponse struct {
 // startSession creates a guest session. The stored session id (a hash of the token) is never
 // returned: the token is the only handle a client holds.
 func (s *server) startSession(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	if err := s.limitSessions(r); err != nil {
+		return err
+	}
 	token, sess, err := s.Sessions.Start(r.Context(), clientIP(r), r.UserAgent())
 	if err != nil {
 		return err
@@ -82,6 +85,9 @@ type mergeLeftover struct {
 // left to merge changes nothing, and the unused new session expires on its own.
 func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *credentials) error {
 	ctx := r.Context()
+	if err := s.limitLogin(r, in.Email); err != nil {
+		return err
+	}
 	u, err := account.Authenticate(ctx, s.Stores.Users, in.Email, in.Password)
 	if err != nil {
 		return err

@@ -40,7 +40,9 @@ type Deps struct {
 	// OutboxLag, when set, is exported as the shardmart_outbox_lag_messages gauge
 	// (pass (*outbox.Projector).Lag).
 	OutboxLag func(ctx context.Context) (int64, error)
-	// Now is the clock for events; nil means time.Now.
+	// Limits rate-limit logins, session creation and event posting; zero: none.
+	Limits Limits
+	// Now is the clock for events and rate limits; nil means time.Now.
 	Now func() time.Time
 }
 
@@ -113,6 +115,7 @@ var routes = []route{
 
 type server struct {
 	Deps
+	limits  limiters
 	log     *slog.Logger
 	metrics *httpMetrics
 	promh   http.Handler
@@ -136,7 +139,7 @@ func New(d Deps) http.Handler {
 			d.Gatherer = prometheus.DefaultGatherer
 		}
 	}
-	s := &server{Deps: d, log: d.Logger}
+	s := &server{Deps: d, log: d.Logger, limits: newLimiters(d.Limits, d.Now)}
 	s.metrics = newHTTPMetrics(d.Registry)
 	if d.OutboxLag != nil {
 		registerOrReuse(d.Registry, &lagCollector{lag: d.OutboxLag, log: d.Logger})

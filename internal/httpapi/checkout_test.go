@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +93,58 @@ func TestLogoutRevokesTheToken(t *testing.T) {
 	}
 	if p := e.do(t, req{method: "POST", path: "/v1/logout", token: token}).problem(t); p.Status != http.StatusUnauthorized {
 		t.Errorf("second logout: %d, want 401", p.Status)
+	}
+}
+
+// Logins, new sessions and events are rate-limited: past the burst a 429 problem with
+// Retry-After, and the client is served again once that time has passed.
+func TestRateLimits(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	e := newEnvWith(t, func(d *Deps) {
+		d.Now = clock
+		d.Limits = Limits{LoginPerClient: PerMinute(6), LoginPerAccount: PerMinute(4),
+			SessionsPerClient: PerMinute(10), EventsPerSession: PerMinute(4)}
+	})
+	limited := func(what string, q req) {
+		t.Helper()
+		r := e.do(t, q)
+		p := r.problem(t)
+		if p.Status != http.StatusTooManyRequests || p.Type != problemBase+"rate-limited" {
+			t.Fatalf("%s past the limit: %d %s, want 429 rate-limited", what, p.Status, p.Type)
+		}
+		if secs, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || secs < 1 || secs > 60 {
+			t.Fatalf("%s: Retry-After %q", what, r.header.Get("Retry-After"))
+		}
+	}
+
+	tokens := make([]string, 5) // a burst of 5 sessions
+	for i := range tokens {
+		tokens[i] = e.guest(t)
+	}
+	limited("session creation", req{method: "POST", path: "/v1/sessions"})
+
+	for i := 0; i < 2; i++ { // a burst of 2 events per session
+		e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/events", token: tokens[0], body: map[string]string{"type": "view"}})
+	}
+	limited("events", req{method: "POST", path: "/v1/events", token: tokens[0], body: map[string]string{"type": "view"}})
+	e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/events", token: tokens[1], body: map[string]string{"type": "view"}})
+
+	// Password guessing on one account: 2 tries, then 429 — also from another session.
+	wrong := map[string]string{"email": "victim@example.com", "password": "guess-guess"}
+	for i := 0; i < 2; i++ {
+		if p := e.do(t, req{method: "POST", path: "/v1/login", token: tokens[2], body: wrong}).problem(t); p.Status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d, want 401", i+1, p.Status)
+		}
+	}
+	limited("logins on one account", req{method: "POST", path: "/v1/login", token: tokens[3], body: wrong})
+
+	advance(time.Minute)
+	e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/sessions"})
+	e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/events", token: tokens[0], body: map[string]string{"type": "view"}})
+	if p := e.do(t, req{method: "POST", path: "/v1/login", token: tokens[2], body: wrong}).problem(t); p.Status != http.StatusUnauthorized {
+		t.Errorf("login a minute later: %d, want 401 (served again)", p.Status)
 	}
 }

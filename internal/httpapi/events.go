@@ -31,6 +31,9 @@ func viewEvent(e event.Event) eventView {
 // appendEvent records an event for the caller; the server sets actor, id and time, so nobody
 // can write into another actor's stream.
 func (s *server) appendEvent(w http.ResponseWriter, r *http.Request, c *caller, in *eventInput) error {
+	if err := s.limitEvents(c); err != nil {
+		return err
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return err

@@ -46,6 +46,12 @@ type env struct {
 // so benchmarks measure the API, not the terminal.
 func newEnv(tb testing.TB) *env {
 	tb.Helper()
+	return newEnvWith(tb, nil)
+}
+
+// newEnvWith is newEnv with the dependencies adjusted by edit before the API is built.
+func newEnvWith(tb testing.TB, edit func(*Deps)) *env {
+	tb.Helper()
 	ctx := context.Background()
 	s, err := placement.Open(ctx, placement.Embedded(), placement.Options{SQLitePath: filepath.Join(tb.TempDir(), "shardmart.db")})
 	if err != nil {
@@ -55,6 +61,9 @@ func newEnv(tb testing.TB) *env {
 	logger := slog.New(slog.DiscardHandler)
 	d, projector := wire(s, testAdminToken, logger)
 	d.Ready = func(context.Context) error { return nil }
+	if edit != nil {
+		edit(&d)
+	}
 	reg := d.Registry.(*prometheus.Registry)
 	h := New(d)
 	srv := httptest.NewServer(h)

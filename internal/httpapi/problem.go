@@ -33,6 +33,8 @@ type Problem struct {
 	Zone      string `json:"zone,omitempty"`
 	Requested *int64 `json:"requested,omitempty"`
 	Available *int64 `json:"available,omitempty"`
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter string `json:"-"`
 }
 
 func (p *Problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail) }
@@ -135,6 +137,9 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 	p.RequestID = requestID(r.Context())
 	if p.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="shardmart"`)
+	}
+	if p.RetryAfter != "" {
+		w.Header().Set("Retry-After", p.RetryAfter)
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -71,6 +71,23 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 	// before the freeze (and is in the order) or is refused until the checkout ends.
 	owner := cart.User(userID)
 	ct, err := s.Carts.BeginCheckout(ctx, owner, id.String())
+	// Another checkout holds the cart: most often a retry of this very request racing with
+	// the first attempt. Wait briefly for it to end; answer with its order if the key placed
+	// one, else take the cart once it is free.
+	for pause, waited := 5*time.Millisecond, time.Duration(0); errors.Is(err, cart.ErrCheckoutInProgress) && waited < checkoutWait; waited += pause {
+		if o, kerr := s.Orders.ByIdempotencyKey(ctx, userID, key); kerr == nil {
+			return replay(o, zone)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Order{}, false, ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+		ct, err = s.Carts.BeginCheckout(ctx, owner, id.String())
+	}
 	if errors.Is(err, cart.ErrNotFound) {
 		return Order{}, false, ErrEmptyCart
 	}
@@ -114,6 +131,10 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 	}
 	return o, created, nil
 }
+
+// checkoutWait is how long a checkout waits for another one holding the same cart (a
+// concurrent retry) before answering checkout-in-progress; a checkout takes milliseconds.
+const checkoutWait = 2 * time.Second
 
 // CheckoutPlaceTimeout bounds the order store's part of a checkout, well inside
 // cart.CheckoutLease, so a lease never runs out while a commit is still being decided.

@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/ratelimit"
+)
+
+// Limits bound what one client, account or session can do per minute (the zero Limit is no
+// limit). They are per API process.
+type Limits struct {
+	LoginPerClient    ratelimit.Limit // login attempts per client address
+	LoginPerAccount   ratelimit.Limit // login attempts per e-mail, from anywhere
+	SessionsPerClient ratelimit.Limit // new sessions per client address
+	EventsPerSession  ratelimit.Limit // events posted per session
+}
+
+// PerMinute is a limit of n per minute with a burst of half a minute's worth (0: no limit).
+func PerMinute(n float64) ratelimit.Limit {
+	return ratelimit.Limit{PerMinute: n, Burst: max(1, int(n/2))}
+}
+
+// DefaultLimits are serve's defaults: far above a person's pace, far below a script's.
+func DefaultLimits() Limits {
+	return Limits{LoginPerClient: PerMinute(20), LoginPerAccount: PerMinute(10),
+		SessionsPerClient: PerMinute(60), EventsPerSession: PerMinute(600)}
+}
+
+type limiters struct {
+	loginClient, loginAccount, sessions, events *ratelimit.Keyed
+}
+
+func newLimiters(l Limits, now func() time.Time) limiters {
+	return limiters{
+		loginClient:  ratelimit.New(l.LoginPerClient, now),
+		loginAccount: ratelimit.New(l.LoginPerAccount, now),
+		sessions:     ratelimit.New(l.SessionsPerClient, now),
+		events:       ratelimit.New(l.EventsPerSession, now),
+	}
+}
+
+// take asks each (limiter, key) in turn and refuses with 429 at the first that is spent.
+func take(what string, checks ...check) error {
+	for _, c := range checks {
+		if ok, wait := c.k.Allow(c.key, 1); !ok {
+			secs := int(math.Ceil(wait.Seconds()))
+			p := problem(http.StatusTooManyRequests, "rate-limited", "Too many requests",
+				fmt.Sprintf("too many %s; retry in %d s", what, secs))
+			p.RetryAfter = strconv.Itoa(secs)
+			return p
+		}
+	}
+	return nil
+}
+
+type check = struct {
+	k   *ratelimit.Keyed
+	key string
+}
+
+func (s *server) limitLogin(r *http.Request, email string) error {
+	return take("login attempts", check{s.limits.loginClient, clientIP(r)},
+		check{s.limits.loginAccount, account.NormalizeEmail(email)})
+}
+
+func (s *server) limitSessions(r *http.Request) error {
+	return take("new sessions from this address", check{s.limits.sessions, clientIP(r)})
+}
+
+func (s *server) limitEvents(c *caller) error {
+	return take("events from this session", check{s.limits.events, c.sess.ID})
+}
