@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/shop"
@@ -23,6 +24,7 @@ type backendFlags struct {
 	mongoURI          string
 	mongoDB           string
 	sessionTTL        time.Duration
+	eventRetention    time.Duration
 	// The replication-lag monitor's own login (placement.Options.MongoMonitorUser/Password).
 	mongoMonitorUser     string
 	mongoMonitorPassword string
@@ -39,6 +41,7 @@ func (b *backendFlags) register(cmd *cobra.Command) {
 	f.StringVar(&b.mongoMonitorUser, "mongo-monitor-user", "", "user the read-routing lag monitor logs in with on each shard replica set behind the mongos (or on the replica set --mongo-uri names), instead of --mongo-uri's: mongos users do not exist on the shards. A shard-local user in admin (authSource from --mongo-uri, else admin) with clusterMonitor and readWrite on shardmart_monitor; empty: --mongo-uri's credentials (env SHARDMART_MONGO_MONITOR_USER)")
 	f.StringVar(&b.mongoMonitorPassword, "mongo-monitor-password", "", "password of --mongo-monitor-user; prefer the environment (env SHARDMART_MONGO_MONITOR_PASSWORD)")
 	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime (seed 003: 7 days; seed 002: 24h); guest carts expire with their session")
+	f.DurationVar(&b.eventRetention, "event-retention", event.DefaultRetention, "how long click events are kept (Cassandra: the rows' TTL; elsewhere: deleted by the purge loop)")
 }
 
 func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
@@ -48,6 +51,9 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 	}
 	if b.sessionTTL < time.Minute {
 		return shop.Config{}, fmt.Errorf("--session-ttl must be at least 1m, got %s", b.sessionTTL)
+	}
+	if b.eventRetention < time.Hour {
+		return shop.Config{}, fmt.Errorf("--event-retention must be at least 1h, got %s", b.eventRetention)
 	}
 	var hosts []string
 	for _, h := range strings.Split(b.cassandraHosts, ",") {
@@ -66,6 +72,7 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 
 			MongoMonitorUser:     b.mongoMonitorUser,
 			MongoMonitorPassword: b.mongoMonitorPassword,
+			EventRetention:       b.eventRetention,
 		},
 		SessionTTL: b.sessionTTL,
 		Logger:     logger,

@@ -127,7 +127,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{}, 2)
 	go func() { s.Projector.Run(bg, time.Second); done <- struct{}{} }()
-	go func() { purge(bg, s, o.purgeEvery, logger); done <- struct{}{} }()
+	go func() { purge(bg, s, o.purgeEvery, o.backend.eventRetention, logger); done <- struct{}{} }()
 	defer func() { stopBG(); <-done; <-done }()
 
 	api := httpapi.New(httpapi.Deps{
@@ -150,8 +150,9 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	return nil
 }
 
-// purge deletes expired sessions and guest carts; reads already hide them at once.
-func purge(ctx context.Context, s *shop.Shop, every time.Duration, logger *slog.Logger) {
+// purge deletes expired sessions and guest carts (reads already hide them at once) and
+// events past the retention.
+func purge(ctx context.Context, s *shop.Shop, every, eventRetention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -170,6 +171,11 @@ func purge(ctx context.Context, s *shop.Shop, every time.Duration, logger *slog.
 			logger.Warn("purge guest carts", "err", err)
 		} else if n > 0 {
 			logger.Info("purged expired guest carts", "count", n)
+		}
+		if n, err := s.Stores.Events.PurgeEvents(ctx, now.Add(-eventRetention)); err != nil {
+			logger.Warn("purge events", "err", err)
+		} else if n > 0 {
+			logger.Info("purged events past the retention", "count", n, "retention", eventRetention)
 		}
 	}
 }

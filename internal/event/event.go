@@ -47,10 +47,17 @@ type Query struct {
 	Page  paging.Request
 }
 
+// DefaultRetention is how long events are kept: 90 days, as the seed's Cassandra TTL.
+const DefaultRetention = 90 * 24 * time.Hour
+
 // Repository stores events.
 type Repository interface {
+	// AppendEvent stores e; an event already past the retention may be dropped instead.
 	AppendEvent(ctx context.Context, e Event) error
 	ListEvents(ctx context.Context, q Query) (paging.Page[Event], error)
+	// PurgeEvents deletes events that happened before `before` and says how many. A backend
+	// whose rows expire by themselves (Cassandra's TTL from the event's time) returns 0.
+	PurgeEvents(ctx context.Context, before time.Time) (int, error)
 }
 
 // Day truncates an instant to its UTC date, the partition of EVT-1.

@@ -228,6 +228,8 @@ type Options struct {
 	// set itself), in place of MongoURI's: mongos users do not exist on the shards.
 	MongoMonitorUser     string
 	MongoMonitorPassword string
+	// EventRetention is how long events are kept (Cassandra writes it as the rows' TTL).
+	EventRetention time.Duration
 	// Observe, when set, receives every repository operation's duration (store metrics).
 	Observe func(op string, d time.Duration, err error)
 }

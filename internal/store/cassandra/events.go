@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -17,10 +18,15 @@ import (
 
 // Events implements event.Repository on user_events at consistency ONE: appends are the
 // bulk of the write load and a lost click does not change a trend (seed 002).
-type Events struct{ s *gocql.Session }
+type Events struct {
+	s *gocql.Session
+	// retention is how long after the event's time its row lives (USING TTL), 90 days
+	// unless configured: the table's default_time_to_live counts from the write instead.
+	retention time.Duration
+}
 
 const (
-	eventInsert = `INSERT INTO user_events (actor, event_date, at, event_id, type, product_id, details) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	eventInsert = `INSERT INTO user_events (actor, event_date, at, event_id, type, product_id, details) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	eventCols   = `actor, at, event_id, type, product_id, details`
 	eventList   = `SELECT ` + eventCols + ` FROM user_events WHERE actor = ? AND event_date = ?`
 	// The type filter runs inside one (actor, day) partition, which the key bounds, so
@@ -39,14 +45,26 @@ func (r *Events) AppendEvent(ctx context.Context, e event.Event) error {
 	if details == nil {
 		details = map[string]string{}
 	}
+	retention := r.retention
+	if retention <= 0 {
+		retention = event.DefaultRetention
+	}
+	ttl := int(math.Ceil(time.Until(e.At.Add(retention)).Seconds()))
+	if ttl <= 0 {
+		return nil // past the retention already: the row would be born expired
+	}
 	// The primary key includes event_id, so a retried append rewrites the same row.
-	err := r.s.Query(eventInsert, e.Actor, event.Day(e.At), ts(e.At), e.ID, string(e.Type), e.ProductID, details).
+	err := r.s.Query(eventInsert, e.Actor, event.Day(e.At), ts(e.At), e.ID, string(e.Type), e.ProductID, details, ttl).
 		WithContext(ctx).Consistency(EventsConsistency).Idempotent(true).Exec()
 	if err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
 	return nil
 }
+
+// PurgeEvents has nothing to do: every row carries a TTL ending at its event's time plus the
+// retention.
+func (r *Events) PurgeEvents(ctx context.Context, before time.Time) (int, error) { return 0, nil }
 
 // driverCursor is the position of a list that resumes with the driver's paging state; Q
 // fingerprints the query so a cursor is refused on another one.

@@ -48,6 +48,8 @@ type Config struct {
 	NumConns   int           // connections per host, default 2
 	// Observe, when set, receives every statement's latency (store metrics).
 	Observe func(op string, d time.Duration, err error)
+	// EventRetention is how long events live after their time (TTL); 0: event.DefaultRetention.
+	EventRetention time.Duration
 }
 
 // DefaultKeyspace is used when Config.Keyspace is empty.
@@ -90,8 +92,9 @@ func ClusterConfig(cfg Config) *gocql.ClusterConfig {
 
 // Store is the backend: one driver session and the repositories on it.
 type Store struct {
-	s     *gocql.Session
-	owned bool
+	s              *gocql.Session
+	owned          bool
+	eventRetention time.Duration
 }
 
 // Open connects to the cluster and checks that the schema has been applied
@@ -107,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %w",
 			strings.Join(cfg.Hosts, ","), cc.Keyspace, cc.Keyspace, err)
 	}
-	st := &Store{s: s, owned: true}
+	st := &Store{s: s, owned: true, eventRetention: cfg.EventRetention}
 	if err := st.checkSchema(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -143,7 +146,7 @@ func (st *Store) Close() error {
 // Carts, Sessions, Events, History, Catalog and CatalogSink are the repositories.
 func (st *Store) Carts() cart.Repository       { return &Carts{s: st.s} }
 func (st *Store) Sessions() session.Repository { return &Sessions{s: st.s} }
-func (st *Store) Events() event.Repository     { return &Events{s: st.s} }
+func (st *Store) Events() event.Repository     { return &Events{s: st.s, retention: st.eventRetention} }
 func (st *Store) History() history.Repository  { return &History{s: st.s} }
 func (st *Store) Catalog() *Catalog            { return &Catalog{s: st.s} }
 

@@ -2,7 +2,9 @@ package mongo
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -31,6 +33,23 @@ func (r *events) AppendEvent(ctx context.Context, ev event.Event) error {
 		return fmt.Errorf("mongo: insert event: %w", err)
 	}
 	return nil
+}
+
+// PurgeEvents deletes by _id, which sorts like the event's time (eventObjectID): a range on
+// the _id index, not a collection scan. Without a shard key in the filter it is a broadcast,
+// once per purge round.
+func (r *events) PurgeEvents(ctx context.Context, before time.Time) (int, error) {
+	if before.Unix() <= 0 {
+		return 0, nil
+	}
+	var bound bson.ObjectID
+	binary.BigEndian.PutUint32(bound[0:4], uint32(before.Unix()))
+	binary.BigEndian.PutUint16(bound[4:6], uint16(before.Nanosecond()/int(time.Millisecond)))
+	res, err := r.store().coll(collEvents).DeleteMany(ctx, d(e("_id", d(e("$lt", bound)))))
+	if err != nil {
+		return 0, fmt.Errorf("mongo: purge events: %w", err)
+	}
+	return int(res.DeletedCount), nil
 }
 
 // eventCursor is the last _id returned, hex.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/paging"
@@ -24,6 +25,16 @@ func (r *events) AppendEvent(ctx context.Context, e event.Event) (err error) {
 		return fmt.Errorf("insert event: %w", err)
 	}
 	return nil
+}
+
+func (r *events) PurgeEvents(ctx context.Context, before time.Time) (n int, err error) {
+	defer (*DB)(r).observe("events.purge")(&err)
+	res, err := r.w.ExecContext(ctx, `DELETE FROM events WHERE at < ?`, nanos(before))
+	if err != nil {
+		return 0, fmt.Errorf("purge events: %w", err)
+	}
+	affected, err := res.RowsAffected()
+	return int(affected), err
 }
 
 type timeCursor struct {

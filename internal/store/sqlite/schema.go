@@ -124,6 +124,8 @@ CREATE TABLE order_history (
 -- lease ends; cart_fences records carts whose stale checkout may never place an order.
 ALTER TABLE carts ADD COLUMN checkout_order TEXT NOT NULL DEFAULT '';
 ALTER TABLE carts ADD COLUMN checkout_until INTEGER NOT NULL DEFAULT 0;
+-- Event retention deletes by time.
+CREATE INDEX events_at ON events (at);
 CREATE TABLE cart_fences (
 	cart_id TEXT PRIMARY KEY,
 	at      INTEGER NOT NULL

@@ -12,6 +12,29 @@ import (
 // Events is the click-stream contract (EVT-1).
 func Events(t *testing.T, newRepo func(t *testing.T) event.Repository) {
 	ctx := context.Background()
+	t.Run("EVT-1 events past the retention are purged, recent ones kept", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		actor := "u:" + uid("u")
+		old := event.Event{ID: uid("e"), Actor: actor, Type: event.View, At: base.Add(-event.DefaultRetention - 24*time.Hour)}
+		recent := event.Event{ID: uid("e"), Actor: actor, Type: event.View, At: base}
+		for _, e := range []event.Event{old, recent} {
+			if err := r.AppendEvent(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.PurgeEvents(ctx, base.Add(-event.DefaultRetention)); err != nil {
+			t.Fatal(err)
+		}
+		gone, err := r.ListEvents(ctx, event.Query{Actor: actor, Day: old.At, Page: paging.Request{Limit: 10}})
+		if err != nil || len(gone.Items) != 0 {
+			t.Errorf("event past the retention: %d left, %v; want none", len(gone.Items), err)
+		}
+		kept, err := r.ListEvents(ctx, event.Query{Actor: actor, Day: recent.At, Page: paging.Request{Limit: 10}})
+		if err != nil || len(kept.Items) != 1 || kept.Items[0].ID != recent.ID {
+			t.Errorf("recent event: %+v, %v; want it kept", kept.Items, err)
+		}
+	})
 	t.Run("EVT-1 day partition newest first with type filter and pages", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
