@@ -5,12 +5,14 @@ import (
 	"net"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/validation"
 )
 
 type sessionResponse struct {
@@ -76,6 +78,9 @@ type loginResponse struct {
 // with nothing left to merge changes nothing).
 func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *credentials) error {
 	ctx := r.Context()
+	if err := checkLoginShape(in); err != nil {
+		return err
+	}
 	u, err := account.Authenticate(ctx, s.Stores.Users, in.Email, in.Password)
 	if err != nil {
 		return err
@@ -96,4 +101,16 @@ func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *cr
 		return err
 	}
 	return reply(w, http.StatusOK, loginResponse{User: userResponse{ID: u.ID, Email: u.Email}, ExpiresAt: sess.ExpiresAt, Cart: view})
+}
+
+// checkLoginShape refuses what the OpenAPI LoginCredentials schema refuses (a missing or
+// over-long email or password) with a 400 naming the field. Everything else is Authenticate's
+// to judge, so a wrong email and a wrong password still get the same 401.
+func checkLoginShape(in *credentials) error {
+	var c validation.Collector
+	n := utf8.RuneCountInString(in.Email)
+	c.Check(n >= 1 && n <= 254, "email", "must be 1-254 characters")
+	n = utf8.RuneCountInString(in.Password)
+	c.Check(n >= 1 && n <= 72, "password", "must be 1-72 characters")
+	return c.Err()
 }
