@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -44,7 +45,9 @@ func ValidateCredentials(email, password string) error {
 	var c validation.Collector
 	a, err := mail.ParseAddress(email)
 	c.Check(err == nil && a.Address == email && len(email) <= 254, "email", "must be a plain email address")
-	c.Check(len(password) >= 8 && len(password) <= 72, "password", "must be 8-72 bytes")
+	// At least 8 characters (the OpenAPI minLength counts characters), at most 72 bytes: bcrypt
+	// reads no further, and the document states this limit in bytes too.
+	c.Check(utf8.RuneCountInString(password) >= 8 && len(password) <= 72, "password", "must be at least 8 characters and at most 72 bytes")
 	return c.Err()
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/shardmart/shardmart/internal/catalog"
-	"github.com/shardmart/shardmart/internal/validation"
 )
 
 // ProductLookup is what carts need from the catalog: that the product exists, and its category.
@@ -82,9 +81,6 @@ func (s *Service) Put(ctx context.Context, owner Owner, expiresAt time.Time, pro
 		return Cart{}, err
 	}
 	p, err := s.Products.GetProduct(ctx, productID)
-	if errors.Is(err, catalog.ErrNotFound) {
-		return Cart{}, validation.Field("product_id", "no such product")
-	}
 	if err != nil {
 		return Cart{}, fmt.Errorf("look up product: %w", err)
 	}

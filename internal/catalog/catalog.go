@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/paging"
@@ -69,7 +70,8 @@ type Repository interface {
 	GetProduct(ctx context.Context, id string) (Product, error)
 	SearchProducts(ctx context.Context, q Search) (paging.Page[Product], error)
 	// AdjustStock adds delta (may be negative) to a zone's stock and returns the new level;
-	// it fails with *InsufficientStockError rather than go below zero.
+	// it fails with *InsufficientStockError rather than go below zero, and with
+	// *StockCapError rather than go above MaxStock.
 	AdjustStock(ctx context.Context, ref Ref, zone string, delta int64) (int64, error)
 }
 
@@ -84,26 +86,105 @@ func ValidID(s string) bool { return idPattern.MatchString(s) }
 // ValidSlug reports whether s is a category or zone name.
 func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
 
-// MaxStock bounds one zone's stock so sums never overflow.
+// MaxStock caps one zone's stock so sums never overflow. Creation and admin adjustments never
+// pass it (AdjustStock refuses with *StockCapError); a cancelled order's units go back uncapped,
+// since refusing them would block the cancel, so a level may exceed it by what orders return.
 const MaxStock = 1_000_000_000
 
-// Validate checks a product before it is stored; field names match the API's JSON.
+// StockCapError refuses an adjustment that would take a zone's stock past MaxStock.
+type StockCapError struct {
+	ProductID string
+	Zone      string
+	Delta     int64
+	Level     int64 // the zone's stock before the refused adjustment
+}
+
+func (e *StockCapError) Error() string {
+	return fmt.Sprintf("stock cap for product %s in zone %s: %d + %d would pass %d",
+		e.ProductID, e.Zone, e.Level, e.Delta, int64(MaxStock))
+}
+
+// Validate checks a product before it is created; field names match the API's JSON.
 func (p Product) Validate() error {
 	var c validation.Collector
 	c.Check(ValidID(p.ID), "id", "must be 1-64 letters, digits, '-' or '_'")
-	c.Check(p.Name != "" && len(p.Name) <= 200, "name", "must be 1-200 characters")
-	c.Check(ValidSlug(p.Category), "category", "must be a lower-case slug of 1-64 characters")
-	c.Check(p.Price > 0 && p.Price <= money.Max, "price", "must be greater than 0")
-	c.Check(len(p.Attributes) <= 50, "attributes", "at most 50 attributes")
-	for k, v := range p.Attributes {
-		c.Check(k != "" && len(k) <= 64 && len(v) <= 512, "attributes."+k, "keys 1-64 and values up to 512 characters")
-	}
+	checkName(&c, p.Name)
+	checkCategory(&c, p.Category)
+	checkPrice(&c, p.Price)
+	checkAttributes(&c, p.Attributes)
 	c.Check(len(p.Stock) <= 100, "stock", "at most 100 zones")
 	for z, q := range p.Stock {
 		c.Check(ValidSlug(z), "stock."+z, "zone must be a lower-case slug")
 		c.Check(q >= 0 && q <= MaxStock, "stock."+z, "must be between 0 and 1000000000")
 	}
 	return c.Err()
+}
+
+// Patch is a partial update; nil fields keep their value. Id and stock are not in it (stock
+// changes through AdjustStock), so no patch is ever refused naming a field it cannot hold.
+type Patch struct {
+	Name       *string
+	Category   *string
+	Price      *money.Amount
+	Attributes *map[string]string
+}
+
+// Validate checks the fields present. Each field is valid on its own, so the patch can be
+// refused before any product is read, and applying a valid one leaves a valid product.
+func (pt Patch) Validate() error {
+	var c validation.Collector
+	if pt.Name != nil {
+		checkName(&c, *pt.Name)
+	}
+	if pt.Category != nil {
+		checkCategory(&c, *pt.Category)
+	}
+	if pt.Price != nil {
+		checkPrice(&c, *pt.Price)
+	}
+	if pt.Attributes != nil {
+		checkAttributes(&c, *pt.Attributes)
+	}
+	return c.Err()
+}
+
+// Apply sets the fields present on p.
+func (pt Patch) Apply(p *Product) {
+	if pt.Name != nil {
+		p.Name = *pt.Name
+	}
+	if pt.Category != nil {
+		p.Category = *pt.Category
+	}
+	if pt.Price != nil {
+		p.Price = *pt.Price
+	}
+	if pt.Attributes != nil {
+		p.Attributes = *pt.Attributes
+	}
+}
+
+// Lengths count characters, as the OpenAPI document's minLength and maxLength do.
+
+func checkName(c *validation.Collector, name string) {
+	n := utf8.RuneCountInString(name)
+	c.Check(n >= 1 && n <= 200, "name", "must be 1-200 characters")
+}
+
+func checkCategory(c *validation.Collector, category string) {
+	c.Check(ValidSlug(category), "category", "must be a lower-case slug of 1-64 characters")
+}
+
+func checkPrice(c *validation.Collector, price money.Amount) {
+	c.Check(price > 0 && price <= money.Max, "price", "must be greater than 0")
+}
+
+func checkAttributes(c *validation.Collector, attrs map[string]string) {
+	c.Check(len(attrs) <= 50, "attributes", "at most 50 attributes")
+	for k, v := range attrs {
+		kn := utf8.RuneCountInString(k)
+		c.Check(kn >= 1 && kn <= 64 && utf8.RuneCountInString(v) <= 512, "attributes."+k, "keys 1-64 and values up to 512 characters")
+	}
 }
 
 // Validate checks a search request.

@@ -5,6 +5,7 @@ package event
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/validation"
@@ -71,10 +72,12 @@ func (e Event) Validate() error {
 	var c validation.Collector
 	_, ok := ParseType(string(e.Type))
 	c.Check(ok, "type", "must be one of view, click, add_to_cart, search")
-	c.Check(len(e.ProductID) <= 64, "product_id", "at most 64 characters")
+	// Lengths are in characters, as the OpenAPI document's maxLength counts them.
+	c.Check(utf8.RuneCountInString(e.ProductID) <= 64, "product_id", "at most 64 characters")
 	c.Check(len(e.Details) <= 20, "details", "at most 20 entries")
 	for k, v := range e.Details {
-		c.Check(k != "" && len(k) <= 64 && len(v) <= 512, "details."+k, "keys 1-64 and values up to 512 characters")
+		kn := utf8.RuneCountInString(k)
+		c.Check(kn >= 1 && kn <= 64 && utf8.RuneCountInString(v) <= 512, "details."+k, "keys 1-64 and values up to 512 characters")
 	}
 	return c.Err()
 }

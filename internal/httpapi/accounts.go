@@ -5,11 +5,13 @@ import (
 	"net"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/validation"
 )
 
 type sessionResponse struct {
@@ -85,6 +87,9 @@ type mergeLeftover struct {
 // left to merge changes nothing, and the unused new session expires on its own.
 func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *credentials) error {
 	ctx := r.Context()
+	if err := checkLoginShape(in); err != nil {
+		return err
+	}
 	if err := s.limitLogin(r, in.Email); err != nil {
 		return err
 	}
@@ -138,4 +143,16 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return ip
+}
+
+// checkLoginShape refuses what the OpenAPI LoginCredentials schema refuses (a missing or
+// over-long email or password) with a 400 naming the field. Everything else is Authenticate's
+// to judge, so a wrong email and a wrong password still get the same 401.
+func checkLoginShape(in *credentials) error {
+	var c validation.Collector
+	n := utf8.RuneCountInString(in.Email)
+	c.Check(n >= 1 && n <= 254, "email", "must be 1-254 characters")
+	n = utf8.RuneCountInString(in.Password)
+	c.Check(n >= 1 && n <= 72, "password", "must be 1-72 characters")
+	return c.Err()
 }

@@ -5,8 +5,10 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -167,10 +169,60 @@ func New(d Deps) http.Handler {
 			return problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "allowed: "+allow)
 		}))
 	}
-	mux.Handle("/", s.wrap("unmatched", accPublic, func(*server, http.ResponseWriter, *http.Request, *caller) error {
+	unmatched := s.wrap("unmatched", accPublic, func(*server, http.ResponseWriter, *http.Request, *caller) error {
 		return errNotFound
-	}))
-	return mux
+	})
+	mux.Handle("/", unmatched)
+	return s.front(mux, unmatched)
+}
+
+// MaxHeaderBytes bounds a request's header fields (names, values and request line): past it
+// the answer is a 431 problem. Serve gives net/http a far larger limit (serverHeaderBytes)
+// because net/http answers its own in plain text before any handler runs.
+const MaxHeaderBytes = 64 << 10
+
+// front answers, as problems, the requests ServeMux would answer itself: a path that is not
+// in canonical form ("//", "/./", "/../") gets a 404 where ServeMux would send a redirect with an
+// HTML body, and header fields past MaxHeaderBytes a 431.
+func (s *server) front(mux *http.ServeMux, unmatched http.Handler) http.Handler {
+	tooLarge := s.wrap("header_too_large", accPublic, func(*server, http.ResponseWriter, *http.Request, *caller) error {
+		return problem(http.StatusRequestHeaderFieldsTooLarge, "header-too-large", "Request header fields too large",
+			fmt.Sprintf("the request line and header fields must be at most %d bytes", MaxHeaderBytes))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case headerBytes(r) > MaxHeaderBytes:
+			tooLarge.ServeHTTP(w, r)
+		case r.Method != http.MethodConnect && !canonicalPath(r.URL.EscapedPath()):
+			unmatched.ServeHTTP(w, r)
+		default:
+			mux.ServeHTTP(w, r)
+		}
+	})
+}
+
+// canonicalPath is ServeMux's own test for a redirect (its cleanPath): path.Clean changes
+// nothing but a trailing slash.
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == p
+}
+
+// headerBytes approximates the request's size on the wire the way net/http's limit counts it.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + len(r.Host) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4 // ": " and CRLF
+		}
+	}
+	return n
 }
 
 // wrap adds, around one route: request id, panic recovery, authentication, error rendering,

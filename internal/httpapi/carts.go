@@ -80,19 +80,21 @@ func (s *server) getCart(w http.ResponseWriter, r *http.Request, c *caller) erro
 	return reply(w, http.StatusOK, v)
 }
 
-var errNoSuchProduct = validation.Field("product_id", "no such product")
-
 type quantityInput struct {
 	Quantity int64 `json:"quantity"`
 }
 
 func (s *server) putCartItem(w http.ResponseWriter, r *http.Request, c *caller, in *quantityInput) error {
-	id, err := pathID(r, "product_id", errNoSuchProduct)
+	id, err := pathID(r, "product_id")
 	if err != nil {
 		return err
 	}
 	// A guest cart expires with its session (DESIGN.md note 10); the service ignores it for users.
 	ct, err := s.Carts.Put(r.Context(), c.owner(), c.sess.ExpiresAt, id, in.Quantity)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return problem(http.StatusNotFound, "not-found", "Not found", "no such product: "+id,
+			validation.FieldError{Field: "product_id", Detail: "no such product"})
+	}
 	if err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ func (s *server) putCartItem(w http.ResponseWriter, r *http.Request, c *caller, 
 }
 
 func (s *server) removeCartItem(w http.ResponseWriter, r *http.Request, c *caller) error {
-	id, err := pathID(r, "product_id", errNoSuchProduct)
+	id, err := pathID(r, "product_id")
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request, c *caller) e
 	q := r.URL.Query()
 	var vc validation.Collector
 	day := event.Day(s.Now())
-	if d := q.Get("date"); d != "" {
+	if d := queryValue(q, "date", &vc); d != "" {
 		t, err := time.Parse(time.DateOnly, d)
 		if err != nil {
 			vc.Add("date", "must be a date YYYY-MM-DD")
@@ -62,7 +62,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request, c *caller) e
 		day = t
 	}
 	var typ event.Type
-	if t := q.Get("type"); t != "" {
+	if t := queryValue(q, "type", &vc); t != "" {
 		var ok bool
 		typ, ok = event.ParseType(t)
 		vc.Check(ok, "type", "must be one of view, click, add_to_cart, search")

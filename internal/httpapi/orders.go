@@ -83,7 +83,7 @@ func (s *server) listOrders(w http.ResponseWriter, r *http.Request, c *caller) e
 // getOrder answers 404 for another user's order, exactly as for a missing one, so order ids
 // leak nothing.
 func (s *server) getOrder(w http.ResponseWriter, r *http.Request, c *caller) error {
-	id, err := pathID(r, "id", order.ErrNotFound)
+	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ type statusInput struct {
 
 // transitionOrder is ORD-3's admin side; an edge outside the state machine is a 409.
 func (s *server) transitionOrder(w http.ResponseWriter, r *http.Request, _ *caller, in *statusInput) error {
-	id, err := pathID(r, "id", order.ErrNotFound)
+	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}

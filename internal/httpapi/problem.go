@@ -80,6 +80,15 @@ func toProblem(err error) (p *Problem, internal bool) {
 		cp.Requested, cp.Available = &short.Requested, &short.Available
 		return cp, false
 	}
+	var full *catalog.StockCapError
+	if errors.As(err, &full) {
+		cp := problem(http.StatusConflict, "stock-cap", "Stock cap exceeded", full.Error(),
+			validation.FieldError{Field: "delta", Detail: fmt.Sprintf("would take the stock in zone %s past %d (it holds %d)",
+				full.Zone, int64(catalog.MaxStock), full.Level)})
+		cp.ProductID, cp.Zone = full.ProductID, full.Zone
+		cp.Requested, cp.Available = &full.Delta, &full.Level
+		return cp, false
+	}
 	if fields, ok := validation.Fields(err); ok {
 		detail := "invalid input"
 		if len(fields) > 0 {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -51,10 +52,21 @@ func listOf[S, T any](page paging.Page[S], view func(S) T) listView[T] {
 	return out
 }
 
+// queryValue reads a query parameter that the OpenAPI document declares as one value. Given
+// twice it is refused, since a gateway and this server might each pick a different one.
+func queryValue(q url.Values, name string, c *validation.Collector) string {
+	vs := q[name]
+	if len(vs) == 0 {
+		return ""
+	}
+	c.Check(len(vs) == 1, name, "must be given at most once")
+	return vs[0]
+}
+
 // pageParams reads limit and cursor; a bad limit names "limit".
 func pageParams(q url.Values, c *validation.Collector) paging.Request {
-	req := paging.Request{Cursor: q.Get("cursor")}
-	if l := q.Get("limit"); l != "" {
+	req := paging.Request{Cursor: queryValue(q, "cursor", c)}
+	if l := queryValue(q, "limit", c); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > paging.MaxLimit {
 			c.Add("limit", "must be an integer between 1 and 100")
@@ -70,7 +82,7 @@ func pageParams(q url.Values, c *validation.Collector) paging.Request {
 
 // amountParam parses an optional money query parameter.
 func amountParam(q url.Values, name string, c *validation.Collector) money.Amount {
-	v := q.Get(name)
+	v := queryValue(q, name, c)
 	if v == "" {
 		return 0
 	}
@@ -84,7 +96,7 @@ func amountParam(q url.Values, name string, c *validation.Collector) money.Amoun
 func (s *server) searchProducts(w http.ResponseWriter, r *http.Request, _ *caller) error {
 	q := r.URL.Query()
 	var c validation.Collector
-	search := catalog.Search{Category: q.Get("category")}
+	search := catalog.Search{Category: queryValue(q, "category", &c)}
 	search.MinPrice = amountParam(q, "min_price", &c)
 	search.MaxPrice = amountParam(q, "max_price", &c)
 	search.Page = pageParams(q, &c)
@@ -102,17 +114,18 @@ func (s *server) searchProducts(w http.ResponseWriter, r *http.Request, _ *calle
 	return reply(w, http.StatusOK, listOf(page, viewProduct))
 }
 
-// pathID reads an id path value; an id that cannot exist is answered with missing.
-func pathID(r *http.Request, name string, missing error) (string, error) {
+// pathID reads an id path value; one the ID pattern refuses is a 400 naming the parameter, as
+// the OpenAPI document says, not a 404 for something that could never exist.
+func pathID(r *http.Request, name string) (string, error) {
 	id := r.PathValue(name)
 	if !catalog.ValidID(id) {
-		return "", missing
+		return "", badRequest(name, "must be 1-64 letters, digits, '-' or '_'")
 	}
 	return id, nil
 }
 
 func (s *server) getProduct(w http.ResponseWriter, r *http.Request, _ *caller) error {
-	id, err := pathID(r, "id", catalog.ErrNotFound)
+	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -124,26 +137,29 @@ func (s *server) getProduct(w http.ResponseWriter, r *http.Request, _ *caller) e
 }
 
 // productInput is the body of POST /v1/products. Price is a decimal string, parsed here so a
-// bad price names the "price" field.
+// bad price names the "price" field. ID is a pointer so an empty id is refused, not generated.
 type productInput struct {
-	ID         string            `json:"id"`
+	ID         *string           `json:"id,omitzero"`
 	Name       string            `json:"name"`
 	Category   string            `json:"category"`
 	Price      string            `json:"price"`
-	Attributes map[string]string `json:"attributes"`
-	Stock      map[string]int64  `json:"stock"`
+	Attributes map[string]string `json:"attributes,omitzero"`
+	Stock      map[string]int64  `json:"stock,omitzero"`
 }
 
 func (s *server) createProduct(w http.ResponseWriter, r *http.Request, _ *caller, in *productInput) error {
-	if in.ID == "" {
-		id, err := uuid.NewV7()
+	var id string
+	if in.ID != nil {
+		id = *in.ID
+	} else {
+		v7, err := uuid.NewV7()
 		if err != nil {
 			return err
 		}
-		in.ID = id.String()
+		id = v7.String()
 	}
 	now := s.Now().UTC()
-	p := catalog.Product{ID: in.ID, Name: in.Name, Category: in.Category, Attributes: in.Attributes,
+	p := catalog.Product{ID: id, Name: in.Name, Category: in.Category, Attributes: in.Attributes,
 		Stock: in.Stock, CreatedAt: now, UpdatedAt: now}
 	var c validation.Collector
 	price, err := money.Parse(in.Price)
@@ -178,47 +194,39 @@ func joinValidation(errs ...error) error {
 	return c.Err()
 }
 
-// productPatch is a partial update: absent fields keep their value.
+// productPatch is a partial update: absent fields keep their value (null is refused by the
+// decoder, so nil always means absent).
 type productPatch struct {
-	Name       *string            `json:"name"`
-	Category   *string            `json:"category"`
-	Price      *string            `json:"price"`
-	Attributes *map[string]string `json:"attributes"`
+	Name       *string            `json:"name,omitzero"`
+	Category   *string            `json:"category,omitzero"`
+	Price      *string            `json:"price,omitzero"`
+	Attributes *map[string]string `json:"attributes,omitzero"`
 }
 
 func (s *server) patchProduct(w http.ResponseWriter, r *http.Request, _ *caller, in *productPatch) error {
-	id, err := pathID(r, "id", catalog.ErrNotFound)
+	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
+	patch := catalog.Patch{Name: in.Name, Category: in.Category, Attributes: in.Attributes}
 	var c validation.Collector
-	var price money.Amount
 	if in.Price != nil {
-		if price, err = money.Parse(*in.Price); err != nil {
+		if price, err := money.Parse(*in.Price); err != nil {
 			c.Add("price", err.Error())
+		} else {
+			patch.Price = &price
 		}
 	}
-	if err := c.Err(); err != nil {
+	// Bad input is refused before the product is read: a 400 naming the field, never a 404
+	// hiding it, and the store writes nothing.
+	if err := joinValidation(c.Err(), patch.Validate()); err != nil {
 		return err
 	}
 	now := s.Now().UTC()
-	// Validation runs inside the update, on the merged product, so the store writes nothing
-	// unless the whole result is valid.
 	p, err := s.Stores.Products.UpdateProduct(r.Context(), id, func(p *catalog.Product) error {
-		if in.Name != nil {
-			p.Name = *in.Name
-		}
-		if in.Category != nil {
-			p.Category = *in.Category
-		}
-		if in.Price != nil {
-			p.Price = price
-		}
-		if in.Attributes != nil {
-			p.Attributes = *in.Attributes
-		}
+		patch.Apply(p)
 		p.UpdatedAt = now
-		return p.Validate()
+		return nil
 	})
 	if err != nil {
 		return err
@@ -238,7 +246,7 @@ type stockView struct {
 }
 
 func (s *server) adjustStock(w http.ResponseWriter, r *http.Request, _ *caller, in *stockInput) error {
-	id, err := pathID(r, "id", catalog.ErrNotFound)
+	id, err := pathID(r, "id")
 	if err != nil {
 		return err
 	}
@@ -265,12 +273,14 @@ func (s *server) adjustStock(w http.ResponseWriter, r *http.Request, _ *caller, 
 	return reply(w, http.StatusOK, stockView{ProductID: id, Zone: in.Zone, Stock: level})
 }
 
-// stockProblem names "delta" (not "items") when an adjustment would go below zero.
+// stockProblem names "delta" (not "items", as for an order) when an adjustment would go below
+// zero; a refusal at the cap names "delta" already.
 func stockProblem(err error) (*Problem, bool) {
-	p, _ := toProblem(err)
-	if p.Status != http.StatusConflict || p.ProductID == "" {
+	var short *catalog.InsufficientStockError
+	if !errors.As(err, &short) {
 		return nil, false
 	}
+	p, _ := toProblem(err)
 	p.Errors = []validation.FieldError{{Field: "delta", Detail: "would take the stock below zero"}}
 	return p, true
 }

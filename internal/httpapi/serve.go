@@ -9,6 +9,11 @@ import (
 	"time"
 )
 
+// serverHeaderBytes is net/http's own header limit, set far above MaxHeaderBytes so that the
+// 431 a client normally meets is the API's problem; past this one net/http answers a plain-text
+// 431 itself, as it does its other protocol-level errors (see README, "Known limits").
+const serverHeaderBytes = 1 << 20
+
 // Serve runs h on ln until ctx ends, then shuts down gracefully: it stops accepting, lets
 // in-flight requests finish for up to grace, and only then returns.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, logger *slog.Logger) error {
@@ -21,7 +26,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    serverHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)

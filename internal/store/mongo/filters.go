@@ -41,6 +41,17 @@ func takeStockFilter(ref catalog.Ref, zone string, qty int64) bson.D {
 	return append(productKey(ref), e(stockPath(zone), d(e("$gte", qty))))
 }
 
+// addStockFilter matches the product only while the zone can take delta more units without
+// passing catalog.MaxStock. A zone not stocked yet holds none, so it matches too unless delta
+// alone is past the cap.
+func addStockFilter(ref catalog.Ref, zone string, delta int64) bson.D {
+	room := d(e(stockPath(zone), d(e("$lte", catalog.MaxStock-delta))))
+	if delta > catalog.MaxStock {
+		return append(productKey(ref), room...)
+	}
+	return append(productKey(ref), e("$or", bson.A{room, d(e(stockPath(zone), d(e("$exists", false))))}))
+}
+
 // stockUpdate adds delta to a zone's stock (creating the zone field on first use).
 func stockUpdate(zone string, delta int64) bson.D {
 	return d(e("$inc", d(e(stockPath(zone), delta))))

@@ -50,6 +50,7 @@ func TestTargetedFiltersCarryTheShardKey(t *testing.T) {
 		filter bson.D
 	}{
 		{"take stock (ORD-1, PRD-1)", collProducts, takeStockFilter(ref, "eu", 2)},
+		{"add stock under the cap (PRD-1)", collProducts, addStockFilter(ref, "eu", 2)},
 		{"return stock / read by key", collProducts, productKey(ref)},
 		{"order by key", collOrders, orderKey("alice", "o1")},
 		{"order status compare-and-set", collOrders, orderStatusFilter("alice", "o1", "created")},

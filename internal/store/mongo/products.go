@@ -182,12 +182,13 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 }
 
 // AdjustStock is PRD-1: one findAndModify targeted by {category, _id}, guarded in the filter
-// when taking stock. It reads and writes the primary (stock is primary-only in RPL-1).
+// when taking stock (never below zero) and when adding it (never past catalog.MaxStock). It
+// reads and writes the primary (stock is primary-only in RPL-1).
 func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (int64, error) {
 	if err := checkZone(zone); err != nil {
 		return 0, err
 	}
-	doc, err := r.store().changeStock(ctx, ref, zone, delta)
+	doc, err := r.store().guardedStockChange(ctx, ref, zone, delta, true)
 	if err != nil {
 		return 0, err
 	}
@@ -195,13 +196,23 @@ func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string
 }
 
 // changeStock adds delta to one zone, refusing to go below zero, and returns the product after
-// the change. It works inside a transaction (ctx carries the session) or alone. A ref whose category is stale (the product moved) costs
-// one claim lookup and a second try under the right key, never a broadcast.
+// the change; orders take and return stock through it, uncapped (see catalog.MaxStock).
 func (s *Store) changeStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (productDoc, error) {
+	return s.guardedStockChange(ctx, ref, zone, delta, false)
+}
+
+// guardedStockChange is changeStock, and with capped also refuses to pass catalog.MaxStock. It
+// works inside a transaction (ctx carries the session) or alone. A ref whose category is stale
+// (the product moved) costs one claim lookup and a second try under the right key, never a
+// broadcast.
+func (s *Store) guardedStockChange(ctx context.Context, ref catalog.Ref, zone string, delta int64, capped bool) (productDoc, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		filter := productKey(ref)
-		if delta < 0 {
+		switch {
+		case delta < 0:
 			filter = takeStockFilter(ref, zone, -delta)
+		case capped:
+			filter = addStockFilter(ref, zone, delta)
 		}
 		var doc productDoc
 		found, err := decodeOne(s.coll(collProducts).FindOneAndUpdate(ctx, filter, stockUpdate(zone, delta),
@@ -212,8 +223,11 @@ func (s *Store) changeStock(ctx context.Context, ref catalog.Ref, zone string, d
 		if found {
 			return doc, nil
 		}
-		// No match: the product is missing, lives under another category, or is short.
+		// No match: the product is missing, lives under another category, or the guard refused.
 		cur, err := loadProduct(ctx, s.coll(collProducts), ref)
+		if err == nil && delta > 0 {
+			return doc, &catalog.StockCapError{ProductID: ref.ID, Zone: zone, Delta: delta, Level: cur.Stock[zone]}
+		}
 		if err == nil {
 			return doc, &catalog.InsufficientStockError{ProductID: ref.ID, Zone: zone, Requested: -delta, Available: cur.Stock[zone]}
 		}

@@ -248,10 +248,37 @@ func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string
 		} else if err != nil {
 			return err
 		}
-		level, err = changeStock(ctx, tx, ref.ID, zone, delta)
+		if delta > 0 {
+			level, err = raiseStock(ctx, tx, ref.ID, zone, delta)
+		} else {
+			level, err = changeStock(ctx, tx, ref.ID, zone, delta)
+		}
 		return err
 	})
 	return level, err
+}
+
+// raiseStock adds delta > 0 to one zone's stock inside tx, refusing to pass catalog.MaxStock:
+// the upsert's WHERE leaves a full zone unchanged and returns no row.
+func raiseStock(ctx context.Context, tx *sql.Tx, productID, zone string, delta int64) (int64, error) {
+	var level int64
+	err := sql.ErrNoRows // a delta past the cap on its own never reaches the database
+	if delta <= catalog.MaxStock {
+		err = tx.QueryRowContext(ctx, `INSERT INTO stock (product_id, zone, qty) VALUES (?1, ?2, ?3)
+			ON CONFLICT (product_id, zone) DO UPDATE SET qty = qty + excluded.qty WHERE qty <= ?4 - excluded.qty
+			RETURNING qty`, productID, zone, delta, int64(catalog.MaxStock)).Scan(&level)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		var cur int64
+		if err := tx.QueryRowContext(ctx, `SELECT qty FROM stock WHERE product_id = ? AND zone = ?`, productID, zone).Scan(&cur); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("read stock %s/%s: %w", productID, zone, err)
+		}
+		return 0, &catalog.StockCapError{ProductID: productID, Zone: zone, Delta: delta, Level: cur}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("raise stock %s/%s: %w", productID, zone, err)
+	}
+	return level, nil
 }
 
 // changeStock adds delta to one zone's stock inside tx, refusing to go below zero.

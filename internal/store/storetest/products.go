@@ -153,6 +153,29 @@ func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 			t.Errorf("stock after adjustments: got %v, want eu=1 us=7", got.Stock)
 		}
 	})
+	t.Run("PRD-1 stock adjust never above the cap", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		p := newProduct(slug("c"), "1.00", map[string]int64{"eu": catalog.MaxStock - 5})
+		mustCreate(t, r, p)
+		if n, err := r.AdjustStock(ctx, p.Ref(), "eu", 5); err != nil || n != catalog.MaxStock {
+			t.Fatalf("raise to the cap: got %d, %v; want %d", n, err, int64(catalog.MaxStock))
+		}
+		var capErr *catalog.StockCapError
+		if _, err := r.AdjustStock(ctx, p.Ref(), "eu", 1); !errors.As(err, &capErr) || capErr.ProductID != p.ID || capErr.Zone != "eu" || capErr.Level != catalog.MaxStock || capErr.Delta != 1 {
+			t.Fatalf("raise past the cap: got %v, want StockCapError at level %d", err, int64(catalog.MaxStock))
+		}
+		if _, err := r.AdjustStock(ctx, p.Ref(), "us", catalog.MaxStock+1); !errors.As(err, &capErr) || capErr.Level != 0 {
+			t.Fatalf("new zone past the cap: got %v, want StockCapError at level 0", err)
+		}
+		if _, err := r.AdjustStock(ctx, catalog.Ref{ID: uid("missing"), Category: p.Category}, "eu", 1); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("raise a missing product: got %v, want ErrNotFound", err)
+		}
+		got, _ := r.GetProduct(ctx, p.ID)
+		if got.Stock["eu"] != catalog.MaxStock || got.Stock["us"] != 0 {
+			t.Errorf("stock after refused raises: got %v, want eu=%d and no us", got.Stock, int64(catalog.MaxStock))
+		}
+	})
 	t.Run("PRD-1 concurrent stock decrements sell exactly the stock", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
