@@ -89,6 +89,10 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 		ct, err = s.Carts.BeginCheckout(ctx, owner, id.String())
 	}
 	if errors.Is(err, cart.ErrNotFound) {
+		// No cart: perhaps a concurrent request with this key ordered it meanwhile.
+		if o, kerr := s.Orders.ByIdempotencyKey(ctx, userID, key); kerr == nil {
+			return replay(o, zone)
+		}
 		return Order{}, false, ErrEmptyCart
 	}
 	if err != nil {
