@@ -131,8 +131,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	defer func() { stopBG(); <-done; <-done }()
 
 	api := httpapi.New(httpapi.Deps{
-		Stores: s.Stores, Carts: s.Carts, Orders: s.Orders, Sessions: s.Sessions,
-		AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
+		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
 		Ready: s.Stores.Ready, Limits: o.limits(),
 	})
 	ln, err := net.Listen("tcp", o.addr)

@@ -1,16 +1,12 @@
 package httpapi
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/shardmart/shardmart/internal/account"
-	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/validation"
 )
 
@@ -44,20 +40,8 @@ type userResponse struct {
 
 // register creates an account; it does not log the session in.
 func (s *server) register(w http.ResponseWriter, r *http.Request, _ *caller, in *credentials) error {
-	email := account.NormalizeEmail(in.Email)
-	if err := account.ValidateCredentials(email, in.Password); err != nil {
-		return err
-	}
-	hash, err := account.HashPassword(in.Password)
+	u, err := s.Accounts.Register(r.Context(), in.Email, in.Password)
 	if err != nil {
-		return err
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return err
-	}
-	u := account.User{ID: id.String(), Email: email, PasswordHash: hash, CreatedAt: s.Now().UTC()}
-	if err := s.Stores.Users.CreateUser(r.Context(), u); err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/users/"+u.ID)
@@ -81,54 +65,35 @@ type mergeLeftover struct {
 	Quantity  int64  `json:"quantity"`
 }
 
-// login authenticates, starts a NEW session bound to the user, merges the caller's guest cart
-// into the user's (CRT-5), and only then revokes the caller's token. A failure before the
-// revoke leaves the old token working, so the login can simply be repeated: Merge with nothing
-// left to merge changes nothing, and the unused new session expires on its own.
+// login is account.Service.Login (a new token, the guest cart merged, the old token revoked)
+// behind the shape check and the rate limits.
 func (s *server) login(w http.ResponseWriter, r *http.Request, c *caller, in *credentials) error {
-	ctx := r.Context()
 	if err := checkLoginShape(in); err != nil {
 		return err
 	}
 	if err := s.limitLogin(r, in.Email); err != nil {
 		return err
 	}
-	u, err := account.Authenticate(ctx, s.Stores.Users, in.Email, in.Password)
+	res, err := s.Accounts.Login(r.Context(), account.Login{Caller: c.sess, Email: in.Email, Password: in.Password,
+		IP: clientIP(r), UserAgent: r.UserAgent()})
 	if err != nil {
 		return err
 	}
-	if c.sess.UserID != "" && c.sess.UserID != u.ID {
-		return session.ErrBoundToOtherUser
-	}
-	token, sess, err := s.Sessions.StartFor(ctx, u.ID, clientIP(r), r.UserAgent())
+	view, err := s.viewCart(r.Context(), res.Merge.Cart)
 	if err != nil {
 		return err
 	}
-	merged, err := s.Carts.Merge(ctx, c.sess.ID, u.ID)
-	if err != nil {
-		if rerr := s.Sessions.Revoke(context.WithoutCancel(ctx), sess.ID); rerr != nil {
-			s.log.Warn("login failed; its unused session expires on its own", "err", rerr)
-		}
-		return err
-	}
-	if err := s.Sessions.Revoke(ctx, c.sess.ID); err != nil {
-		return err
-	}
-	view, err := s.viewCart(ctx, merged.Cart)
-	if err != nil {
-		return err
-	}
-	left := make([]mergeLeftover, len(merged.NotMerged))
-	for i, it := range merged.NotMerged {
+	left := make([]mergeLeftover, len(res.Merge.NotMerged))
+	for i, it := range res.Merge.NotMerged {
 		left[i] = mergeLeftover{ProductID: it.ProductID, Quantity: it.Quantity}
 	}
-	return reply(w, http.StatusOK, loginResponse{Token: token, User: userResponse{ID: u.ID, Email: u.Email},
-		ExpiresAt: sess.ExpiresAt, Cart: view, NotMerged: left})
+	return reply(w, http.StatusOK, loginResponse{Token: res.Token, User: userResponse{ID: res.User.ID, Email: res.User.Email},
+		ExpiresAt: res.Session.ExpiresAt, Cart: view, NotMerged: left})
 }
 
 // logout revokes the caller's token: it stops working at once.
 func (s *server) logout(w http.ResponseWriter, r *http.Request, c *caller) error {
-	if err := s.Sessions.Revoke(r.Context(), c.sess.ID); err != nil {
+	if err := s.Accounts.Logout(r.Context(), c.sess.ID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -16,18 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/shardmart/shardmart/internal/cart"
-	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/placement"
-	"github.com/shardmart/shardmart/internal/session"
 )
 
 // Deps is everything the API needs; the serve command builds it.
 type Deps struct {
-	Stores   *placement.Stores
-	Carts    *cart.Service
-	Orders   *order.Service
-	Sessions *session.Service
+	Services
 	// AdminToken guards catalog writes and order-status changes (header X-Admin-Token).
 	// Empty disables those routes (403) and New logs a warning.
 	AdminToken string

@@ -278,7 +278,7 @@ func TestAdminAuth(t *testing.T) {
 		}
 	}
 	// No admin token configured: admin routes are disabled for everyone.
-	srv := New(Deps{Stores: e.stores, Logger: slog.New(slog.DiscardHandler)})
+	srv := New(Deps{Services: e.services, Logger: slog.New(slog.DiscardHandler)})
 	rec := httptest.NewRecorder()
 	r, _ := http.NewRequest("POST", "/v1/products", strings.NewReader(`{}`))
 	r.Header.Set(AdminTokenHeader, "anything")

@@ -43,7 +43,7 @@ func (s *server) viewCart(ctx context.Context, c cart.Cart) (cartView, error) {
 	}
 	for _, it := range c.Items {
 		line := cartItemView{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity}
-		p, err := s.Stores.Catalog.GetProduct(ctx, it.ProductID)
+		p, err := s.Catalog.GetProduct(ctx, it.ProductID)
 		switch {
 		case errors.Is(err, catalog.ErrNotFound):
 		case err != nil:

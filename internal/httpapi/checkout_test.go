@@ -148,3 +148,36 @@ func TestRateLimits(t *testing.T) {
 		t.Errorf("login a minute later: %d, want 401 (served again)", p.Status)
 	}
 }
+
+// A login whose merge is refused (a checkout holds the user's cart) changes nothing: 409, the
+// guest token still works and its cart is intact, and the login succeeds once the cart is free.
+func TestLoginDuringCheckoutIsRefusedAndCanBeRepeated(t *testing.T) {
+	e := newEnv(t)
+	email := fmt.Sprintf("busy-%d@example.com", time.Now().UnixNano())
+	creds := map[string]string{"email": email, "password": "password123"}
+	first := e.guest(t)
+	var u userResponse
+	e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/users", token: first, body: creds}).json(t, &u)
+	userToken := e.login(t, first, email, "password123")
+	e.product(t, "busy-1", "busy", "1.00", 5)
+	e.put(t, userToken, "busy-1", 1)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if _, err := e.stores.Carts.BeginCheckout(ctx, cart.User(u.ID), "o-busy", now.Add(time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	guest := e.guest(t)
+	e.put(t, guest, "busy-1", 2)
+	if p := e.do(t, req{method: "POST", path: "/v1/login", token: guest, body: creds}).problem(t); p.Status != http.StatusConflict || p.Type != problemBase+"checkout-in-progress" {
+		t.Fatalf("login during checkout: %d %s, want 409 checkout-in-progress", p.Status, p.Type)
+	}
+	var gc cartView
+	e.must(t, http.StatusOK, req{method: "GET", path: "/v1/cart", token: guest}).json(t, &gc)
+	if len(gc.Items) != 1 || gc.Items[0].Quantity != 2 {
+		t.Fatalf("guest cart after a refused login: %+v", gc.Items)
+	}
+	if err := e.stores.Carts.EndCheckout(ctx, cart.User(u.ID), mustCartID(t, e, u.ID), "o-busy", now); err != nil {
+		t.Fatal(err)
+	}
+	e.login(t, guest, email, "password123")
+}

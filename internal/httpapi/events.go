@@ -43,7 +43,7 @@ func (s *server) appendEvent(w http.ResponseWriter, r *http.Request, c *caller, 
 	if err := e.Validate(); err != nil {
 		return err
 	}
-	if err := s.Stores.Events.AppendEvent(r.Context(), e); err != nil {
+	if err := s.Events.AppendEvent(r.Context(), e); err != nil {
 		return err
 	}
 	return reply(w, http.StatusCreated, viewEvent(e))
@@ -75,7 +75,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request, c *caller) e
 	if err != nil {
 		return err
 	}
-	res, err := s.Stores.Events.ListEvents(r.Context(), event.Query{Actor: c.owner().Key(), Day: day, Type: typ, Page: page})
+	res, err := s.Events.ListEvents(r.Context(), event.Query{Actor: c.owner().Key(), Day: day, Type: typ, Page: page})
 	if err != nil {
 		return err
 	}

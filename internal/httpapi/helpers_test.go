@@ -37,6 +37,7 @@ func init() { account.HashCost = bcrypt.MinCost }
 type env struct {
 	srv       *httptest.Server
 	stores    *placement.Stores
+	services  Services
 	projector *outbox.Projector
 	reg       *prometheus.Registry
 	client    *http.Client
@@ -70,7 +71,7 @@ func newEnvWith(tb testing.TB, edit func(*Deps)) *env {
 	tb.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
 	tb.Cleanup(tr.CloseIdleConnections)
-	return &env{srv: srv, stores: s, projector: projector, reg: reg, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &env{srv: srv, stores: s, services: d.Services, projector: projector, reg: reg, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 // wire builds the services exactly as the serve command does.
@@ -78,11 +79,15 @@ func wire(s *placement.Stores, adminToken string, logger *slog.Logger) (Deps, *o
 	projector := outbox.NewProjector(s.Outbox, projection.Consumer, logger)
 	projection.Register(projector, projection.Targets{Carts: s.Carts, History: s.History})
 	carts := &cart.Service{Carts: s.Carts, Products: s.Products, Orders: s.Orders, Now: time.Now}
+	sessions := &session.Service{Sessions: s.Sessions, TTL: session.DefaultTTL, Now: time.Now}
 	return Deps{
-		Stores:     s,
-		Carts:      carts,
-		Orders:     &order.Service{Orders: s.Orders, Carts: carts, Projector: projector, Now: time.Now, Logger: logger},
-		Sessions:   &session.Service{Sessions: s.Sessions, TTL: session.DefaultTTL, Now: time.Now},
+		Services: Services{
+			Accounts: &account.Service{Users: s.Users, Sessions: sessions, Carts: carts, Now: time.Now},
+			Sessions: sessions,
+			Carts:    carts,
+			Orders:   &order.Service{Orders: s.Orders, Carts: carts, Projector: projector, Now: time.Now, Logger: logger},
+			History:  s.History, Catalog: s.Catalog, Products: s.Products, Events: s.Events,
+		},
 		AdminToken: adminToken,
 		Logger:     logger,
 		Registry:   prometheus.NewRegistry(),

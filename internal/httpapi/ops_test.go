@@ -52,14 +52,14 @@ func TestMetrics(t *testing.T) {
 	}
 	// Registering twice on one registry reuses the collectors instead of panicking.
 	_ = NewStoreObserver(reg)
-	_ = New(Deps{Stores: e.stores, Registry: e.reg, Logger: slog.New(slog.DiscardHandler)})
+	_ = New(Deps{Services: e.services, Registry: e.reg, Logger: slog.New(slog.DiscardHandler)})
 }
 
 func TestHealthAndReadiness(t *testing.T) {
 	e := newEnv(t)
 	e.must(t, 200, req{method: "GET", path: "/healthz"})
 	e.must(t, 200, req{method: "GET", path: "/readyz"})
-	h := New(Deps{Stores: e.stores, Logger: slog.New(slog.DiscardHandler),
+	h := New(Deps{Services: e.services, Logger: slog.New(slog.DiscardHandler),
 		Ready: func(context.Context) error { return errors.New("sqlite: disk I/O error") }})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))

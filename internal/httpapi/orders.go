@@ -73,7 +73,7 @@ func (s *server) listOrders(w http.ResponseWriter, r *http.Request, c *caller) e
 	if err != nil {
 		return err
 	}
-	page, err := s.Stores.History.ListHistory(r.Context(), c.sess.UserID, req)
+	page, err := s.History.ListHistory(r.Context(), c.sess.UserID, req)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *server) getOrder(w http.ResponseWriter, r *http.Request, c *caller) err
 	if err != nil {
 		return err
 	}
-	o, err := s.Stores.Orders.GetOrder(r.Context(), id)
+	o, err := s.Orders.Get(r.Context(), id)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func TestGuestCartExpiresWithSession(t *testing.T) {
 func TestRequestLog(t *testing.T) {
 	e := newEnv(t)
 	var buf bytes.Buffer
-	h := New(Deps{Stores: e.stores, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	h := New(Deps{Services: e.services, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/products/none", nil))
 	var line map[string]any

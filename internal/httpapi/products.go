@@ -107,7 +107,7 @@ func (s *server) searchProducts(w http.ResponseWriter, r *http.Request, _ *calle
 	if err != nil {
 		return err
 	}
-	page, err := s.Stores.Catalog.SearchProducts(r.Context(), search)
+	page, err := s.Catalog.SearchProducts(r.Context(), search)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *server) getProduct(w http.ResponseWriter, r *http.Request, _ *caller) e
 	if err != nil {
 		return err
 	}
-	p, err := s.Stores.Catalog.GetProduct(r.Context(), id)
+	p, err := s.Catalog.GetProduct(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *server) createProduct(w http.ResponseWriter, r *http.Request, _ *caller
 	if err := joinValidation(c.Err(), p.Validate()); err != nil {
 		return err
 	}
-	if err := s.Stores.Products.CreateProduct(r.Context(), p); err != nil {
+	if err := s.Products.CreateProduct(r.Context(), p); err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/products/"+p.ID)
@@ -223,7 +223,7 @@ func (s *server) patchProduct(w http.ResponseWriter, r *http.Request, _ *caller,
 		return err
 	}
 	now := s.Now().UTC()
-	p, err := s.Stores.Products.UpdateProduct(r.Context(), id, func(p *catalog.Product) error {
+	p, err := s.Products.UpdateProduct(r.Context(), id, func(p *catalog.Product) error {
 		patch.Apply(p)
 		p.UpdatedAt = now
 		return nil
@@ -259,11 +259,11 @@ func (s *server) adjustStock(w http.ResponseWriter, r *http.Request, _ *caller, 
 	}
 	ctx := r.Context()
 	// The category completes the shard key, so the stock write stays targeted (DESIGN.md note 7).
-	p, err := s.Stores.Products.GetProduct(ctx, id)
+	p, err := s.Products.GetProduct(ctx, id)
 	if err != nil {
 		return err
 	}
-	level, err := s.Stores.Products.AdjustStock(ctx, p.Ref(), in.Zone, in.Delta)
+	level, err := s.Products.AdjustStock(ctx, p.Ref(), in.Zone, in.Delta)
 	if err != nil {
 		if prob, ok := stockProblem(err); ok {
 			return prob

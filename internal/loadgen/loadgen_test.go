@@ -32,7 +32,7 @@ func TestEveryScenarioRunsCleanly(t *testing.T) {
 	if _, err := demo.Seed(ctx, s.Stores, s.Orders, s.Carts, opt); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Stores: s.Stores, Carts: s.Carts, Orders: s.Orders, Sessions: s.Sessions, AdminToken: "x"}))
+	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Services: s.API(), AdminToken: "x"}))
 	defer srv.Close()
 	cats := []string{"electronics", "books"}
 	products, err := loadgen.DiscoverProducts(ctx, srv.Client(), srv.URL, cats, 60)

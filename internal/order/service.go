@@ -182,3 +182,8 @@ func (s *Service) logger() *slog.Logger {
 	}
 	return slog.Default()
 }
+
+// Get reads one order (its owner check is the caller's).
+func (s *Service) Get(ctx context.Context, id string) (Order, error) {
+	return s.Orders.GetOrder(ctx, id)
+}

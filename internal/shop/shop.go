@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/placement"
@@ -30,7 +32,14 @@ type Shop struct {
 	Carts     *cart.Service
 	Orders    *order.Service
 	Sessions  *session.Service
+	Accounts  *account.Service
 	Projector *outbox.Projector
+}
+
+// API is the services the HTTP API calls.
+func (s *Shop) API() httpapi.Services {
+	return httpapi.Services{Accounts: s.Accounts, Sessions: s.Sessions, Carts: s.Carts, Orders: s.Orders,
+		History: s.Stores.History, Catalog: s.Stores.Catalog, Products: s.Stores.Products, Events: s.Stores.Events}
 }
 
 // Open opens the stores and wires the services.
@@ -57,11 +66,13 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 	// model: a product created a moment ago must be addable at once. The order store settles
 	// checkouts that outlived their lease.
 	carts := &cart.Service{Carts: st.Carts, Products: st.Products, Orders: st.Orders, Now: c.Now}
+	sessions := &session.Service{Sessions: st.Sessions, TTL: c.SessionTTL, Now: c.Now}
 	return &Shop{
 		Stores:    st,
 		Carts:     carts,
 		Orders:    &order.Service{Orders: st.Orders, Carts: carts, Projector: p, Now: c.Now, Logger: c.Logger},
-		Sessions:  &session.Service{Sessions: st.Sessions, TTL: c.SessionTTL, Now: c.Now},
+		Sessions:  sessions,
+		Accounts:  &account.Service{Users: st.Users, Sessions: sessions, Carts: carts, Now: c.Now},
 		Projector: p,
 	}, nil
 }
