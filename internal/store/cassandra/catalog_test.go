@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -50,64 +49,11 @@ func searchAll(t *testing.T, c *Catalog, q catalog.Search) []catalog.Product {
 	}
 }
 
-// TestCatalogReadModel is storetest.Products' search and product-page cases on the read
-// model, which the projector fills with UpsertProduct instead of CreateProduct.
-func TestCatalogReadModel(t *testing.T) {
+// TestCatalogReadModelBuckets is what only this read model has: a category spread over
+// CategoryBuckets partitions (the shared cases run in TestContract, storetest.CatalogReadModel).
+func TestCatalogReadModelBuckets(t *testing.T) {
 	c := store(t).Catalog()
 	ctx := context.Background()
-	t.Run("upsert and get", func(t *testing.T) {
-		t.Parallel()
-		p := product(rid("c"), "19.99")
-		if err := c.UpsertProduct(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.UpsertProduct(ctx, p); err != nil { // a replay
-			t.Fatal(err)
-		}
-		got, err := c.GetProduct(ctx, p.ID)
-		if err != nil || got.Name != p.Name || got.Price != p.Price || got.Category != p.Category ||
-			got.Attributes["color"] != "red" || got.Stock["eu"] != 3 || !got.CreatedAt.Equal(p.CreatedAt) {
-			t.Fatalf("get: %+v, %v; want %+v", got, err, p)
-		}
-		if _, err := c.GetProduct(ctx, rid("missing")); !errors.Is(err, catalog.ErrNotFound) {
-			t.Errorf("missing: got %v, want ErrNotFound", err)
-		}
-	})
-	t.Run("search by category and price range, paginated", func(t *testing.T) {
-		t.Parallel()
-		cat, other := rid("c"), rid("c")
-		prices := []string{"5.00", "7.50", "7.50", "7.50", "9.99", "12.00", "15.00", "20.00", "25.00", "99.00"}
-		for _, pr := range prices {
-			for _, cg := range []string{cat, other} {
-				if err := c.UpsertProduct(ctx, product(cg, pr)); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		got := searchAll(t, c, catalog.Search{Category: cat, MinPrice: money.MustParse("7.50"), MaxPrice: money.MustParse("20.00"), Page: paging.Request{Limit: 2}})
-		want := []string{"7.50", "7.50", "7.50", "9.99", "12.00", "15.00", "20.00"}
-		if len(got) != len(want) {
-			t.Fatalf("got %d products, want %d", len(got), len(want))
-		}
-		seen := map[string]bool{}
-		for i, p := range got {
-			if p.Price.String() != want[i] || p.Category != cat || seen[p.ID] {
-				t.Errorf("item %d: %s in %s (seen before: %v), want %s in %s", i, p.Price, p.Category, seen[p.ID], want[i], cat)
-			}
-			seen[p.ID] = true
-		}
-		open, err := c.SearchProducts(ctx, catalog.Search{Category: cat, Page: paging.Request{Limit: 100}})
-		if err != nil || len(open.Items) != len(prices) || open.Next != "" {
-			t.Errorf("no price bounds: %d items next %q err %v, want %d", len(open.Items), open.Next, err, len(prices))
-		}
-		none, err := c.SearchProducts(ctx, catalog.Search{Category: rid("empty"), Page: paging.Request{Limit: 10}})
-		if err != nil || len(none.Items) != 0 || none.Next != "" {
-			t.Errorf("empty category: %d items, next %q, err %v", len(none.Items), none.Next, err)
-		}
-		if _, err := c.SearchProducts(ctx, catalog.Search{Category: cat, Page: paging.Request{Limit: 2, Cursor: "garbage!"}}); err == nil {
-			t.Error("a foreign cursor was accepted")
-		}
-	})
 	t.Run("many products merge across all buckets in price order", func(t *testing.T) {
 		t.Parallel()
 		cat := rid("c")
@@ -132,41 +78,6 @@ func TestCatalogReadModel(t *testing.T) {
 		}
 		if len(got) != n || len(buckets) != CategoryBuckets {
 			t.Errorf("got %d products from %d buckets, want %d from %d", len(got), len(buckets), n, CategoryBuckets)
-		}
-	})
-	t.Run("price and category changes move the search row; older replays are ignored", func(t *testing.T) {
-		t.Parallel()
-		cat, cat2 := rid("c"), rid("c")
-		v1 := product(cat, "10.00")
-		if err := c.UpsertProduct(ctx, v1); err != nil {
-			t.Fatal(err)
-		}
-		v2 := v1
-		v2.Price, v2.UpdatedAt = money.MustParse("12.00"), v1.UpdatedAt.Add(time.Second)
-		v3 := v2
-		v3.Category, v3.UpdatedAt = cat2, v2.UpdatedAt.Add(time.Second)
-		for _, v := range []catalog.Product{v2, v3, v1, v2} { // v1 and v2 replayed late
-			if err := c.UpsertProduct(ctx, v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got, _ := c.GetProduct(ctx, v1.ID); got.Category != cat2 || got.Price != v3.Price {
-			t.Errorf("product after replays: %s %s, want %s %s", got.Category, got.Price, cat2, v3.Price)
-		}
-		if old := searchAll(t, c, catalog.Search{Category: cat, Page: paging.Request{Limit: 10}}); len(old) != 0 {
-			t.Errorf("old category still lists %d products", len(old))
-		}
-		if now := searchAll(t, c, catalog.Search{Category: cat2, Page: paging.Request{Limit: 10}}); len(now) != 1 || now[0].Price != v3.Price {
-			t.Errorf("new category lists %+v, want the product once at %s", now, v3.Price)
-		}
-		// A change that did not move UpdatedAt still replaces the stored version.
-		v4 := v3
-		v4.Price = money.MustParse("13.00")
-		if err := c.UpsertProduct(ctx, v4); err != nil {
-			t.Fatal(err)
-		}
-		if now := searchAll(t, c, catalog.Search{Category: cat2, Page: paging.Request{Limit: 10}}); len(now) != 1 || now[0].Price != v4.Price {
-			t.Errorf("same-instant change: category lists %+v, want the product once at %s", now, v4.Price)
 		}
 	})
 }

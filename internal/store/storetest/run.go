@@ -1,0 +1,70 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+// Backend is what one backend offers the contract suite: a repository per family it can hold
+// (nil: it cannot, and NotHeld says why). Factories may return shared repositories: every case
+// uses fresh random identifiers.
+type Backend struct {
+	Products func(t *testing.T) catalog.Repository
+	Orders   func(t *testing.T) OrderStore // orders with their products and outbox
+	Users    func(t *testing.T) account.Repository
+	Carts    func(t *testing.T) cart.Repository
+	Sessions func(t *testing.T) session.Repository
+	Events   func(t *testing.T) event.Repository
+	History  func(t *testing.T) history.Repository
+	Catalog  func(t *testing.T) ReadModel // a projector-fed catalog read model
+	// Checkout pairs this backend's carts with an order store (its own, or another backend's
+	// in a placement the product runs) for the whole-checkout races.
+	Checkout func(t *testing.T) CheckoutStore
+	// NotHeld names, per family the backend cannot hold, why; Run says so in the log.
+	NotHeld map[string]string
+}
+
+// Run is THE entry point: every family the backend holds, each under its own name, and a
+// line per family it does not hold saying why. A family that is neither held nor explained
+// fails the run, so a new family cannot be forgotten silently.
+func Run(t *testing.T, b Backend) {
+	families := []struct {
+		name string
+		run  func(t *testing.T) bool
+	}{
+		{"products", func(t *testing.T) bool { return b.Products != nil && call(t, Products, b.Products) }},
+		{"orders", func(t *testing.T) bool { return b.Orders != nil && call(t, Orders, b.Orders) }},
+		{"users", func(t *testing.T) bool { return b.Users != nil && call(t, Users, b.Users) }},
+		{"carts", func(t *testing.T) bool {
+			return b.Carts != nil && call(t, Carts, b.Carts) && call(t, CartCheckout, b.Carts)
+		}},
+		{"checkout", func(t *testing.T) bool { return b.Checkout != nil && call(t, Checkout, b.Checkout) }},
+		{"sessions", func(t *testing.T) bool { return b.Sessions != nil && call(t, Sessions, b.Sessions) }},
+		{"events", func(t *testing.T) bool { return b.Events != nil && call(t, Events, b.Events) }},
+		{"history", func(t *testing.T) bool { return b.History != nil && call(t, History, b.History) }},
+		{"catalog read model", func(t *testing.T) bool { return b.Catalog != nil && call(t, CatalogReadModel, b.Catalog) }},
+	}
+	for _, f := range families {
+		t.Run(f.name, func(t *testing.T) {
+			if f.run(t) {
+				return
+			}
+			why, ok := b.NotHeld[f.name]
+			if !ok {
+				t.Fatalf("the backend neither provides %s nor says why not (Backend.NotHeld)", f.name)
+			}
+			t.Logf("not held by this backend: %s", why)
+		})
+	}
+}
+
+func call[R any](t *testing.T, suite func(*testing.T, func(*testing.T) R), repo func(*testing.T) R) bool {
+	suite(t, repo)
+	return true
+}
