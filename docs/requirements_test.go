@@ -22,14 +22,16 @@ var (
 	rowID      = regexp.MustCompile(`^\| ([A-Z]{3}-\d+) \|`)
 	backticked = regexp.MustCompile("`([^`]+)`")
 	quoted     = regexp.MustCompile(`"([^"]+)"`)
-	testFunc   = regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+	testFunc   = regexp.MustCompile(`(?m)((?:^//.*\n)*)^func (Test\w+)\(`)
 	subtest    = regexp.MustCompile(`t\.Run\("([^"]+)"`)
 	routeRow   = regexp.MustCompile(`\{"([A-Z]+)", "([^"]+)"`)
 )
 
-// sources indexes the repository's tests: package dir -> test functions, and every subtest name.
-func sources(t *testing.T, root string) (funcs map[string]map[string]bool, subtests map[string]bool) {
-	funcs, subtests = map[string]map[string]bool{}, map[string]bool{}
+// sources indexes the repository's tests: package dir -> test function -> its doc comment
+// (Go test names cannot hold "ORD-1", so a top-level test carries its IDs there), and every
+// subtest name.
+func sources(t *testing.T, root string) (funcs map[string]map[string]string, subtests map[string]bool) {
+	funcs, subtests = map[string]map[string]string{}, map[string]bool{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -47,9 +49,9 @@ func sources(t *testing.T, root string) (funcs map[string]map[string]bool, subte
 		dir, _ := filepath.Rel(root, filepath.Dir(path))
 		for _, m := range testFunc.FindAllSubmatch(b, -1) {
 			if funcs[dir] == nil {
-				funcs[dir] = map[string]bool{}
+				funcs[dir] = map[string]string{}
 			}
-			funcs[dir][string(m[1])] = true
+			funcs[dir][string(m[2])] = string(m[1])
 		}
 		for _, m := range subtest.FindAllSubmatch(b, -1) {
 			subtests[string(m[1])] = true
@@ -114,15 +116,17 @@ func TestRequirementsMapIsComplete(t *testing.T) {
 		}
 		for _, m := range backticked.FindAllStringSubmatch(tests, -1) {
 			pkg, name, ok := strings.Cut(m[1], ".Test")
-			if !ok || !funcs[pkg]["Test"+name] {
+			doc, exists := funcs[pkg]["Test"+name]
+			if !ok || !exists {
 				t.Errorf("%s names test %s, which does not exist", id, m[1])
 			}
+			carried = carried || strings.Contains(doc, id)
 		}
 		if tests == " — " {
 			t.Errorf("%s: built but no test named", id)
 		}
-		if strings.Contains(tests, `"`) && !carried {
-			t.Errorf("%s: none of its subtests carries the ID in its name", id)
+		if !carried {
+			t.Errorf("%s: none of its tests carries the ID (in a subtest name, or a test function's doc comment)", id)
 		}
 		for _, m := range backticked.FindAllStringSubmatch(reached, -1) {
 			if r := m[1]; strings.Contains(r, " /") && !routes[r] {

@@ -28,6 +28,7 @@ func tagDoc(ns string, r Range) bson.D {
 
 func zr(r Range, ns string) ZoneRange { return ZoneRange{NS: ns, Min: r.Min, Max: r.Max, Tag: r.Zone} }
 
+// SHD-4: the firehose zone's daily roll.
 func TestPlanRoll(t *testing.T) {
 	_, c := eventsColl(t)
 	ns := "shardmart.events"
@@ -144,6 +145,7 @@ func emptyCluster(t *testing.T, spec Spec) *recorder {
 	return rec
 }
 
+// SHD-7: collections placed on shard tiers via zones.
 func TestApplyEmptyClusterRunsThePlan(t *testing.T) {
 	spec := defaultSpec(t)
 	rec := emptyCluster(t, spec)
@@ -288,6 +290,7 @@ func TestStopBalancerTimesOut(t *testing.T) {
 	}
 }
 
+// SHD-3: auto-split per server version.
 func TestAutoSplitPerVersion(t *testing.T) {
 	tests := []struct {
 		version  string

@@ -88,6 +88,7 @@ func TestShellOnDatabase(t *testing.T) {
 	}
 }
 
+// SHD-3: zone ranges.
 func TestZoneRangeFor(t *testing.T) {
 	products := Collection{Name: "products", Key: Key{asc("category"), asc("_id")}}
 	tests := []struct {

@@ -72,6 +72,7 @@ func moveRangeJSON(min, max string) string {
 
 func nl(n string) string { return `{"$numberLong":"` + n + `"}` }
 
+// SHD-5: a manual move over several chunks, with the balancer stopped.
 func TestMoveRangeOverSeveralChunks(t *testing.T) {
 	rec := hashedOrdersCluster(t)
 	var out bytes.Buffer
