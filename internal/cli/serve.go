@@ -36,23 +36,24 @@ func (o serveOptions) limits() httpapi.Limits {
 		SessionsPerClient: httpapi.PerMinute(o.limitSessionsClient), EventsPerSession: httpapi.PerMinute(o.limitEventsSession)}
 }
 
-func newServeCmd(stdio IO) *cobra.Command {
+// newCmdServe builds `serve`; runF, if not nil, replaces runServe (tests).
+func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP API (embedded store under ./data by default; seeds demo data into an empty store)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return runServe(cmd.Context(), stdio, o, nil)
 		},
 	}
 	o.backend.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.addr, "addr", ":8080", "listen address (env SHARDMART_ADDR)")
-	f.StringVar(&o.adminToken, "admin-token", "", "token for admin routes (env SHARDMART_ADMIN_TOKEN); empty: a random one is generated and logged")
+	f.StringVar(&o.addr, "addr", ":8080", "listen address")
+	f.StringVar(&o.adminToken, "admin-token", "", "token for admin routes; empty: a random one is generated and logged")
 	f.BoolVar(&o.seed, "seed", true, "seed demo data when the store is empty")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
@@ -62,15 +63,18 @@ func newServeCmd(stdio IO) *cobra.Command {
 	f.Float64Var(&o.limitLoginAccount, "limit-login-account", d.LoginPerAccount.PerMinute, "login attempts per minute per e-mail (0: no limit)")
 	f.Float64Var(&o.limitSessionsClient, "limit-sessions-client", d.SessionsPerClient.PerMinute, "new sessions per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitEventsSession, "limit-events-session", d.EventsPerSession.PerMinute, "events posted per minute per session (0: no limit)")
+	fromEnv(f, "addr", "SHARDMART_ADDR")
+	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
+	fromEnv(f, "log-format", "SHARDMART_LOG_FORMAT")
 	return cmd
 }
 
-// runServe serves until ctx ends, then shuts down gracefully. ready, if not nil, receives the
-// bound address once the server accepts connections (tests).
 // minAdminTokenLen is the shortest admin token serve accepts without a warning: 32 characters
 // of hex or base64 carry at least 128 bits when random.
 const minAdminTokenLen = 32
 
+// runServe serves until ctx ends, then shuts down gracefully. ready, if not nil, receives the
+// bound address once the server accepts connections (tests).
 func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string) error {
 	var handler slog.Handler
 	switch o.logFormat {
