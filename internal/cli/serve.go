@@ -26,6 +26,8 @@ type serveOptions struct {
 	logFormat       string
 	shutdownTimeout time.Duration
 	purgeEvery      time.Duration
+	// statementMetrics adds the per-backend statement/command detail below the store operations.
+	statementMetrics bool
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
 	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession float64
 }
@@ -58,6 +60,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
 	f.DurationVar(&o.purgeEvery, "purge-every", time.Minute, "how often expired sessions and guest carts are deleted")
+	f.BoolVar(&o.statementMetrics, "statement-metrics", true, "also export each Cassandra statement's and MongoDB command's latency (shardmart_store_statement_duration_seconds)")
 	d := httpapi.DefaultLimits()
 	f.Float64Var(&o.limitLoginClient, "limit-login-client", d.LoginPerClient.PerMinute, "login attempts per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitLoginAccount, "limit-login-account", d.LoginPerAccount.PerMinute, "login attempts per minute per e-mail (0: no limit)")
@@ -92,7 +95,10 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every backend reports its operations
+	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every repository call, same op names on every backend
+	if o.statementMetrics {
+		cfg.Backends.ObserveStatement = httpapi.NewStatementObserver(reg)
+	}
 
 	s, err := shop.Open(ctx, cfg)
 	if err != nil {

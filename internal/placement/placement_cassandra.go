@@ -18,7 +18,7 @@ type cassandraBackend struct{ st *cassandra.Store }
 // openCassandra connects to o.CassandraHosts and checks that `shardmart cassandra schema
 // apply` has brought o.CassandraKeyspace to the current schema version.
 func openCassandra(ctx context.Context, o Options) (backend, error) {
-	st, err := cassandra.Open(ctx, cassandra.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace, Observe: o.Observe, EventRetention: o.EventRetention})
+	st, err := cassandra.Open(ctx, cassandra.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace, ObserveStatement: o.statements(Cassandra), EventRetention: o.EventRetention})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // else with MongoURI's credentials. If it cannot start (a standalone mongod, no access to
 // config.shards) every read goes to the primary, which is slower but never stale.
 func openMongo(ctx context.Context, o Options) (backend, error) {
-	s, err := mongo.Open(ctx, mongo.Options{URI: o.MongoURI, Database: o.MongoDatabase, Observe: o.Observe})
+	s, err := mongo.Open(ctx, mongo.Options{URI: o.MongoURI, Database: o.MongoDatabase, ObserveCommand: o.statements(Mongo)})
 	if err != nil {
 		return nil, err
 	}

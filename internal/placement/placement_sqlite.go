@@ -6,11 +6,8 @@ import (
 	"github.com/shardmart/shardmart/internal/store/sqlite"
 )
 
+// openSQLite reports no statement detail (Options.ObserveStatement): SQLite runs in process,
+// so a repository operation's duration is its statements' and nothing lies between them.
 func openSQLite(ctx context.Context, o Options) (backend, error) {
-	db, err := sqlite.Open(ctx, o.SQLitePath)
-	if err != nil {
-		return nil, err
-	}
-	db.Observe = o.Observe
-	return db, nil
+	return sqlite.Open(ctx, o.SQLitePath)
 }

@@ -8,24 +8,24 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
-// observer reports each statement's latency to the store metrics, labelled
-// "cassandra.<verb>.<table>" (a small, fixed set: one per statement shape of the schema).
-type observer func(op string, d time.Duration, err error)
+// observer reports each statement's latency to the statement metric, named "<verb>.<table>"
+// (a small, fixed set: one per statement shape of the schema).
+type observer func(statement string, d time.Duration, err error)
 
 func (o observer) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
-	o(statementOp(q.Statement), q.End.Sub(q.Start), q.Err)
+	o(statementName(q.Statement), q.End.Sub(q.Start), q.Err)
 }
 
 func (o observer) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
-	o("cassandra.batch", b.End.Sub(b.Start), b.Err)
+	o("batch", b.End.Sub(b.Start), b.Err)
 }
 
-// statementOp names a CQL statement by its verb and table: "SELECT ... FROM user_carts" is
-// "cassandra.select.user_carts".
-func statementOp(stmt string) string {
+// statementName names a CQL statement by its verb and table: "SELECT ... FROM user_carts" is
+// "select.user_carts".
+func statementName(stmt string) string {
 	f := strings.Fields(stmt)
 	if len(f) == 0 {
-		return "cassandra.unknown"
+		return "unknown"
 	}
 	verb := strings.ToLower(f[0])
 	table := ""
@@ -47,7 +47,7 @@ func statementOp(stmt string) string {
 	}
 	table = strings.Trim(strings.ToLower(table), `"(;`)
 	if table == "" {
-		return "cassandra." + verb
+		return verb
 	}
-	return "cassandra." + verb + "." + table
+	return verb + "." + table
 }

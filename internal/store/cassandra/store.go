@@ -46,8 +46,9 @@ type Config struct {
 	Datacenter string
 	Timeout    time.Duration // per request, default 12 s (above the server's own timeouts)
 	NumConns   int           // connections per host, default 2
-	// Observe, when set, receives every statement's latency (store metrics).
-	Observe func(op string, d time.Duration, err error)
+	// ObserveStatement, when set, receives every statement's latency as "<verb>.<table>"
+	// (statementName): the detail below a repository operation (store metrics).
+	ObserveStatement func(statement string, d time.Duration, err error)
 	// EventRetention is how long events live after their time (TTL); 0: event.DefaultRetention.
 	EventRetention time.Duration
 }
@@ -83,9 +84,9 @@ func ClusterConfig(cfg Config) *gocql.ClusterConfig {
 	c.DefaultIdempotence = false
 	c.Consistency = gocql.Quorum
 	c.Logger = gocql.NewLogger(gocql.LogLevelWarn)
-	if cfg.Observe != nil {
-		c.QueryObserver = observer(cfg.Observe)
-		c.BatchObserver = observer(cfg.Observe)
+	if cfg.ObserveStatement != nil {
+		c.QueryObserver = observer(cfg.ObserveStatement)
+		c.BatchObserver = observer(cfg.ObserveStatement)
 	}
 	return c
 }

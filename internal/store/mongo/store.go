@@ -91,8 +91,9 @@ type Options struct {
 	// OutboxPartitions is the number of outbox partitions of a new database (0:
 	// DefaultOutboxPartitions); an existing database keeps the count it was created with.
 	OutboxPartitions int
-	// Observe, when set, receives every command's latency as "mongo.<command>" (store metrics).
-	Observe func(op string, d time.Duration, err error)
+	// ObserveCommand, when set, receives every wire command's latency by command name ("find",
+	// "commitTransaction"): the detail below a repository operation (store metrics).
+	ObserveCommand func(command string, d time.Duration, err error)
 	// OnRoute, when set, receives every routing decision a read makes (tests, logs, metrics).
 	OnRoute func(readrouting.Decision)
 }
@@ -120,13 +121,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Database = sharding.DefaultDatabase
 	}
 	copts := options.Client().ApplyURI(o.URI)
-	if obs := o.Observe; obs != nil {
+	if obs := o.ObserveCommand; obs != nil {
 		copts.SetMonitor(&mongoevent.CommandMonitor{
 			Succeeded: func(_ context.Context, e *mongoevent.CommandSucceededEvent) {
-				obs("mongo."+e.CommandName, e.Duration, nil)
+				obs(e.CommandName, e.Duration, nil)
 			},
 			Failed: func(_ context.Context, e *mongoevent.CommandFailedEvent) {
-				obs("mongo."+e.CommandName, e.Duration, e.Failure)
+				obs(e.CommandName, e.Duration, e.Failure)
 			},
 		})
 	}

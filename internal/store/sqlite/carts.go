@@ -78,7 +78,6 @@ func loadCart(ctx context.Context, q queryer, owner cart.Owner, row cartRow) (ca
 }
 
 func (r *carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (c cart.Cart, err error) {
-	defer (*DB)(r).observe("carts.active")(&err)
 	row, err := activeCart(ctx, r.r, owner, now)
 	if err != nil {
 		return c, err
@@ -152,7 +151,6 @@ func touchCart(ctx context.Context, tx *sql.Tx, row *cartRow, now time.Time) err
 }
 
 func (r *carts) PutItem(ctx context.Context, owner cart.Owner, it cart.Item, expiresAt, now time.Time) (c cart.Cart, err error) {
-	defer (*DB)(r).observe("carts.put_item")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		row, err := ensureActive(ctx, tx, owner, expiresAt, now)
 		if err != nil {
@@ -171,7 +169,6 @@ func (r *carts) PutItem(ctx context.Context, owner cart.Owner, it cart.Item, exp
 }
 
 func (r *carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (c cart.Cart, err error) {
-	defer (*DB)(r).observe("carts.remove_item")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		row, err := editableCart(ctx, tx, owner, now)
 		if err != nil {
@@ -190,7 +187,6 @@ func (r *carts) RemoveItem(ctx context.Context, owner cart.Owner, productID stri
 }
 
 func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (res cart.MergeResult, err error) {
-	defer (*DB)(r).observe("carts.merge")(&err)
 	guest, user := cart.Guest(sessionID), cart.User(userID)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		res = cart.MergeResult{}
@@ -239,7 +235,6 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 }
 
 func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (c cart.Cart, err error) {
-	defer (*DB)(r).observe("carts.begin_checkout")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		row, err := editableCart(ctx, tx, owner, now)
 		if err != nil {
@@ -257,14 +252,12 @@ func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 }
 
 func (r *carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) (err error) {
-	defer (*DB)(r).observe("carts.end_checkout")(&err)
 	_, err = r.w.ExecContext(ctx, `UPDATE carts SET checkout_order = '', checkout_until = 0
 		WHERE id = ? AND owner = ? AND status = 'active' AND checkout_order = ?`, cartID, owner.Key(), orderID)
 	return err
 }
 
 func (r *carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (c cart.Cart, err error) {
-	defer (*DB)(r).observe("carts.reopen")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		old, err := activeCart(ctx, tx, owner, now)
 		if err != nil {
@@ -292,14 +285,12 @@ func (r *carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now
 }
 
 func (r *carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) (err error) {
-	defer (*DB)(r).observe("carts.mark_ordered")(&err)
 	_, err = r.w.ExecContext(ctx, `UPDATE carts SET status = 'ordered', order_id = ?, updated_at = ?
 		WHERE id = ? AND owner = ? AND status != 'ordered'`, orderID, nanos(now), cartID, owner.Key())
 	return err
 }
 
 func (r *carts) PurgeExpired(ctx context.Context, now time.Time) (n int, err error) {
-	defer (*DB)(r).observe("carts.purge")(&err)
 	res, err := r.w.ExecContext(ctx, `DELETE FROM carts WHERE expires_at > 0 AND expires_at <= ?`, nanos(now))
 	if err != nil {
 		return 0, err

@@ -28,8 +28,6 @@ import (
 type DB struct {
 	w *sql.DB // exactly one connection: all writes
 	r *sql.DB // read-only pool
-	// Observe, when set, receives the duration of every repository operation (metrics).
-	Observe func(op string, d time.Duration, err error)
 }
 
 // Open opens (creating if needed) the database file at path and migrates it.
@@ -91,15 +89,6 @@ type driver struct {
 
 func fileURI(path string, q url.Values) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-}
-
-// observe times one operation: defer db.observe("carts.put")(&err).
-func (db *DB) observe(op string) func(*error) {
-	if db.Observe == nil {
-		return func(*error) {}
-	}
-	start := time.Now()
-	return func(err *error) { db.Observe(op, time.Since(start), *err) }
 }
 
 // tx runs fn in a write transaction, committing on success.

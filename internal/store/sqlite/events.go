@@ -14,7 +14,6 @@ import (
 type events DB
 
 func (r *events) AppendEvent(ctx context.Context, e event.Event) (err error) {
-	defer (*DB)(r).observe("events.append")(&err)
 	details, err := json.Marshal(nonNilMap(e.Details))
 	if err != nil {
 		return err
@@ -28,7 +27,6 @@ func (r *events) AppendEvent(ctx context.Context, e event.Event) (err error) {
 }
 
 func (r *events) PurgeEvents(ctx context.Context, before time.Time) (n int, err error) {
-	defer (*DB)(r).observe("events.purge")(&err)
 	res, err := r.w.ExecContext(ctx, `DELETE FROM events WHERE at < ?`, nanos(before))
 	if err != nil {
 		return 0, fmt.Errorf("purge events: %w", err)
@@ -43,7 +41,6 @@ type timeCursor struct {
 }
 
 func (r *events) ListEvents(ctx context.Context, q event.Query) (page paging.Page[event.Event], err error) {
-	defer (*DB)(r).observe("events.list")(&err)
 	req, err := q.Page.Normalize()
 	if err != nil {
 		return page, err

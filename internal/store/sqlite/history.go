@@ -13,7 +13,6 @@ import (
 type historyRepo DB
 
 func (r *historyRepo) UpsertEntry(ctx context.Context, e history.Entry) (err error) {
-	defer (*DB)(r).observe("history.upsert")(&err)
 	items, err := json.Marshal(e.Items)
 	if err != nil {
 		return err
@@ -30,7 +29,6 @@ func (r *historyRepo) UpsertEntry(ctx context.Context, e history.Entry) (err err
 }
 
 func (r *historyRepo) ListHistory(ctx context.Context, userID string, req paging.Request) (page paging.Page[history.Entry], err error) {
-	defer (*DB)(r).observe("history.list")(&err)
 	req, err = req.Normalize()
 	if err != nil {
 		return page, err

@@ -45,7 +45,6 @@ func byKey(ctx context.Context, q queryRower, userID, key string) (order.Order, 
 
 // Place is ORD-1 in one write transaction; see order.Repository for the rules.
 func (r *orders) Place(ctx context.Context, p order.Placement) (o order.Order, created bool, err error) {
-	defer (*DB)(r).observe("orders.place")(&err)
 	if err := order.ValidatePlacement(p); err != nil {
 		return order.Order{}, false, err
 	}
@@ -120,17 +119,14 @@ func appendOrderEvent(ctx context.Context, tx *sql.Tx, topic string, o order.Ord
 }
 
 func (r *orders) GetOrder(ctx context.Context, id string) (o order.Order, err error) {
-	defer (*DB)(r).observe("orders.get")(&err)
 	return scanOrder(r.r.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ?`, id))
 }
 
 func (r *orders) ByIdempotencyKey(ctx context.Context, userID, key string) (o order.Order, err error) {
-	defer (*DB)(r).observe("orders.by_key")(&err)
 	return byKey(ctx, r.r, userID, key)
 }
 
 func (r *orders) FenceCart(ctx context.Context, cartID string) (orderID string, err error) {
-	defer (*DB)(r).observe("orders.fence_cart")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT id FROM orders WHERE cart_id = ?`, cartID).Scan(&orderID)
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -143,7 +139,6 @@ func (r *orders) FenceCart(ctx context.Context, cartID string) (orderID string, 
 }
 
 func (r *orders) Transition(ctx context.Context, id string, to order.Status, at time.Time) (o order.Order, err error) {
-	defer (*DB)(r).observe("orders.transition")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		o, err = scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ?`, id))
 		if err != nil {

@@ -107,7 +107,6 @@ func getProduct(ctx context.Context, q interface {
 }
 
 func (r *products) CreateProduct(ctx context.Context, p catalog.Product) (err error) {
-	defer (*DB)(r).observe("products.create")(&err)
 	return (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		attrs, err := json.Marshal(nonNilMap(p.Attributes))
 		if err != nil {
@@ -157,7 +156,6 @@ func nonNilMap(m map[string]string) map[string]string {
 }
 
 func (r *products) UpdateProduct(ctx context.Context, id string, update func(*catalog.Product) error) (p catalog.Product, err error) {
-	defer (*DB)(r).observe("products.update")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		cur, err := getProduct(ctx, tx, id)
 		if err != nil {
@@ -185,7 +183,6 @@ func (r *products) UpdateProduct(ctx context.Context, id string, update func(*ca
 }
 
 func (r *products) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
-	defer (*DB)(r).observe("products.get")(&err)
 	return getProduct(ctx, r.r, id)
 }
 
@@ -195,7 +192,6 @@ type priceCursor struct {
 }
 
 func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page paging.Page[catalog.Product], err error) {
-	defer (*DB)(r).observe("products.search")(&err)
 	q, err = q.Validate()
 	if err != nil {
 		return page, err
@@ -240,7 +236,6 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 }
 
 func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (level int64, err error) {
-	defer (*DB)(r).observe("products.adjust_stock")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM products WHERE id = ?`, ref.ID).Scan(&one); errors.Is(err, sql.ErrNoRows) {

@@ -14,7 +14,6 @@ import (
 type sessions DB
 
 func (r *sessions) CreateSession(ctx context.Context, s session.Session) (err error) {
-	defer (*DB)(r).observe("sessions.create")(&err)
 	data, err := json.Marshal(nonNilMap(s.Data))
 	if err != nil {
 		return err
@@ -49,12 +48,10 @@ func getSession(ctx context.Context, q queryRower, id string, now time.Time) (se
 }
 
 func (r *sessions) GetSession(ctx context.Context, id string, now time.Time) (s session.Session, err error) {
-	defer (*DB)(r).observe("sessions.get")(&err)
 	return getSession(ctx, r.r, id, now)
 }
 
 func (r *sessions) BindUser(ctx context.Context, id, userID string, now time.Time) (s session.Session, err error) {
-	defer (*DB)(r).observe("sessions.bind")(&err)
 	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
 		s, err = getSession(ctx, tx, id, now)
 		if err != nil {
@@ -75,19 +72,16 @@ func (r *sessions) BindUser(ctx context.Context, id, userID string, now time.Tim
 }
 
 func (r *sessions) Touch(ctx context.Context, id string, now time.Time) (err error) {
-	defer (*DB)(r).observe("sessions.touch")(&err)
 	_, err = r.w.ExecContext(ctx, `UPDATE sessions SET last_active = ? WHERE id = ? AND expires_at > ?`, nanos(now), id, nanos(now))
 	return err
 }
 
 func (r *sessions) Revoke(ctx context.Context, id string) (err error) {
-	defer (*DB)(r).observe("sessions.revoke")(&err)
 	_, err = r.w.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
 	return err
 }
 
 func (r *sessions) PurgeExpired(ctx context.Context, now time.Time) (n int, err error) {
-	defer (*DB)(r).observe("sessions.purge")(&err)
 	res, err := r.w.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, nanos(now))
 	if err != nil {
 		return 0, err

@@ -12,7 +12,6 @@ import (
 type users DB
 
 func (r *users) CreateUser(ctx context.Context, u account.User) (err error) {
-	defer (*DB)(r).observe("users.create")(&err)
 	res, err := r.w.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`, u.ID, u.Email, u.PasswordHash, nanos(u.CreatedAt))
 	if err != nil {
@@ -25,7 +24,6 @@ func (r *users) CreateUser(ctx context.Context, u account.User) (err error) {
 }
 
 func (r *users) UserByEmail(ctx context.Context, email string) (u account.User, err error) {
-	defer (*DB)(r).observe("users.by_email")(&err)
 	var created int64
 	err = r.r.QueryRowContext(ctx, `SELECT id, email, password_hash, created_at FROM users WHERE email = ?`, email).
 		Scan(&u.ID, &u.Email, &u.PasswordHash, &created)
