@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/session"
-	"github.com/shardmart/shardmart/internal/store/cassandra"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // cassandraSchemaApplyOptions are `cassandra schema apply`'s settings.
@@ -23,7 +23,7 @@ type cassandraSchemaApplyOptions struct {
 }
 
 // newCmdCassandraSchema is `shardmart cassandra schema`: the versioned CQL schema of the
-// Cassandra backend (internal/store/cassandra/schema).
+// Cassandra backend (internal/store/cassandrastore/schema).
 func newCmdCassandraSchema(stdio IO, runF func(context.Context, cassandraSchemaApplyOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schema",
@@ -53,7 +53,7 @@ After raising --rf, run a full repair so the new replicas receive the existing d
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Hosts, "hosts", []string{"127.0.0.1"}, "contact points (comma-separated)")
-	f.StringVar(&o.Keyspace, "keyspace", cassandra.DefaultKeyspace, "keyspace")
+	f.StringVar(&o.Keyspace, "keyspace", cassandrastore.DefaultKeyspace, "keyspace")
 	f.IntVar(&o.RF, "rf", 1, "replication factor: 1 on one node, 3 on the local 3-node cluster")
 	f.StringVar(&o.Datacenter, "datacenter", "datacenter1", "datacenter name for NetworkTopologyStrategy")
 	f.DurationVar(&o.SessionTTL, "session-ttl", session.DefaultTTL, "default TTL of sessions and guest carts (seed 003: 168h, seed 002: 24h)")
@@ -69,7 +69,7 @@ func cassandraSchemaApply(ctx context.Context, stdio IO, o cassandraSchemaApplyO
 	defer cancel()
 	start := time.Now()
 	ks, dc, rf := o.Keyspace, o.Datacenter, o.RF
-	res, err := cassandra.ApplySchema(ctx, o.Hosts, cassandra.SchemaOptions{Keyspace: ks, RF: rf, Datacenter: dc, SessionTTL: o.SessionTTL})
+	res, err := cassandrastore.ApplySchema(ctx, o.Hosts, cassandrastore.SchemaOptions{Keyspace: ks, RF: rf, Datacenter: dc, SessionTTL: o.SessionTTL})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/sharding"
-	mongostore "github.com/shardmart/shardmart/internal/store/mongo"
+	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
 // mongoApplyOptions are `mongo apply`'s settings.
