@@ -11,6 +11,7 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/store/storetest"
 )
 
 func rid(prefix string) string {
@@ -27,28 +28,6 @@ func product(category, price string) catalog.Product {
 		CreatedAt: catalogBase, UpdatedAt: catalogBase}
 }
 
-func searchAll(t *testing.T, c *Catalog, q catalog.Search) []catalog.Product {
-	t.Helper()
-	var got []catalog.Product
-	for i := 0; ; i++ {
-		page, err := c.SearchProducts(context.Background(), q)
-		if err != nil {
-			t.Fatalf("search page %d: %v", i, err)
-		}
-		if len(page.Items) > q.Page.Limit {
-			t.Fatalf("page %d holds %d items, limit %d", i, len(page.Items), q.Page.Limit)
-		}
-		got = append(got, page.Items...)
-		if page.Next == "" {
-			return got
-		}
-		if i > 200 {
-			t.Fatal("pagination does not end")
-		}
-		q.Page.Cursor = page.Next
-	}
-}
-
 // TestCatalogReadModelBuckets is what only this read model has: a category spread over
 // CategoryBuckets partitions (the shared cases run in TestContract, storetest.CatalogReadModel).
 func TestCatalogReadModelBuckets(t *testing.T) {
@@ -63,7 +42,7 @@ func TestCatalogReadModelBuckets(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got := searchAll(t, c, catalog.Search{Category: cat, Page: paging.Request{Limit: 7}})
+		got := storetest.SearchAll(t, c, catalog.Search{Category: cat, Page: paging.Request{Limit: 7}})
 		buckets := map[int]bool{}
 		seen := map[string]bool{}
 		for i, p := range got {

@@ -25,7 +25,8 @@ func readModelProduct(category, price string) catalog.Product {
 		CreatedAt: base, UpdatedAt: base}
 }
 
-func searchAll(t *testing.T, c ReadModel, q catalog.Search) []catalog.Product {
+// SearchAll follows the cursors of a search to the end, checking every page respects the limit.
+func SearchAll(t *testing.T, c ReadModel, q catalog.Search) []catalog.Product {
 	t.Helper()
 	var got []catalog.Product
 	for i := 0; ; i++ {
@@ -82,7 +83,7 @@ func CatalogReadModel(t *testing.T, newModel func(t *testing.T) ReadModel) {
 				}
 			}
 		}
-		got := searchAll(t, c, catalog.Search{Category: cat, MinPrice: money.MustParse("7.50"), MaxPrice: money.MustParse("20.00"), Page: paging.Request{Limit: 2}})
+		got := SearchAll(t, c, catalog.Search{Category: cat, MinPrice: money.MustParse("7.50"), MaxPrice: money.MustParse("20.00"), Page: paging.Request{Limit: 2}})
 		want := []string{"7.50", "7.50", "7.50", "9.99", "12.00", "15.00", "20.00"}
 		if len(got) != len(want) {
 			t.Fatalf("got %d products, want %d", len(got), len(want))
@@ -126,10 +127,10 @@ func CatalogReadModel(t *testing.T, newModel func(t *testing.T) ReadModel) {
 		if got, _ := c.GetProduct(ctx, v1.ID); got.Category != cat2 || got.Price != v3.Price {
 			t.Errorf("product after replays: %s %s, want %s %s", got.Category, got.Price, cat2, v3.Price)
 		}
-		if old := searchAll(t, c, catalog.Search{Category: cat, Page: paging.Request{Limit: 10}}); len(old) != 0 {
+		if old := SearchAll(t, c, catalog.Search{Category: cat, Page: paging.Request{Limit: 10}}); len(old) != 0 {
 			t.Errorf("old category still lists %d products", len(old))
 		}
-		if now := searchAll(t, c, catalog.Search{Category: cat2, Page: paging.Request{Limit: 10}}); len(now) != 1 || now[0].Price != v3.Price {
+		if now := SearchAll(t, c, catalog.Search{Category: cat2, Page: paging.Request{Limit: 10}}); len(now) != 1 || now[0].Price != v3.Price {
 			t.Errorf("new category lists %+v, want the product once at %s", now, v3.Price)
 		}
 		// A change that did not move UpdatedAt still replaces the stored version.
@@ -138,7 +139,7 @@ func CatalogReadModel(t *testing.T, newModel func(t *testing.T) ReadModel) {
 		if err := c.UpsertProduct(ctx, v4); err != nil {
 			t.Fatal(err)
 		}
-		if now := searchAll(t, c, catalog.Search{Category: cat2, Page: paging.Request{Limit: 10}}); len(now) != 1 || now[0].Price != v4.Price {
+		if now := SearchAll(t, c, catalog.Search{Category: cat2, Page: paging.Request{Limit: 10}}); len(now) != 1 || now[0].Price != v4.Price {
 			t.Errorf("same-instant change: category lists %+v, want the product once at %s", now, v4.Price)
 		}
 	})
