@@ -27,13 +27,14 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	purgeEvery      time.Duration
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
-	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession float64
+	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient float64
 }
 
 // limits turns the per-minute flags into the API's limits.
 func (o serveOptions) limits() httpapi.Limits {
 	return httpapi.Limits{LoginPerClient: httpapi.PerMinute(o.limitLoginClient), LoginPerAccount: httpapi.PerMinute(o.limitLoginAccount),
-		SessionsPerClient: httpapi.PerMinute(o.limitSessionsClient), EventsPerSession: httpapi.PerMinute(o.limitEventsSession)}
+		SessionsPerClient: httpapi.PerMinute(o.limitSessionsClient), EventsPerSession: httpapi.PerMinute(o.limitEventsSession),
+		EventsPerClient: httpapi.PerMinute(o.limitEventsClient)}
 }
 
 func newServeCmd(stdio IO) *cobra.Command {
@@ -62,6 +63,7 @@ func newServeCmd(stdio IO) *cobra.Command {
 	f.Float64Var(&o.limitLoginAccount, "limit-login-account", d.LoginPerAccount.PerMinute, "login attempts per minute per e-mail (0: no limit)")
 	f.Float64Var(&o.limitSessionsClient, "limit-sessions-client", d.SessionsPerClient.PerMinute, "new sessions per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitEventsSession, "limit-events-session", d.EventsPerSession.PerMinute, "events posted per minute per session (0: no limit)")
+	f.Float64Var(&o.limitEventsClient, "limit-events-client", d.EventsPerClient.PerMinute, "events posted per minute per client address, over all its sessions (0: no limit)")
 	return cmd
 }
 
