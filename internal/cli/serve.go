@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/demo"
+	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/shop"
 )
@@ -173,7 +174,7 @@ func purge(ctx context.Context, s *shop.Shop, every, eventRetention time.Duratio
 		} else if n > 0 {
 			logger.Info("purged expired guest carts", "count", n)
 		}
-		if n, err := s.Stores.Events.PurgeEvents(ctx, now.Add(-eventRetention)); err != nil {
+		if n, err := s.Stores.Events.PurgeEvents(ctx, event.Cutoff(now, eventRetention)); err != nil {
 			logger.Warn("purge events", "err", err)
 		} else if n > 0 {
 			logger.Info("purged events past the retention", "count", n, "retention", eventRetention)
