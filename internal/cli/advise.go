@@ -14,9 +14,24 @@ import (
 	"github.com/shardmart/shardmart/internal/advise"
 )
 
-// newAdviseCmd is the shard-key advisor: it simulates candidate shard keys
-// on a workload before anyone runs shardCollection.
-func newAdviseCmd(stdio IO) *cobra.Command {
+// adviseOptions are `advise`'s settings. Shards, Seed and Ops override the workload's only
+// when given on the command line (their *Set fields).
+type adviseOptions struct {
+	List                       bool
+	Scenario, File             string
+	SVGPath, JSONPath          string
+	Shards                     int
+	Seed                       uint64
+	Ops                        int64
+	Moves                      int
+	Timeout                    time.Duration
+	ShardsSet, SeedSet, OpsSet bool
+}
+
+// newCmdAdvise is the shard-key advisor: it simulates candidate shard keys on a workload
+// before anyone runs shardCollection. runF, if not nil, replaces runAdvise (tests).
+func newCmdAdvise(stdio IO, runF func(context.Context, adviseOptions) error) *cobra.Command {
+	var o adviseOptions
 	cmd := &cobra.Command{
 		Use:   "advise",
 		Short: "Shard-key advisor: simulate candidate shard keys on a workload (built-in scenario or YAML file)",
@@ -31,36 +46,30 @@ firehose) for each candidate shard key and prints a side-by-side comparison and 
 See docs/advise.md for the workload format and how to read the output.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
+			f := cmd.Flags()
+			o.ShardsSet, o.SeedSet, o.OpsSet = f.Changed("shards"), f.Changed("seed"), f.Changed("ops")
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			return runAdvise(cmd, stdio)
+			return runAdvise(cmd.Context(), stdio, o)
 		},
 	}
 	f := cmd.Flags()
-	f.Bool("list", false, "list the built-in scenarios")
-	f.String("scenario", "", "built-in scenario to run, or all")
-	f.StringP("file", "f", "", "workload YAML file")
-	f.String("svg", "", "write a chart of shard shares over time to this SVG file")
-	f.String("json", "", "write every result (per-tick series included) to this JSON file")
-	f.Int("shards", 0, "number of shards (default: the workload's)")
-	f.Uint64("seed", 0, "random seed (default: the workload's); equal seeds give equal results")
-	f.Int64("ops", 0, "simulated operations per candidate (default: the workload's)")
-	f.Int("moves", 0, "also list the first N balancer migrations of each candidate")
-	f.Duration("timeout", 10*time.Minute, "give up after this long")
+	f.BoolVar(&o.List, "list", false, "list the built-in scenarios")
+	f.StringVar(&o.Scenario, "scenario", "", "built-in scenario to run, or all")
+	f.StringVarP(&o.File, "file", "f", "", "workload YAML file")
+	f.StringVar(&o.SVGPath, "svg", "", "write a chart of shard shares over time to this SVG file")
+	f.StringVar(&o.JSONPath, "json", "", "write every result (per-tick series included) to this JSON file")
+	f.IntVar(&o.Shards, "shards", 0, "number of shards (default: the workload's)")
+	f.Uint64Var(&o.Seed, "seed", 0, "random seed (default: the workload's); equal seeds give equal results")
+	f.Int64Var(&o.Ops, "ops", 0, "simulated operations per candidate (default: the workload's)")
+	f.IntVar(&o.Moves, "moves", 0, "also list the first N balancer migrations of each candidate")
+	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }
 
-func runAdvise(cmd *cobra.Command, stdio IO) error {
-	f := cmd.Flags()
-	list, _ := f.GetBool("list")
-	scenario, _ := f.GetString("scenario")
-	file, _ := f.GetString("file")
-	svgPath, _ := f.GetString("svg")
-	jsonPath, _ := f.GetString("json")
-	timeout, _ := f.GetDuration("timeout")
-	moves, _ := f.GetInt("moves")
-	if list {
+func runAdvise(ctx context.Context, stdio IO, o adviseOptions) error {
+	if o.List {
 		scs, err := advise.Scenarios()
 		if err != nil {
 			return err
@@ -70,18 +79,18 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 		}
 		return nil
 	}
-	if (scenario == "") == (file == "") {
+	if (o.Scenario == "") == (o.File == "") {
 		return errors.New("give exactly one of --scenario <name|all> or -f <workload.yaml> (--list shows the scenarios)")
 	}
 	var workloads []*advise.Workload
 	switch {
-	case file != "":
-		w, err := advise.LoadWorkload(file)
+	case o.File != "":
+		w, err := advise.LoadWorkload(o.File)
 		if err != nil {
 			return err
 		}
 		workloads = append(workloads, w)
-	case scenario == "all":
+	case o.Scenario == "all":
 		scs, err := advise.Scenarios()
 		if err != nil {
 			return err
@@ -94,31 +103,29 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 			workloads = append(workloads, w)
 		}
 	default:
-		w, err := advise.LoadScenario(scenario)
+		w, err := advise.LoadScenario(o.Scenario)
 		if err != nil {
 			return err
 		}
 		workloads = append(workloads, w)
 	}
 	for _, w := range workloads {
-		if f.Changed("shards") {
-			n, _ := f.GetInt("shards")
-			if err := w.SetShards(n); err != nil {
+		if o.ShardsSet {
+			if err := w.SetShards(o.Shards); err != nil {
 				return err
 			}
 		}
-		if f.Changed("seed") {
-			w.Seed, _ = f.GetUint64("seed")
+		if o.SeedSet {
+			w.Seed = o.Seed
 		}
-		if f.Changed("ops") {
-			ops, _ := f.GetInt64("ops")
-			if ops < 1 {
-				return fmt.Errorf("--ops %d: want at least 1", ops)
+		if o.OpsSet {
+			if o.Ops < 1 {
+				return fmt.Errorf("--ops %d: want at least 1", o.Ops)
 			}
-			w.Ops = ops
+			w.Ops = o.Ops
 		}
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	var all []*advise.Result
 	for _, w := range workloads {
@@ -137,25 +144,25 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 			}
 		}
 		advise.WriteTable(stdio.Out, w, results)
-		if moves > 0 {
+		if o.Moves > 0 {
 			for _, r := range results {
-				advise.WriteMoves(stdio.Out, r, moves)
+				advise.WriteMoves(stdio.Out, r, o.Moves)
 			}
 		}
 		all = append(all, results...)
 	}
-	if jsonPath != "" {
+	if o.JSONPath != "" {
 		b, err := json.MarshalIndent(all, "", "  ")
 		if err != nil {
 			return fmt.Errorf("json: %w", err)
 		}
-		if err := os.WriteFile(jsonPath, b, 0o644); err != nil {
+		if err := os.WriteFile(o.JSONPath, b, 0o644); err != nil {
 			return fmt.Errorf("json: %w", err)
 		}
-		fmt.Fprintf(stdio.Err, "wrote %s\n", jsonPath)
+		fmt.Fprintf(stdio.Err, "wrote %s\n", o.JSONPath)
 	}
-	if svgPath != "" {
-		out, err := os.Create(svgPath)
+	if o.SVGPath != "" {
+		out, err := os.Create(o.SVGPath)
 		if err != nil {
 			return fmt.Errorf("svg: %w", err)
 		}
@@ -170,7 +177,7 @@ func runAdvise(cmd *cobra.Command, stdio IO) error {
 		if err := out.Close(); err != nil {
 			return fmt.Errorf("svg: %w", err)
 		}
-		fmt.Fprintf(stdio.Err, "wrote %s\n", svgPath)
+		fmt.Fprintf(stdio.Err, "wrote %s\n", o.SVGPath)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,14 +94,27 @@ func TestAdviseInputErrors(t *testing.T) {
 	}
 }
 
-func TestAdviseFlagsFromEnvironment(t *testing.T) {
+// advise's flags are flags only (issue 10): SHARDMART_SHARDS and SHARDMART_SEED, which
+// once set --shards and --seed, are not deployment settings and change nothing.
+func TestAdviseFlagsIgnoreEnvironment(t *testing.T) {
 	t.Setenv("SHARDMART_SHARDS", "5")
+	t.Setenv("SHARDMART_SEED", "7")
+	var got adviseOptions
+	root := newRootCmd(IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+	root.AddCommand(newCmdAdvise(IO{}, func(_ context.Context, o adviseOptions) error { got = o; return nil }))
+	root.SetArgs([]string{"advise", "--scenario", "random"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.ShardsSet || got.SeedSet || got.Shards != 0 || got.Seed != 0 {
+		t.Errorf("advise options %+v: SHARDMART_SHARDS/SHARDMART_SEED reached --shards/--seed", got)
+	}
 	out, _, err := runAdviseCmd(t, "--scenario", "random", "--ops", "5000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "5 shards") {
-		t.Errorf("SHARDMART_SHARDS=5 ignored:\n%.400s", out)
+	if strings.Contains(out, "5 shards") {
+		t.Errorf("SHARDMART_SHARDS=5 still sets --shards:\n%.400s", out)
 	}
 }
 

@@ -18,7 +18,7 @@ func TestMongoMonitorCredentialFlags(t *testing.T) {
 	}
 	t.Setenv("SHARDMART_MONGO_MONITOR_PASSWORD", "s3cret")
 	t.Setenv("SHARDMART_MONGO_MONITOR_USER", "ignored: the flag wins")
-	if err := bindEnv(cmd); err != nil {
+	if err := applyEnv(cmd); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := b.config(slog.Default())

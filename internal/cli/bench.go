@@ -16,12 +16,16 @@ import (
 	"github.com/shardmart/shardmart/internal/loadgen"
 )
 
-func newBenchCmd(stdio IO) *cobra.Command {
-	var (
-		url, scenarios, categories, zone, admin string
-		concurrency                             int
-		duration                                time.Duration
-	)
+// benchOptions are `bench`'s settings.
+type benchOptions struct {
+	URL, Scenarios, Categories, Zone, AdminToken string
+	Concurrency                                  int
+	Duration                                     time.Duration
+}
+
+// newCmdBench builds `bench`; runF, if not nil, replaces runBench (tests).
+func newCmdBench(stdio IO, runF func(context.Context, benchOptions) error) *cobra.Command {
+	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-test the HTTP API: orders (3 items), cart puts, category search, session lookup",
@@ -30,59 +34,63 @@ Without --url it starts its own server on a temporary embedded store with demo d
 numbers include the whole stack on this machine (client and server share the CPUs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
-			}
-			if concurrency < 1 || concurrency > 1024 {
+			if o.Concurrency < 1 || o.Concurrency > 1024 {
 				return fmt.Errorf("--concurrency must be 1..1024")
 			}
-			ctx := cmd.Context()
-			base := strings.TrimRight(url, "/")
-			if base == "" {
-				addr, stop, err := startBenchServer(ctx)
-				if err != nil {
-					return err
-				}
-				defer stop()
-				base, admin = "http://"+addr, benchAdminToken
-				fmt.Fprintf(stdio.Out, "started a server on %s (temporary embedded store, demo data)\n", addr)
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: concurrency}}
-			cats := strings.Split(categories, ",")
-			products, err := loadgen.DiscoverProducts(ctx, client, base, cats, 100)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "scenario\trequests\treq/s\tp50\tp99\terrors\t")
-			for _, sc := range strings.Split(scenarios, ",") {
-				if !contains(loadgen.Scenarios, sc) {
-					return fmt.Errorf("unknown scenario %q (have %s)", sc, strings.Join(loadgen.Scenarios, ", "))
-				}
-				fmt.Fprintf(stdio.Err, "running %s for %s with %d clients...\n", sc, duration, concurrency)
-				res, err := loadgen.Run(ctx, loadgen.Config{BaseURL: base, Concurrency: concurrency, Duration: duration,
-					Products: products, Categories: cats, Zone: zone, Client: client, AdminToken: admin}, sc)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t\n", res.Scenario, res.Requests, res.PerSecond(),
-					res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond), res.Errors)
-				if res.FirstFail != "" {
-					fmt.Fprintf(stdio.Err, "  first error: %s\n", res.FirstFail)
-				}
-			}
-			return tw.Flush()
+			return runBench(cmd.Context(), stdio, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&url, "url", "", "base URL of a running API (default: start one on a temporary store)")
-	f.StringVar(&scenarios, "scenarios", strings.Join(loadgen.Scenarios, ","), "comma-separated scenarios")
-	f.StringVar(&categories, "categories", "electronics,books,clothing,home,toys", "categories to search and buy from")
-	f.StringVar(&zone, "zone", demo.Zones[0], "stock zone orders take from")
-	f.StringVar(&admin, "admin-token", "", "admin token of --url's server: lets the orders scenario top up stock (env SHARDMART_ADMIN_TOKEN)")
-	f.IntVar(&concurrency, "concurrency", 8, "concurrent clients")
-	f.DurationVar(&duration, "duration", 10*time.Second, "how long each scenario runs")
+	f.StringVar(&o.URL, "url", "", "base URL of a running API (default: start one on a temporary store)")
+	f.StringVar(&o.Scenarios, "scenarios", strings.Join(loadgen.Scenarios, ","), "comma-separated scenarios")
+	f.StringVar(&o.Categories, "categories", "electronics,books,clothing,home,toys", "categories to search and buy from")
+	f.StringVar(&o.Zone, "zone", demo.Zones[0], "stock zone orders take from")
+	f.StringVar(&o.AdminToken, "admin-token", "", "admin token of --url's server: lets the orders scenario top up stock")
+	f.IntVar(&o.Concurrency, "concurrency", 8, "concurrent clients")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long each scenario runs")
+	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	return cmd
+}
+
+func runBench(ctx context.Context, stdio IO, o benchOptions) error {
+	base, admin := strings.TrimRight(o.URL, "/"), o.AdminToken
+	if base == "" {
+		addr, stop, err := startBenchServer(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		base, admin = "http://"+addr, benchAdminToken
+		fmt.Fprintf(stdio.Out, "started a server on %s (temporary embedded store, demo data)\n", addr)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}}
+	cats := strings.Split(o.Categories, ",")
+	products, err := loadgen.DiscoverProducts(ctx, client, base, cats, 100)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\trequests\treq/s\tp50\tp99\terrors\t")
+	for _, sc := range strings.Split(o.Scenarios, ",") {
+		if !contains(loadgen.Scenarios, sc) {
+			return fmt.Errorf("unknown scenario %q (have %s)", sc, strings.Join(loadgen.Scenarios, ", "))
+		}
+		fmt.Fprintf(stdio.Err, "running %s for %s with %d clients...\n", sc, o.Duration, o.Concurrency)
+		res, err := loadgen.Run(ctx, loadgen.Config{BaseURL: base, Concurrency: o.Concurrency, Duration: o.Duration,
+			Products: products, Categories: cats, Zone: o.Zone, Client: client, AdminToken: admin}, sc)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t\n", res.Scenario, res.Requests, res.PerSecond(),
+			res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond), res.Errors)
+		if res.FirstFail != "" {
+			fmt.Fprintf(stdio.Err, "  first error: %s\n", res.FirstFail)
+		}
+	}
+	return tw.Flush()
 }
 
 func contains(list []string, s string) bool {

@@ -9,21 +9,32 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/session"
-	"github.com/shardmart/shardmart/internal/store/cassandra"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
-// newCassandraSchemaCmd is `shardmart cassandra schema`: the versioned CQL schema of the
-// Cassandra backend (internal/store/cassandra/schema).
-func newCassandraSchemaCmd(stdio IO) *cobra.Command {
+// cassandraSchemaApplyOptions are `cassandra schema apply`'s settings.
+type cassandraSchemaApplyOptions struct {
+	Hosts      []string
+	Keyspace   string
+	RF         int
+	Datacenter string
+	SessionTTL time.Duration
+	Timeout    time.Duration
+}
+
+// newCmdCassandraSchema is `shardmart cassandra schema`: the versioned CQL schema of the
+// Cassandra backend (internal/store/cassandrastore/schema).
+func newCmdCassandraSchema(stdio IO, runF func(context.Context, cassandraSchemaApplyOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schema",
 		Short: "Versioned CQL schema of the Cassandra backend (carts, history, sessions, events, catalog)",
 	}
-	cmd.AddCommand(newCassandraSchemaApplyCmd(stdio))
+	cmd.AddCommand(newCmdCassandraSchemaApply(stdio, runF))
 	return cmd
 }
 
-func newCassandraSchemaApplyCmd(stdio IO) *cobra.Command {
+func newCmdCassandraSchemaApply(stdio IO, runF func(context.Context, cassandraSchemaApplyOptions) error) *cobra.Command {
+	var o cassandraSchemaApplyOptions
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Create or upgrade the keyspace and tables; idempotent, waits for schema agreement",
@@ -34,45 +45,46 @@ its replication to match, applies every embedded schema version not yet recorded
 After raising --rf, run a full repair so the new replicas receive the existing data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			f := cmd.Flags()
-			hosts, _ := f.GetStringSlice("hosts")
-			ks, _ := f.GetString("keyspace")
-			rf, _ := f.GetInt("rf")
-			dc, _ := f.GetString("datacenter")
-			ttl, _ := f.GetDuration("session-ttl")
-			timeout, _ := f.GetDuration("timeout")
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			start := time.Now()
-			res, err := cassandra.ApplySchema(ctx, hosts, cassandra.SchemaOptions{Keyspace: ks, RF: rf, Datacenter: dc, SessionTTL: ttl})
-			if err != nil {
-				return err
-			}
-			if res.KeyspaceCreated {
-				fmt.Fprintf(stdio.Out, "created keyspace %s (NetworkTopologyStrategy, %s: %d)\n", ks, dc, rf)
-			}
-			for _, a := range res.Altered {
-				fmt.Fprintf(stdio.Out, "altered %s\n", a)
-			}
-			for _, v := range res.Applied {
-				fmt.Fprintf(stdio.Out, "applied schema version %d\n", v)
-			}
-			if !res.KeyspaceCreated && len(res.Altered) == 0 && len(res.Applied) == 0 {
-				fmt.Fprintf(stdio.Out, "schema of %s is up to date\n", ks)
-			}
-			fmt.Fprintf(stdio.Out, "keyspace %s at schema version %d on %s (%s)\n", ks, res.Version, strings.Join(hosts, ","), time.Since(start).Round(time.Millisecond))
-			return nil
+			return cassandraSchemaApply(cmd.Context(), stdio, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringSlice("hosts", []string{"127.0.0.1"}, "contact points (comma-separated)")
-	f.String("keyspace", cassandra.DefaultKeyspace, "keyspace")
-	f.Int("rf", 1, "replication factor: 1 on one node, 3 on the local 3-node cluster")
-	f.String("datacenter", "datacenter1", "datacenter name for NetworkTopologyStrategy")
-	f.Duration("session-ttl", session.DefaultTTL, "default TTL of sessions and guest carts (seed 003: 168h, seed 002: 24h)")
-	f.Duration("timeout", 5*time.Minute, "give up after this long")
+	f.StringSliceVar(&o.Hosts, "hosts", []string{"127.0.0.1"}, "contact points (comma-separated)")
+	f.StringVar(&o.Keyspace, "keyspace", cassandrastore.DefaultKeyspace, "keyspace")
+	f.IntVar(&o.RF, "rf", 1, "replication factor: 1 on one node, 3 on the local 3-node cluster")
+	f.StringVar(&o.Datacenter, "datacenter", "datacenter1", "datacenter name for NetworkTopologyStrategy")
+	f.DurationVar(&o.SessionTTL, "session-ttl", session.DefaultTTL, "default TTL of sessions and guest carts (seed 003: 168h, seed 002: 24h)")
+	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "give up after this long")
+	// The same deployment settings as serve's --cassandra-hosts and --cassandra-keyspace.
+	fromEnv(f, "hosts", "SHARDMART_CASSANDRA_HOSTS")
+	fromEnv(f, "keyspace", "SHARDMART_CASSANDRA_KEYSPACE")
 	return cmd
+}
+
+func cassandraSchemaApply(ctx context.Context, stdio IO, o cassandraSchemaApplyOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	start := time.Now()
+	ks, dc, rf := o.Keyspace, o.Datacenter, o.RF
+	res, err := cassandrastore.ApplySchema(ctx, o.Hosts, cassandrastore.SchemaOptions{Keyspace: ks, RF: rf, Datacenter: dc, SessionTTL: o.SessionTTL})
+	if err != nil {
+		return err
+	}
+	if res.KeyspaceCreated {
+		fmt.Fprintf(stdio.Out, "created keyspace %s (NetworkTopologyStrategy, %s: %d)\n", ks, dc, rf)
+	}
+	for _, a := range res.Altered {
+		fmt.Fprintf(stdio.Out, "altered %s\n", a)
+	}
+	for _, v := range res.Applied {
+		fmt.Fprintf(stdio.Out, "applied schema version %d\n", v)
+	}
+	if !res.KeyspaceCreated && len(res.Altered) == 0 && len(res.Applied) == 0 {
+		fmt.Fprintf(stdio.Out, "schema of %s is up to date\n", ks)
+	}
+	fmt.Fprintf(stdio.Out, "keyspace %s at schema version %d on %s (%s)\n", ks, res.Version, strings.Join(o.Hosts, ","), time.Since(start).Round(time.Millisecond))
+	return nil
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -42,12 +44,25 @@ func TestCassandraUpRejectsOtherNodeCounts(t *testing.T) {
 	}
 }
 
-func TestCassandraDirFromEnvironment(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("SHARDMART_CASSANDRA_DIR", dir)
-	_, err := runCassandra(t, "status")
-	if !errors.Is(err, launcher.ErrNoCluster) || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("status with SHARDMART_CASSANDRA_DIR=%s: %v", dir, err)
+// --cassandra-dir is the local launcher's, not a deployment setting: flag only (issue 10).
+func TestCassandraDirIgnoresEnvironment(t *testing.T) {
+	t.Setenv("SHARDMART_CASSANDRA_DIR", t.TempDir())
+	for _, args := range [][]string{{"status"}, {"status", "--cassandra-dir", "flag-dir"}} {
+		var got cassandraStatusOptions
+		cl := &cassandraClusterOptions{}
+		root := newRootCmd(IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+		root.AddCommand(newCassandraGroup(cl, newCmdCassandraStatus(IO{}, cl, func(_ context.Context, o cassandraStatusOptions) error { got = o; return nil })))
+		root.SetArgs(append([]string{"cassandra"}, args...))
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		want := defaultCassandraDir
+		if len(args) > 1 {
+			want = args[2]
+		}
+		if got.Cluster.Dir != want {
+			t.Errorf("cassandra %v with SHARDMART_CASSANDRA_DIR set: dir %q, want %q", args, got.Cluster.Dir, want)
+		}
 	}
 }
 

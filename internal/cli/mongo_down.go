@@ -11,30 +11,42 @@ import (
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 )
 
-func newMongoDownCmd(stdio IO) *cobra.Command {
-	var dir string
+// mongoDownOptions are `mongo down`'s settings.
+type mongoDownOptions struct {
+	Dir string
+}
+
+func newCmdMongoDown(stdio IO, runF func(context.Context, mongoDownOptions) error) *cobra.Command {
+	var o mongoDownOptions
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Stop the local replica set cleanly (secondaries first, then the primary)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := launcher.Open(dir, nil)
-			if errors.Is(err, launcher.ErrNoSet) {
-				fmt.Fprintln(stdio.Out, "no replica set to stop")
-				return nil
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
-			defer cancel()
-			if err := s.Down(ctx); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdio.Out, "replica set %s stopped (data kept in %s)\n", s.Name(), s.Dir())
-			return nil
+			return mongoDown(cmd.Context(), stdio, o)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", defaultMongoDir, "set directory given to `mongo up`")
+	cmd.Flags().StringVar(&o.Dir, "dir", defaultMongoDir, "set directory given to `mongo up`")
 	return cmd
+}
+
+func mongoDown(ctx context.Context, stdio IO, o mongoDownOptions) error {
+	s, err := launcher.Open(o.Dir, nil)
+	if errors.Is(err, launcher.ErrNoSet) {
+		fmt.Fprintln(stdio.Out, "no replica set to stop")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := s.Down(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdio.Out, "replica set %s stopped (data kept in %s)\n", s.Name(), s.Dir())
+	return nil
 }

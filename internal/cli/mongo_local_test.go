@@ -27,7 +27,7 @@ func TestMongoLocalCommandsWithoutSet(t *testing.T) {
 func TestMongoUpValidatesFlags(t *testing.T) {
 	for _, args := range [][]string{{"--nodes", "2"}, {"--port", "80"}} {
 		var called bool
-		cmd := newMongoUpCmd(IO{}, func(context.Context, mongoUpOptions) error { called = true; return nil })
+		cmd := newCmdMongoUp(IO{}, func(context.Context, mongoUpOptions) error { called = true; return nil })
 		cmd.SetArgs(args)
 		if err := cmd.Execute(); err == nil || called {
 			t.Errorf("up %v: err %v, ran %t; want a refusal before anything starts", args, err, called)

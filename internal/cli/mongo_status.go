@@ -11,36 +11,48 @@ import (
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 )
 
-func newMongoStatusCmd(stdio IO) *cobra.Command {
-	var dir string
+// mongoStatusOptions are `mongo status`'s settings.
+type mongoStatusOptions struct {
+	Dir string
+}
+
+func newCmdMongoStatus(stdio IO, runF func(context.Context, mongoStatusOptions) error) *cobra.Command {
+	var o mongoStatusOptions
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each member of the local replica set: address, state, server version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := launcher.Open(dir, nil)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "SET %s\t\t\t\n", s.Name())
-			fmt.Fprintln(tw, "MEMBER\tHOST\tSTATE\tVERSION")
-			for _, st := range s.Status(ctx) {
-				v := st.Version
-				if v == "" {
-					v = "-"
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", st.Index, st.Host, st.State, v)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintln(stdio.Out, s.URI())
-			return nil
+			return mongoStatus(cmd.Context(), stdio, o)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", defaultMongoDir, "set directory given to `mongo up`")
+	cmd.Flags().StringVar(&o.Dir, "dir", defaultMongoDir, "set directory given to `mongo up`")
 	return cmd
+}
+
+func mongoStatus(ctx context.Context, stdio IO, o mongoStatusOptions) error {
+	s, err := launcher.Open(o.Dir, nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "SET %s\t\t\t\n", s.Name())
+	fmt.Fprintln(tw, "MEMBER\tHOST\tSTATE\tVERSION")
+	for _, st := range s.Status(ctx) {
+		v := st.Version
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", st.Index, st.Host, st.State, v)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdio.Out, s.URI())
+	return nil
 }

@@ -20,7 +20,7 @@ type mongoUpOptions struct {
 	Name  string
 }
 
-func newMongoUpCmd(stdio IO, runF func(context.Context, mongoUpOptions) error) *cobra.Command {
+func newCmdMongoUp(stdio IO, runF func(context.Context, mongoUpOptions) error) *cobra.Command {
 	var o mongoUpOptions
 	cmd := &cobra.Command{
 		Use:   "up",

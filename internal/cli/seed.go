@@ -13,60 +13,71 @@ import (
 	"github.com/shardmart/shardmart/internal/shop"
 )
 
-func newSeedCmd(stdio IO) *cobra.Command {
-	var b backendFlags
-	opt := demo.Defaults()
-	var force bool
+// seedOptions are `seed`'s settings.
+type seedOptions struct {
+	backend backendFlags
+	demo    demo.Options
+	force   bool
+}
+
+// newCmdSeed builds `seed`; runF, if not nil, replaces runSeed (tests).
+func newCmdSeed(stdio IO, runF func(context.Context, seedOptions) error) *cobra.Command {
+	o := seedOptions{demo: demo.Defaults()}
 	cmd := &cobra.Command{
 		Use:   "seed",
 		Short: "Fill the store with demo data (products over skewed categories, users, carts, orders, events)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
-			logger := slog.New(slog.NewTextHandler(stdio.Err, nil))
-			cfg, err := b.config(logger)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Minute)
-			defer cancel()
-			s, err := shop.Open(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			empty, err := s.Empty(ctx)
-			if err != nil {
-				return err
-			}
-			if !empty && !force {
-				return errors.New("the store already holds data; seeding twice would collide (use --force to add to it anyway)")
-			}
-			opt.Progress = stdio.Out
-			start := time.Now()
-			res, err := seedDemo(ctx, s, opt)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdio.Out, "done in %s: %d products, %d users, %d orders, %d carts, %d events\n",
-				time.Since(start).Round(time.Millisecond), res.Products, res.Users, res.Orders, res.Carts, res.Events)
-			if res.Users > 0 {
-				fmt.Fprintf(stdio.Out, "demo users demo-0..%d@example.com, password: %s\n", res.Users-1, res.Password)
-			}
-			return nil
+			return runSeed(cmd.Context(), stdio, o)
 		},
 	}
-	b.register(cmd)
+	o.backend.register(cmd)
 	f := cmd.Flags()
-	f.IntVar(&opt.Products, "products", opt.Products, "number of products")
-	f.IntVar(&opt.Categories, "categories", opt.Categories, "number of categories (sizes are Zipf-skewed)")
-	f.IntVar(&opt.Users, "users", opt.Users, "number of users (demo-N@example.com)")
-	f.Uint64Var(&opt.Seed, "random-seed", opt.Seed, "random seed: the same seed gives the same data")
-	f.StringVar(&opt.Password, "password", opt.Password, "password of every demo user (empty: a random one, printed once)")
-	f.BoolVar(&force, "force", false, "seed even if the store is not empty")
+	f.IntVar(&o.demo.Products, "products", o.demo.Products, "number of products")
+	f.IntVar(&o.demo.Categories, "categories", o.demo.Categories, "number of categories (sizes are Zipf-skewed)")
+	f.IntVar(&o.demo.Users, "users", o.demo.Users, "number of users (demo-N@example.com)")
+	f.Uint64Var(&o.demo.Seed, "random-seed", o.demo.Seed, "random seed: the same seed gives the same data")
+	f.StringVar(&o.demo.Password, "password", o.demo.Password, "password of every demo user (empty: a random one, printed once)")
+	f.BoolVar(&o.force, "force", false, "seed even if the store is not empty")
 	return cmd
+}
+
+func runSeed(ctx context.Context, stdio IO, o seedOptions) error {
+	logger := slog.New(slog.NewTextHandler(stdio.Err, nil))
+	cfg, err := o.backend.config(logger)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	s, err := shop.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	empty, err := s.Empty(ctx)
+	if err != nil {
+		return err
+	}
+	if !empty && !o.force {
+		return errors.New("the store already holds data; seeding twice would collide (use --force to add to it anyway)")
+	}
+	opt := o.demo
+	opt.Progress = stdio.Out
+	start := time.Now()
+	res, err := seedDemo(ctx, s, opt)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdio.Out, "done in %s: %d products, %d users, %d orders, %d carts, %d events\n",
+		time.Since(start).Round(time.Millisecond), res.Products, res.Users, res.Orders, res.Carts, res.Events)
+	if res.Users > 0 {
+		fmt.Fprintf(stdio.Out, "demo users demo-0..%d@example.com, password: %s\n", res.Users-1, res.Password)
+	}
+	return nil
 }
 
 // seedDemo seeds and then applies the outbox follow-ups so history and carts are consistent.

@@ -27,6 +27,8 @@ type serveOptions struct {
 	logFormat       string
 	shutdownTimeout time.Duration
 	purgeEvery      time.Duration
+	// statementMetrics adds the per-backend statement/command detail below the store operations.
+	statementMetrics bool
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
 	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient float64
 }
@@ -38,42 +40,47 @@ func (o serveOptions) limits() httpapi.Limits {
 		EventsPerClient: httpapi.PerMinute(o.limitEventsClient)}
 }
 
-func newServeCmd(stdio IO) *cobra.Command {
+// newCmdServe builds `serve`; runF, if not nil, replaces runServe (tests).
+func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP API (embedded store under ./data by default; seeds demo data into an empty store)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bindEnv(cmd); err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return runServe(cmd.Context(), stdio, o, nil)
 		},
 	}
 	o.backend.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.addr, "addr", ":8080", "listen address (env SHARDMART_ADDR)")
-	f.StringVar(&o.adminToken, "admin-token", "", "token for admin routes (env SHARDMART_ADMIN_TOKEN); empty: a random one is generated and logged")
+	f.StringVar(&o.addr, "addr", ":8080", "listen address")
+	f.StringVar(&o.adminToken, "admin-token", "", "token for admin routes; empty: a random one is generated and logged")
 	f.BoolVar(&o.seed, "seed", true, "seed demo data when the store is empty")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
 	f.DurationVar(&o.purgeEvery, "purge-every", time.Minute, "how often expired sessions and guest carts are deleted")
+	f.BoolVar(&o.statementMetrics, "statement-metrics", true, "also export each Cassandra statement's and MongoDB command's latency (shardmart_store_statement_duration_seconds)")
 	d := httpapi.DefaultLimits()
 	f.Float64Var(&o.limitLoginClient, "limit-login-client", d.LoginPerClient.PerMinute, "login attempts per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitLoginAccount, "limit-login-account", d.LoginPerAccount.PerMinute, "login attempts per minute per e-mail (0: no limit)")
 	f.Float64Var(&o.limitSessionsClient, "limit-sessions-client", d.SessionsPerClient.PerMinute, "new sessions per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitEventsSession, "limit-events-session", d.EventsPerSession.PerMinute, "events posted per minute per session (0: no limit)")
 	f.Float64Var(&o.limitEventsClient, "limit-events-client", d.EventsPerClient.PerMinute, "events posted per minute per client address, over all its sessions (0: no limit)")
+	fromEnv(f, "addr", "SHARDMART_ADDR")
+	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
+	fromEnv(f, "log-format", "SHARDMART_LOG_FORMAT")
 	return cmd
 }
 
-// runServe serves until ctx ends, then shuts down gracefully. ready, if not nil, receives the
-// bound address once the server accepts connections (tests).
 // minAdminTokenLen is the shortest admin token serve accepts without a warning: 32 characters
 // of hex or base64 carry at least 128 bits when random.
 const minAdminTokenLen = 32
 
+// runServe serves until ctx ends, then shuts down gracefully. ready, if not nil, receives the
+// bound address once the server accepts connections (tests).
 func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string) error {
 	var handler slog.Handler
 	switch o.logFormat {
@@ -91,7 +98,10 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every backend reports its operations
+	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every repository call, same op names on every backend
+	if o.statementMetrics {
+		cfg.Backends.ObserveStatement = httpapi.NewStatementObserver(reg)
+	}
 
 	s, err := shop.Open(ctx, cfg)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // Version is set at build time with -ldflags "-X github.com/shardmart/shardmart/internal/cli.Version=...".
 var Version = "dev"
 
-func newVersionCmd(stdio IO) *cobra.Command {
+func newCmdVersion(stdio IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the shardmart version",

@@ -86,23 +86,6 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	return c
 }
 
-// NewStoreObserver returns a function for a backend's Observe hook (sqlite.DB.Observe):
-// store operation latency by operation and outcome, registered on reg.
-func NewStoreObserver(reg prometheus.Registerer) func(op string, d time.Duration, err error) {
-	h := registerOrReuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "shardmart_store_operation_duration_seconds",
-		Help:    "Store repository operation latency by operation and outcome (ok, error).",
-		Buckets: latencyBuckets,
-	}, []string{"op", "outcome"}))
-	return func(op string, d time.Duration, err error) {
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-		}
-		h.WithLabelValues(op, outcome).Observe(d.Seconds())
-	}
-}
-
 // lagCollector reads the outbox lag at scrape time, so the gauge is never stale.
 type lagCollector struct {
 	lag func(ctx context.Context) (int64, error)

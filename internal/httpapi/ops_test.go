@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -12,9 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestMetrics(t *testing.T) {
@@ -44,15 +40,7 @@ func TestMetrics(t *testing.T) {
 		t.Error("lag not 0 after a drain")
 	}
 
-	reg := prometheus.NewRegistry()
-	observe := NewStoreObserver(reg)
-	observe("orders.place", 3*time.Millisecond, nil)
-	observe("orders.place", time.Millisecond, errors.New("boom"))
-	if n := testutil.CollectAndCount(reg, "shardmart_store_operation_duration_seconds"); n != 2 {
-		t.Fatalf("store series = %d", n)
-	}
 	// Registering twice on one registry reuses the collectors instead of panicking.
-	_ = NewStoreObserver(reg)
 	_ = New(Deps{Services: e.services, Registry: e.reg, Logger: slog.New(slog.DiscardHandler)})
 }
 

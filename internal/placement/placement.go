@@ -230,8 +230,20 @@ type Options struct {
 	MongoMonitorPassword string
 	// EventRetention is how long events are kept (Cassandra writes it as the rows' TTL).
 	EventRetention time.Duration
-	// Observe, when set, receives every repository operation's duration (store metrics).
-	Observe func(op string, d time.Duration, err error)
+	// Observe, when set, receives every repository call: the backend serving its family and
+	// the operation "<family>.<method>" ("carts.put_item"), the same names on every backend.
+	Observe func(backend, op string, d time.Duration, err error)
+	// ObserveStatement, when set, receives the backend-specific detail below the operations:
+	// each Cassandra statement ("select.user_carts") and MongoDB wire command ("find").
+	ObserveStatement func(backend, statement string, d time.Duration, err error)
+}
+
+// statements binds ObserveStatement to one backend; nil when it is not set.
+func (o Options) statements(backend string) func(statement string, d time.Duration, err error) {
+	if o.ObserveStatement == nil {
+		return nil
+	}
+	return func(statement string, d time.Duration, err error) { o.ObserveStatement(backend, statement, d, err) }
 }
 
 // A backend provides some of the family interfaces below; placement asks each for what the
@@ -328,6 +340,9 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 	if err := errors.Join(errs...); err != nil {
 		_ = s.Close()
 		return nil, err
+	}
+	if o.Observe != nil {
+		s.observe(cfg, o.Observe)
 	}
 	return s, nil
 }

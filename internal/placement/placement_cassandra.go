@@ -8,17 +8,17 @@ import (
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/projection"
 	"github.com/shardmart/shardmart/internal/session"
-	"github.com/shardmart/shardmart/internal/store/cassandra"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // cassandraBackend serves carts, sessions, events, history and the catalog read model
 // (issue 3); it cannot hold orders (Validate refuses that placement).
-type cassandraBackend struct{ st *cassandra.Store }
+type cassandraBackend struct{ st *cassandrastore.Store }
 
 // openCassandra connects to o.CassandraHosts and checks that `shardmart cassandra schema
 // apply` has brought o.CassandraKeyspace to the current schema version.
 func openCassandra(ctx context.Context, o Options) (backend, error) {
-	st, err := cassandra.Open(ctx, cassandra.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace, Observe: o.Observe, EventRetention: o.EventRetention})
+	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace, ObserveStatement: o.statements(Cassandra), EventRetention: o.EventRetention})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/shardmart/shardmart/internal/readrouting"
-	"github.com/shardmart/shardmart/internal/store/mongo"
+	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
 // openMongo opens the MongoDB backend (issue 4): it serves orders with products, stock, the
@@ -17,11 +17,11 @@ import (
 // else with MongoURI's credentials. If it cannot start (a standalone mongod, no access to
 // config.shards) every read goes to the primary, which is slower but never stale.
 func openMongo(ctx context.Context, o Options) (backend, error) {
-	s, err := mongo.Open(ctx, mongo.Options{URI: o.MongoURI, Database: o.MongoDatabase, Observe: o.Observe})
+	s, err := mongostore.Open(ctx, mongostore.Options{URI: o.MongoURI, Database: o.MongoDatabase, ObserveCommand: o.statements(Mongo)})
 	if err != nil {
 		return nil, err
 	}
-	err = s.WatchLagWith(ctx, o.MongoURI, mongo.LagOptions{
+	err = s.WatchLagWith(ctx, o.MongoURI, mongostore.LagOptions{
 		Interval:    time.Second,
 		Credentials: readrouting.Credentials{User: o.MongoMonitorUser, Password: o.MongoMonitorPassword},
 	})
@@ -34,9 +34,9 @@ func openMongo(ctx context.Context, o Options) (backend, error) {
 // The MongoDB store holds every family but the projector-fed Cassandra catalog read model (on
 // MongoDB the catalog family is the products collection itself).
 var (
-	_ ordersProvider   = (*mongo.Store)(nil)
-	_ cartsProvider    = (*mongo.Store)(nil)
-	_ sessionsProvider = (*mongo.Store)(nil)
-	_ eventsProvider   = (*mongo.Store)(nil)
-	_ historyProvider  = (*mongo.Store)(nil)
+	_ ordersProvider   = (*mongostore.Store)(nil)
+	_ cartsProvider    = (*mongostore.Store)(nil)
+	_ sessionsProvider = (*mongostore.Store)(nil)
+	_ eventsProvider   = (*mongostore.Store)(nil)
+	_ historyProvider  = (*mongostore.Store)(nil)
 )

@@ -3,14 +3,11 @@ package placement
 import (
 	"context"
 
-	"github.com/shardmart/shardmart/internal/store/sqlite"
+	"github.com/shardmart/shardmart/internal/store/sqlitestore"
 )
 
+// openSQLite reports no statement detail (Options.ObserveStatement): SQLite runs in process,
+// so a repository operation's duration is its statements' and nothing lies between them.
 func openSQLite(ctx context.Context, o Options) (backend, error) {
-	db, err := sqlite.Open(ctx, o.SQLitePath)
-	if err != nil {
-		return nil, err
-	}
-	db.Observe = o.Observe
-	return db, nil
+	return sqlitestore.Open(ctx, o.SQLitePath)
 }

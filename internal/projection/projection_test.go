@@ -16,7 +16,7 @@ import (
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/projection"
-	"github.com/shardmart/shardmart/internal/store/sqlite"
+	"github.com/shardmart/shardmart/internal/store/sqlitestore"
 )
 
 // TestProjectorCrashMidwayConverges places orders on the embedded store, lets the projector die
@@ -24,7 +24,7 @@ import (
 // with every order exactly once: no duplicate, no gap.
 func TestProjectorCrashMidwayConverges(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestProjectorCrashMidwayConverges(t *testing.T) {
 // TestStatusChangesReachHistory checks the status topic updates the read model in order.
 func TestStatusChangesReachHistory(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	db, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

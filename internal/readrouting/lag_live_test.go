@@ -21,7 +21,7 @@ import (
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/readrouting"
-	smongo "github.com/shardmart/shardmart/internal/store/mongo"
+	smongo "github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
 // These tests run on the real 3-member mongod 6.0.5 set of readrouting.LiveSet.

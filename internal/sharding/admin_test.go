@@ -329,7 +329,7 @@ func TestMoveRange(t *testing.T) {
 		uuid := bson.Binary{Subtype: 4, Data: []byte("products-uuid-16")}
 		rec.config["collections"] = []bson.D{{{Key: "_id", Value: "shardmart.products"}, {Key: "uuid", Value: uuid}}}
 		rec.config["chunks"] = []bson.D{{{Key: "uuid", Value: uuid}, {Key: "min", Value: FillMin(products.Key, nil)}, {Key: "max", Value: FillMax(products.Key, nil)}, {Key: "shard", Value: "shard1"}}}
-		err := MoveRange(context.Background(), rec, "shardmart.products", products, "shard2", books, books, MoveRangeOptions{}, force, &bytes.Buffer{})
+		err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.products", Collection: products, ToShard: "shard2", Min: books, Max: books, Force: force}, &bytes.Buffer{})
 		return rec, err
 	}
 	t.Run("refused while the balancer is on", func(t *testing.T) {
@@ -362,7 +362,7 @@ func TestMoveRange(t *testing.T) {
 		rec := newRecorder(t)
 		rec.replies["balancerStatus"] = []bson.D{status("off", false)}
 		rec.replies["buildInfo"] = []bson.D{{{Key: "version", Value: "5.0.26"}, {Key: "ok", Value: 1.0}}}
-		err := MoveRange(context.Background(), rec, "shardmart.orders", orders, "shard2", bson.D{{Key: "user_id", Value: int64(-154124144)}}, nil, MoveRangeOptions{}, false, &bytes.Buffer{})
+		err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: orders, ToShard: "shard2", Min: bson.D{{Key: "user_id", Value: int64(-154124144)}}}, &bytes.Buffer{})
 		if !errors.Is(err, ErrMoveChunkBounds) || len(rec.writes()) != 0 {
 			t.Errorf("err=%v writes=%v, want ErrMoveChunkBounds and nothing sent", err, rec.writes())
 		}

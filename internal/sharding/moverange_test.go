@@ -79,8 +79,7 @@ func TestMoveRangeOverSeveralChunks(t *testing.T) {
 	// [-5e18, 4e18) to shard1 overlaps four chunks: [-6e18,-3e18) on shard2
 	// (range starts inside it: clipped), [-3e18,0) already on shard1 (skipped),
 	// [0,3e18) on shard3, [3e18,6e18) on shard2 (range ends inside: clipped).
-	err := MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-		bound(t, `{"user_id": -5000000000000000000}`), bound(t, `{"user_id": 4000000000000000000}`), MoveRangeOptions{}, false, &out)
+	err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Min: bound(t, `{"user_id": -5000000000000000000}`), Max: bound(t, `{"user_id": 4000000000000000000}`)}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -112,8 +111,7 @@ func TestMoveRangeOverSeveralChunks(t *testing.T) {
 func TestMoveRangeInsideOneChunk(t *testing.T) {
 	rec := hashedOrdersCluster(t)
 	// int32 bounds on a hashed field are sent as NumberLong.
-	err := MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-		bound(t, `{"user_id": 5}`), bound(t, `{"user_id": 900}`), MoveRangeOptions{WaitForDelete: true}, false, &bytes.Buffer{})
+	err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Min: bound(t, `{"user_id": 5}`), Max: bound(t, `{"user_id": 900}`), Options: MoveRangeOptions{WaitForDelete: true}}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +124,7 @@ func TestMoveRangeInsideOneChunk(t *testing.T) {
 func TestMoveRangeAlreadyOnTarget(t *testing.T) {
 	rec := hashedOrdersCluster(t)
 	var out bytes.Buffer
-	err := MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-		bound(t, `{"user_id": -2000000000000000000}`), bound(t, `{"user_id": -1000}`), MoveRangeOptions{}, false, &out)
+	err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Min: bound(t, `{"user_id": -2000000000000000000}`), Max: bound(t, `{"user_id": -1000}`)}, &out)
 	if err != nil || len(rec.writes()) != 0 || !strings.Contains(out.String(), "already on shard1") {
 		t.Errorf("err=%v writes=%v out=%s, want nothing sent and an 'already on shard1' report", err, rec.writes(), out.String())
 	}
@@ -137,8 +134,7 @@ func TestMoveRangeChunkLimit(t *testing.T) {
 	t.Run("configured limit", func(t *testing.T) {
 		rec := hashedOrdersCluster(t)
 		var out bytes.Buffer
-		err := MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-			bound(t, `{"user_id": {"$minKey": 1}}`), bound(t, `{"user_id": {"$maxKey": 1}}`), MoveRangeOptions{MaxChunks: 5}, false, &out)
+		err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Min: bound(t, `{"user_id": {"$minKey": 1}}`), Max: bound(t, `{"user_id": {"$maxKey": 1}}`), Options: MoveRangeOptions{MaxChunks: 5}}, &out)
 		if !errors.Is(err, ErrTooManyChunks) || len(rec.writes()) != 0 {
 			t.Fatalf("err=%v writes=%v, want ErrTooManyChunks and nothing sent", err, rec.writes())
 		}
@@ -163,8 +159,7 @@ func TestMoveRangeChunkLimit(t *testing.T) {
 		}
 		rec.config["chunks"] = chunks
 		all := func(max int) error {
-			return MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-				nil, bound(t, `{"user_id": {"$maxKey": 1}}`), MoveRangeOptions{MaxChunks: max}, false, &bytes.Buffer{})
+			return MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Max: bound(t, `{"user_id": {"$maxKey": 1}}`), Options: MoveRangeOptions{MaxChunks: max}}, &bytes.Buffer{})
 		}
 		if err := all(0); !errors.Is(err, ErrTooManyChunks) || !strings.Contains(err.Error(), "limit 64") || len(rec.writes()) != 0 {
 			t.Fatalf("65 chunks, default limit: err=%v writes=%d, want ErrTooManyChunks (limit 64) and nothing sent", err, len(rec.writes()))
@@ -179,8 +174,7 @@ func TestMoveRangeReadsChunksOnlyWhenAllowed(t *testing.T) {
 	t.Run("balancer on: refused before anything", func(t *testing.T) {
 		rec := hashedOrdersCluster(t)
 		rec.replies["balancerStatus"] = []bson.D{status("full", false)}
-		err := MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-			nil, bound(t, `{"user_id": {"$maxKey": 1}}`), MoveRangeOptions{}, false, &bytes.Buffer{})
+		err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Max: bound(t, `{"user_id": {"$maxKey": 1}}`)}, &bytes.Buffer{})
 		if !errors.Is(err, ErrBalancerRunning) || len(rec.writes()) != 0 {
 			t.Errorf("err=%v writes=%v, want ErrBalancerRunning and nothing sent", err, rec.writes())
 		}
@@ -188,16 +182,14 @@ func TestMoveRangeReadsChunksOnlyWhenAllowed(t *testing.T) {
 	t.Run("collection not sharded", func(t *testing.T) {
 		rec := hashedOrdersCluster(t)
 		rec.config["collections"] = nil
-		err := MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-			nil, bound(t, `{"user_id": {"$maxKey": 1}}`), MoveRangeOptions{}, false, &bytes.Buffer{})
+		err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Max: bound(t, `{"user_id": {"$maxKey": 1}}`)}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "not sharded") || len(rec.writes()) != 0 {
 			t.Errorf("err=%v writes=%v, want a not-sharded error and nothing sent", err, rec.writes())
 		}
 	})
 	t.Run("non-hash bound refused", func(t *testing.T) {
 		rec := hashedOrdersCluster(t)
-		err := MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-			bound(t, `{"user_id": "alice"}`), nil, MoveRangeOptions{}, false, &bytes.Buffer{})
+		err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Min: bound(t, `{"user_id": "alice"}`)}, &bytes.Buffer{})
 		if !errors.Is(err, ErrHashedBound) || len(rec.sent) != 0 {
 			t.Errorf("err=%v sent=%v, want ErrHashedBound and nothing sent", err, rec.sent)
 		}
@@ -205,8 +197,7 @@ func TestMoveRangeReadsChunksOnlyWhenAllowed(t *testing.T) {
 	t.Run("a failed move stops the rest and says how far it got", func(t *testing.T) {
 		rec := hashedOrdersCluster(t)
 		rec.errs["moveRange"] = errors.New("ConflictingOperationInProgress")
-		err := MoveRange(context.Background(), rec, "shardmart.orders", ordersColl(t), "shard1",
-			bound(t, `{"user_id": -5000000000000000000}`), bound(t, `{"user_id": 4000000000000000000}`), MoveRangeOptions{}, false, &bytes.Buffer{})
+		err := MoveRange(context.Background(), rec, MoveRangeRequest{NS: "shardmart.orders", Collection: ordersColl(t), ToShard: "shard1", Min: bound(t, `{"user_id": -5000000000000000000}`), Max: bound(t, `{"user_id": 4000000000000000000}`)}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "0 of 3") || len(rec.writes()) != 1 {
 			t.Errorf("err=%v writes=%d, want one attempt and an error saying 0 of 3 moved", err, len(rec.writes()))
 		}

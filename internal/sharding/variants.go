@@ -11,7 +11,7 @@ import (
 var collectionOrder = []string{"orders", "products", "carts", "sessions", "events", "order_history", "claims", "users", "outbox", "counters"}
 
 // The MongoDB backend's outbox_checkpoints (a few documents) stays unsharded. The outbox is
-// partitioned (internal/store/mongo/outbox.go): rows ranged on {p, seq}, one counter document
+// partitioned (internal/store/mongostore/outbox.go): rows ranged on {p, seq}, one counter document
 // per partition hashed on _id, so order transactions do not all meet on one shard.
 
 func hashed(name string) KeyField { return KeyField{Name: name, Kind: Hashed} }

@@ -160,19 +160,33 @@ var ErrTooManyChunks = errors.New("range covers too many chunks to move by hand"
 // ErrMoveChunkBounds means a pre-6.0 server needs exact chunk bounds.
 var ErrMoveChunkBounds = errors.New("moveChunk needs exact chunk bounds")
 
+// MoveRangeRequest is one manual move: which range of which collection goes where.
+type MoveRangeRequest struct {
+	NS         string     // namespace, db.collection
+	Collection Collection // its spec entry: the shard key the bounds are checked against
+	ToShard    string
+	// Min and Max are shard-key prefixes, padded with MinKey/MaxKey; a nil Max lets
+	// the server pick the end by chunk size.
+	Min, Max bson.D
+	Options  MoveRangeOptions
+	// Force moves even though the balancer is enabled or mid-round.
+	Force bool
+}
+
 // MoveRange moves a range manually (SHD-5), refusing while the balancer is
-// on or mid-round unless force: the chapter warns the balancer reshuffles
+// on or mid-round unless r.Force: the chapter warns the balancer reshuffles
 // manual placement. Bounds on a hashed key field are sent as NumberLong.
 //
 // On 6.0+ with both bounds it reads the collection's chunks (config.chunks by
 // the uuid in config.collections) and, since moveRange moves one chunk or
 // part of one, sends one moveRange per overlapping chunk not already on
-// toShard, with that chunk's bounds clipped to [min, max), printing each; a
-// range over more than o.MaxChunks chunks (default DefaultMaxMoveChunks) is
-// refused before anything moves: that is a zone's job. Without max one
-// moveRange from min is sent (the server picks the end by chunk size).
+// r.ToShard, with that chunk's bounds clipped to [Min, Max), printing each; a
+// range over more than Options.MaxChunks chunks (default DefaultMaxMoveChunks) is
+// refused before anything moves: that is a zone's job. Without Max one
+// moveRange from Min is sent (the server picks the end by chunk size).
 // Servers before 6.0 get one moveChunk (exact chunk bounds).
-func MoveRange(ctx context.Context, a Admin, ns string, c Collection, toShard string, min, max bson.D, o MoveRangeOptions, force bool, out io.Writer) error {
+func MoveRange(ctx context.Context, a Admin, r MoveRangeRequest, out io.Writer) error {
+	ns, c, toShard, min, max, o := r.NS, r.Collection, r.ToShard, r.Min, r.Max, r.Options
 	if err := CheckPrefix(c.Key, min); err != nil {
 		return fmt.Errorf("min: %w", err)
 	}
@@ -200,7 +214,7 @@ func MoveRange(ctx context.Context, a Admin, ns string, c Collection, toShard st
 	if err != nil {
 		return err
 	}
-	if (st.Enabled() || st.InBalancerRound) && !force {
+	if (st.Enabled() || st.InBalancerRound) && !r.Force {
 		return fmt.Errorf("%w (%s)", ErrBalancerRunning, st)
 	}
 	raw, err := a.RunCommand(ctx, "admin", BuildInfoCmd())

@@ -22,7 +22,7 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	sessionpkg "github.com/shardmart/shardmart/internal/session"
-	store "github.com/shardmart/shardmart/internal/store/cassandra"
+	store "github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 const keyspace = store.DefaultKeyspace

@@ -18,7 +18,7 @@ import (
 // an address or a JMX port (7200 + last octet).
 const (
 	UserAddr         = "127.0.0.1"  // `shardmart cassandra up`, nodes .1-.3
-	ContractTestAddr = "127.0.0.10" // internal/store/cassandra contract tests, 1 node
+	ContractTestAddr = "127.0.0.10" // internal/store/cassandrastore contract tests, 1 node
 	FaultTestAddr    = "127.0.0.21" // fault tests, nodes .21-.23
 	LauncherTestAddr = "127.0.0.31" // this package's own tests
 )

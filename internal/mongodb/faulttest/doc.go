@@ -1,5 +1,5 @@
 // Package faulttest proves, on a real 3-member MongoDB 6.0.5 replica set started by
-// internal/mongodb/launcher, what the MongoDB store (internal/store/mongo) promises across
+// internal/mongodb/launcher, what the MongoDB store (internal/store/mongostore) promises across
 // failovers: an order acknowledged at w: majority survives a SIGKILL of the primary, a client
 // retrying with the same Idempotency-Key never gets two orders, stock and the outbox stay
 // exactly in step with the stored orders, and a cart merge (CRT-5) or an order status change

@@ -25,7 +25,7 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/outbox"
-	store "github.com/shardmart/shardmart/internal/store/mongo"
+	store "github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
 // electionTimeout is the set's electionTimeoutMillis: 2 s instead of MongoDB's default 10 s,

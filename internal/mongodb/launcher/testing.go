@@ -17,7 +17,7 @@ import (
 // and a developer's `shardmart mongo up` on 27017, never share a port.
 const (
 	UserPort         = 27017 // `shardmart mongo up`
-	ContractTestPort = 27100 // internal/store/mongo contract tests and benchmarks, 1 member
+	ContractTestPort = 27100 // internal/store/mongostore contract tests and benchmarks, 1 member
 	FaultTestPort    = 27110 // internal/mongodb/faulttest, 3 members
 	LauncherTestPort = 27120 // this package's own tests
 	RoutingTestPort  = 27130 // internal/readrouting live lag tests, 3 members

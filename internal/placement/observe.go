@@ -1,0 +1,318 @@
+package placement
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/projection"
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+// Store operations are timed here, around the repository interfaces, and not in each backend:
+// the op of a call is then "<prefix>.<method in snake case>" by construction, whichever backend
+// serves it, so one dashboard compares backends (TestObservedOpNames holds every decorator to
+// that rule against its interface's method list).
+
+// observe wraps every repository in a timing decorator reporting to f, labelled with the
+// backend cfg assigns to its family. Called once, from Open.
+func (s *Stores) observe(cfg Config, f func(backend, op string, d time.Duration, err error)) {
+	at := func(fam Family) timer { return timer{backend: cfg[fam], observe: f} }
+	s.Orders = observedOrders{s.Orders, at(Orders)}
+	s.Products = observedProducts{s.Products, at(Orders)}
+	s.Outbox = observeOutbox(s.Outbox, at(Orders))
+	s.Users = observedUsers{s.Users, at(Orders)}
+	s.Carts = observedCarts{s.Carts, at(Carts)}
+	s.Sessions = observedSessions{s.Sessions, at(Sessions)}
+	s.Events = observedEvents{s.Events, at(Events)}
+	s.History = observedHistory{s.History, at(History)}
+	// s.Catalog is still the unwrapped reader (the products repository itself when the catalog
+	// lives with the orders), so a product-page or search read is counted once, as catalog.*,
+	// on every placement.
+	s.Catalog = observedCatalog{s.Catalog, at(Catalog)}
+	if s.CatalogSink != nil {
+		s.CatalogSink = observedCatalogSink{s.CatalogSink, at(Catalog)}
+	}
+}
+
+// timer reports one call. done is deferred with its start evaluated at the defer statement,
+// `defer t.done(op, time.Now(), &err)`, which needs no closure per call.
+type timer struct {
+	backend string
+	observe func(backend, op string, d time.Duration, err error)
+}
+
+func (t timer) done(op string, start time.Time, err *error) {
+	t.observe(t.backend, op, time.Since(start), *err)
+}
+
+type observedOrders struct {
+	next order.Repository
+	t    timer
+}
+
+func (r observedOrders) Place(ctx context.Context, p order.Placement) (o order.Order, created bool, err error) {
+	defer r.t.done("orders.place", time.Now(), &err)
+	return r.next.Place(ctx, p)
+}
+
+func (r observedOrders) GetOrder(ctx context.Context, id string) (o order.Order, err error) {
+	defer r.t.done("orders.get_order", time.Now(), &err)
+	return r.next.GetOrder(ctx, id)
+}
+
+func (r observedOrders) ByIdempotencyKey(ctx context.Context, userID, key string) (o order.Order, err error) {
+	defer r.t.done("orders.by_idempotency_key", time.Now(), &err)
+	return r.next.ByIdempotencyKey(ctx, userID, key)
+}
+
+func (r observedOrders) Transition(ctx context.Context, id string, to order.Status, at time.Time) (o order.Order, err error) {
+	defer r.t.done("orders.transition", time.Now(), &err)
+	return r.next.Transition(ctx, id, to, at)
+}
+
+func (r observedOrders) FenceCart(ctx context.Context, cartID string) (orderID string, err error) {
+	defer r.t.done("orders.fence_cart", time.Now(), &err)
+	return r.next.FenceCart(ctx, cartID)
+}
+
+type observedProducts struct {
+	next catalog.Repository
+	t    timer
+}
+
+func (r observedProducts) CreateProduct(ctx context.Context, p catalog.Product) (err error) {
+	defer r.t.done("products.create_product", time.Now(), &err)
+	return r.next.CreateProduct(ctx, p)
+}
+
+func (r observedProducts) UpdateProduct(ctx context.Context, id string, update func(*catalog.Product) error) (p catalog.Product, err error) {
+	defer r.t.done("products.update_product", time.Now(), &err)
+	return r.next.UpdateProduct(ctx, id, update)
+}
+
+func (r observedProducts) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
+	defer r.t.done("products.get_product", time.Now(), &err)
+	return r.next.GetProduct(ctx, id)
+}
+
+func (r observedProducts) SearchProducts(ctx context.Context, q catalog.Search) (p paging.Page[catalog.Product], err error) {
+	defer r.t.done("products.search_products", time.Now(), &err)
+	return r.next.SearchProducts(ctx, q)
+}
+
+func (r observedProducts) AdjustStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (n int64, err error) {
+	defer r.t.done("products.adjust_stock", time.Now(), &err)
+	return r.next.AdjustStock(ctx, ref, zone, delta)
+}
+
+// observeOutbox keeps outbox.Parts working through the decorator: a partitioned log stays
+// outbox.Partitioned, and each partition is timed as the outbox.
+func observeOutbox(l outbox.Log, t timer) outbox.Log {
+	if _, ok := l.(outbox.Partitioned); ok {
+		return observedPartitionedOutbox{observedOutbox{l, t}}
+	}
+	return observedOutbox{l, t}
+}
+
+type observedPartitionedOutbox struct{ observedOutbox }
+
+func (l observedPartitionedOutbox) Partitions() []outbox.Log {
+	parts := l.next.(outbox.Partitioned).Partitions()
+	for i, p := range parts {
+		parts[i] = observeOutbox(p, l.t)
+	}
+	return parts
+}
+
+type observedOutbox struct {
+	next outbox.Log
+	t    timer
+}
+
+func (l observedOutbox) ReadOutbox(ctx context.Context, after int64, limit int) (m []outbox.Message, err error) {
+	defer l.t.done("outbox.read_outbox", time.Now(), &err)
+	return l.next.ReadOutbox(ctx, after, limit)
+}
+
+func (l observedOutbox) Checkpoint(ctx context.Context, consumer string) (seq int64, err error) {
+	defer l.t.done("outbox.checkpoint", time.Now(), &err)
+	return l.next.Checkpoint(ctx, consumer)
+}
+
+func (l observedOutbox) SaveCheckpoint(ctx context.Context, consumer string, seq int64) (err error) {
+	defer l.t.done("outbox.save_checkpoint", time.Now(), &err)
+	return l.next.SaveCheckpoint(ctx, consumer, seq)
+}
+
+func (l observedOutbox) LastSeq(ctx context.Context) (seq int64, err error) {
+	defer l.t.done("outbox.last_seq", time.Now(), &err)
+	return l.next.LastSeq(ctx)
+}
+
+type observedUsers struct {
+	next account.Repository
+	t    timer
+}
+
+func (r observedUsers) CreateUser(ctx context.Context, u account.User) (err error) {
+	defer r.t.done("users.create_user", time.Now(), &err)
+	return r.next.CreateUser(ctx, u)
+}
+
+func (r observedUsers) UserByEmail(ctx context.Context, email string) (u account.User, err error) {
+	defer r.t.done("users.user_by_email", time.Now(), &err)
+	return r.next.UserByEmail(ctx, email)
+}
+
+type observedCarts struct {
+	next cart.Repository
+	t    timer
+}
+
+func (r observedCarts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (c cart.Cart, err error) {
+	defer r.t.done("carts.active_cart", time.Now(), &err)
+	return r.next.ActiveCart(ctx, owner, now)
+}
+
+func (r observedCarts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, expiresAt, now time.Time) (c cart.Cart, err error) {
+	defer r.t.done("carts.put_item", time.Now(), &err)
+	return r.next.PutItem(ctx, owner, item, expiresAt, now)
+}
+
+func (r observedCarts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (c cart.Cart, err error) {
+	defer r.t.done("carts.remove_item", time.Now(), &err)
+	return r.next.RemoveItem(ctx, owner, productID, now)
+}
+
+func (r observedCarts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (m cart.MergeResult, err error) {
+	defer r.t.done("carts.merge", time.Now(), &err)
+	return r.next.Merge(ctx, sessionID, userID, now)
+}
+
+func (r observedCarts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (c cart.Cart, err error) {
+	defer r.t.done("carts.begin_checkout", time.Now(), &err)
+	return r.next.BeginCheckout(ctx, owner, orderID, until, now)
+}
+
+func (r observedCarts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) (err error) {
+	defer r.t.done("carts.end_checkout", time.Now(), &err)
+	return r.next.EndCheckout(ctx, owner, cartID, orderID, now)
+}
+
+func (r observedCarts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (c cart.Cart, err error) {
+	defer r.t.done("carts.reopen", time.Now(), &err)
+	return r.next.Reopen(ctx, owner, cartID, now)
+}
+
+func (r observedCarts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) (err error) {
+	defer r.t.done("carts.mark_ordered", time.Now(), &err)
+	return r.next.MarkOrdered(ctx, owner, cartID, orderID, now)
+}
+
+func (r observedCarts) PurgeExpired(ctx context.Context, now time.Time) (n int, err error) {
+	defer r.t.done("carts.purge_expired", time.Now(), &err)
+	return r.next.PurgeExpired(ctx, now)
+}
+
+type observedSessions struct {
+	next session.Repository
+	t    timer
+}
+
+func (r observedSessions) CreateSession(ctx context.Context, s session.Session) (err error) {
+	defer r.t.done("sessions.create_session", time.Now(), &err)
+	return r.next.CreateSession(ctx, s)
+}
+
+func (r observedSessions) GetSession(ctx context.Context, id string, now time.Time) (s session.Session, err error) {
+	defer r.t.done("sessions.get_session", time.Now(), &err)
+	return r.next.GetSession(ctx, id, now)
+}
+
+func (r observedSessions) BindUser(ctx context.Context, id, userID string, now time.Time) (s session.Session, err error) {
+	defer r.t.done("sessions.bind_user", time.Now(), &err)
+	return r.next.BindUser(ctx, id, userID, now)
+}
+
+func (r observedSessions) Touch(ctx context.Context, id string, now time.Time) (err error) {
+	defer r.t.done("sessions.touch", time.Now(), &err)
+	return r.next.Touch(ctx, id, now)
+}
+
+func (r observedSessions) Revoke(ctx context.Context, id string) (err error) {
+	defer r.t.done("sessions.revoke", time.Now(), &err)
+	return r.next.Revoke(ctx, id)
+}
+
+func (r observedSessions) PurgeExpired(ctx context.Context, now time.Time) (n int, err error) {
+	defer r.t.done("sessions.purge_expired", time.Now(), &err)
+	return r.next.PurgeExpired(ctx, now)
+}
+
+type observedEvents struct {
+	next event.Repository
+	t    timer
+}
+
+func (r observedEvents) AppendEvent(ctx context.Context, e event.Event) (err error) {
+	defer r.t.done("events.append_event", time.Now(), &err)
+	return r.next.AppendEvent(ctx, e)
+}
+
+func (r observedEvents) ListEvents(ctx context.Context, q event.Query) (p paging.Page[event.Event], err error) {
+	defer r.t.done("events.list_events", time.Now(), &err)
+	return r.next.ListEvents(ctx, q)
+}
+
+func (r observedEvents) PurgeEvents(ctx context.Context, before time.Time) (n int, err error) {
+	defer r.t.done("events.purge_events", time.Now(), &err)
+	return r.next.PurgeEvents(ctx, before)
+}
+
+type observedHistory struct {
+	next history.Repository
+	t    timer
+}
+
+func (r observedHistory) UpsertEntry(ctx context.Context, e history.Entry) (err error) {
+	defer r.t.done("history.upsert_entry", time.Now(), &err)
+	return r.next.UpsertEntry(ctx, e)
+}
+
+func (r observedHistory) ListHistory(ctx context.Context, userID string, page paging.Request) (p paging.Page[history.Entry], err error) {
+	defer r.t.done("history.list_history", time.Now(), &err)
+	return r.next.ListHistory(ctx, userID, page)
+}
+
+type observedCatalog struct {
+	next CatalogReader
+	t    timer
+}
+
+func (r observedCatalog) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
+	defer r.t.done("catalog.get_product", time.Now(), &err)
+	return r.next.GetProduct(ctx, id)
+}
+
+func (r observedCatalog) SearchProducts(ctx context.Context, q catalog.Search) (p paging.Page[catalog.Product], err error) {
+	defer r.t.done("catalog.search_products", time.Now(), &err)
+	return r.next.SearchProducts(ctx, q)
+}
+
+type observedCatalogSink struct {
+	next projection.CatalogSink
+	t    timer
+}
+
+func (r observedCatalogSink) UpsertProduct(ctx context.Context, p catalog.Product) (err error) {
+	defer r.t.done("catalog.upsert_product", time.Now(), &err)
+	return r.next.UpsertProduct(ctx, p)
+}

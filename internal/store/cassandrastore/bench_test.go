@@ -1,0 +1,259 @@
+package cassandrastore
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+// The benchmarks compare each repository operation with the same CQL statements issued raw
+// through the driver (same consistency, same prepared statements, no mapping, no domain
+// logic), so the ratio is what the repository layer costs. The two run interleaved in the
+// same goroutines (even operations through the repository, odd ones raw), so both see the
+// same server and the same noise from a shared machine. Each pair reports, per side, the
+// throughput W/mean latency (Little's law for W busy callers, W = 16), the p99 latency, and
+// the overhead = repository mean latency / raw mean latency. Numbers: docs/benchmarks.md.
+//
+//	go test ./internal/store/cassandrastore -run '^$' -bench . -benchtime 4000x -count 3
+
+const benchParallelism = 8 // x GOMAXPROCS goroutines
+
+type opFunc func(ctx context.Context, i int64) error
+
+// runPair runs b.N operations from parallel goroutines, alternating repo and raw.
+func runPair(b *testing.B, repo, raw opFunc) {
+	b.Helper()
+	ctx := context.Background()
+	// Warm up: statements prepared, connections and caches hot, before anything is timed.
+	// Warm-up indices are far from the timed ones, so they never pre-create timed keys.
+	for i := int64(1 << 40); i < 1<<40+64; i++ {
+		if err := repo(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+		if err := raw(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var (
+		n       atomic.Int64
+		workers atomic.Int64
+		mu      sync.Mutex
+		lats    [2][]time.Duration
+	)
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		workers.Add(1)
+		var local [2][]time.Duration
+		for pb.Next() {
+			i := n.Add(1)
+			side, op := int(i%2), repo
+			if side == 1 {
+				op = raw
+			}
+			t0 := time.Now()
+			if err := op(ctx, i/2); err != nil {
+				b.Error(err)
+				return
+			}
+			local[side] = append(local[side], time.Since(t0))
+		}
+		mu.Lock()
+		lats[0] = append(lats[0], local[0]...)
+		lats[1] = append(lats[1], local[1]...)
+		mu.Unlock()
+	})
+	b.StopTimer()
+	if len(lats[0]) == 0 || len(lats[1]) == 0 {
+		return
+	}
+	w := float64(workers.Load())
+	var mean [2]float64
+	for side, name := range []string{"repo", "raw"} {
+		l := lats[side]
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		var sum time.Duration
+		for _, d := range l {
+			sum += d
+		}
+		mean[side] = sum.Seconds() / float64(len(l))
+		b.ReportMetric(w/mean[side], name+"-ops/s")
+		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
+	}
+	b.ReportMetric(mean[0]/mean[1], "overhead")
+}
+
+func BenchmarkCarts(b *testing.B) {
+	st := store(b)
+	s := st.Session()
+	r := st.Carts()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	// A pool of user carts, each with 5 lines, so reads and writes hit existing carts.
+	const owners = 256
+	users := make([]cart.Owner, owners)
+	ids := make([]gocql.UUID, owners)
+	for i := range users {
+		users[i] = cart.User(fmt.Sprintf("bench-%d-%d", now.UnixNano(), i))
+		var c cart.Cart
+		var err error
+		for j := 0; j < 5; j++ {
+			c, err = r.PutItem(ctx, users[i], cart.Item{ProductID: fmt.Sprintf("p%d", j), Category: "c", Quantity: 1, AddedAt: now}, time.Time{}, now)
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		ids[i], _ = gocql.ParseUUID(c.ID)
+	}
+	t := userCarts.stmts
+	b.Run("put", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
+			_, err := r.PutItem(ctx, users[i%owners], cart.Item{ProductID: fmt.Sprintf("p%d", i%8), Category: "c", Quantity: i%9 + 1, AddedAt: now}, time.Time{}, now)
+			return err
+		}, func(ctx context.Context, i int64) error {
+			u := users[i%owners].UserID
+			iter := s.Query(t.read, u).WithContext(ctx).Consistency(CartsConsistency).Idempotent(true).Iter()
+			if err := drainCartRead(iter); err != nil {
+				return err
+			}
+			bt := s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
+			bt.Query(t.putNew, 0, "c", i%9+1, now, u, ids[i%owners], fmt.Sprintf("p%d", i%8))
+			bt.Query(t.edit, 0, now, u, ids[i%owners], ids[i%owners])
+			return execRawCAS(bt)
+		})
+	})
+	// The first item of a new owner: the cart is created by a lightweight transaction.
+	b.Run("first-put", func(b *testing.B) {
+		// New owners on every run (-count repeats this closure, not the setup above).
+		fresh := fmt.Sprintf("bench-%d-new-", time.Now().UnixNano())
+		runPair(b, func(ctx context.Context, i int64) error {
+			_, err := r.PutItem(ctx, cart.User(fmt.Sprintf("%sr%d", fresh, i)), cart.Item{ProductID: "p1", Category: "c", Quantity: 1, AddedAt: now}, time.Time{}, now)
+			return err
+		}, func(ctx context.Context, i int64) error {
+			u := fmt.Sprintf("%sd%d", fresh, i)
+			iter := s.Query(t.read, u).WithContext(ctx).Consistency(CartsConsistency).Idempotent(true).Iter()
+			if err := drainCartRead(iter); err != nil {
+				return err
+			}
+			id := gocql.TimeUUID()
+			if _, err := s.Query(t.create, 0, id, now, now, nil, u, id, nil).WithContext(ctx).Consistency(CartsConsistency).
+				SerialConsistency(SerialConsistency).MapScanCAS(map[string]any{}); err != nil {
+				return err
+			}
+			bt := s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
+			bt.Query(t.putNew, 0, "c", int64(1), now, u, id, "p1")
+			bt.Query(t.edit, 0, now, u, id, id)
+			return execRawCAS(bt)
+		})
+	})
+	b.Run("get", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
+			_, err := r.ActiveCart(ctx, users[i%owners], now)
+			return err
+		}, func(ctx context.Context, i int64) error {
+			iter := s.Query(t.read, users[i%owners].UserID).WithContext(ctx).Consistency(CartsConsistency).Idempotent(true).Iter()
+			return drainCartRead(iter)
+		})
+	})
+}
+
+// drainCartRead scans a cart partition read (the 16 columns of cartStmts.read) and discards it.
+func drainCartRead(iter *gocql.Iter) error {
+	for iter.Scan(new(gocql.UUID), new(gocql.UUID), new(string), new(string), new(string), new(time.Time), new(time.Time), new(time.Time),
+		new([]string), new(*int), new(string), new(int64), new(time.Time), new(string), new(time.Time), new(string)) {
+	}
+	return iter.Close()
+}
+
+// execRawCAS runs a cart edit's conditional batch as the driver offers it.
+func execRawCAS(b *gocql.Batch) error {
+	_, iter, err := b.MapExecCAS(map[string]any{})
+	if iter != nil {
+		_ = iter.Close()
+	}
+	return err
+}
+
+func BenchmarkSessions(b *testing.B) {
+	st := store(b)
+	s := st.Session()
+	r := st.Sessions()
+	now := time.Now().UTC()
+	prefix := fmt.Sprintf("bench-%d-", now.UnixNano())
+	mk := func(i int64) session.Session {
+		return session.Session{ID: fmt.Sprintf("%s%d", prefix, i), CreatedAt: now, LastActive: now, ExpiresAt: now.Add(time.Hour),
+			IP: "203.0.113.7", UserAgent: "bench/1.0", Status: session.StatusActive, Data: map[string]string{"locale": "ru"}}
+	}
+	b.Run("create", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
+			return r.CreateSession(ctx, mk(i))
+		}, func(ctx context.Context, i int64) error {
+			x := mk(-i)
+			return s.Query(sessionInsert, x.ID, nil, x.CreatedAt, x.LastActive, x.ExpiresAt, x.IP, x.UserAgent, string(x.Status), x.Data, 3600).
+				WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).Exec()
+		})
+	})
+	const n = 1000 // sessions to read, written once up front
+	for i := int64(1); i <= n; i++ {
+		if err := r.CreateSession(context.Background(), mk(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("get", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
+			_, err := r.GetSession(ctx, fmt.Sprintf("%s%d", prefix, 1+i%n), now)
+			return err
+		}, func(ctx context.Context, i int64) error {
+			var x session.Session
+			var user, status *string
+			var ip net.IP
+			return s.Query(sessionSelect, fmt.Sprintf("%s%d", prefix, 1+i%n)).WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).
+				Scan(&x.ID, &user, &x.CreatedAt, &x.LastActive, &x.ExpiresAt, &ip, &x.UserAgent, &status, &x.Data)
+		})
+	})
+}
+
+func BenchmarkEvents(b *testing.B) {
+	st := store(b)
+	s := st.Session()
+	r := st.Events()
+	day := event.Day(time.Now())
+	prefix := fmt.Sprintf("u:bench-%d-", time.Now().UnixNano())
+	const actors = 64
+	b.Run("append", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
+			return r.AppendEvent(ctx, event.Event{ID: fmt.Sprintf("e%d", i), Actor: fmt.Sprintf("%s%d", prefix, i%actors), Type: event.View,
+				At: day.Add(time.Duration(i) * time.Millisecond), ProductID: "p1", Details: map[string]string{"src": "bench"}})
+		}, func(ctx context.Context, i int64) error {
+			return s.Query(eventInsert, fmt.Sprintf("%s%d", prefix, i%actors), day, day.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("r%d", i),
+				"view", "p1", map[string]string{"src": "bench"}).WithContext(ctx).Consistency(EventsConsistency).Idempotent(true).Exec()
+		})
+	})
+	b.Run("list20", func(b *testing.B) {
+		runPair(b, func(ctx context.Context, i int64) error {
+			_, err := r.ListEvents(ctx, event.Query{Actor: fmt.Sprintf("%s%d", prefix, i%actors), Day: day, Page: paging.Request{Limit: 20}})
+			return err
+		}, func(ctx context.Context, i int64) error {
+			iter := s.Query(eventList, fmt.Sprintf("%s%d", prefix, i%actors), day).WithContext(ctx).Consistency(EventsConsistency).
+				Idempotent(true).PageSize(20).PageState(nil).Iter()
+			var e event.Event
+			var typ string
+			for iter.Scan(&e.Actor, &e.At, &e.ID, &typ, &e.ProductID, &e.Details) {
+			}
+			_ = iter.PageState()
+			return iter.Close()
+		})
+	})
+}

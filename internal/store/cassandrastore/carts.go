@@ -1,0 +1,747 @@
+package cassandrastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cart"
+)
+
+// Carts implements cart.Repository on user_carts and guest_carts.
+//
+// Every write is a lightweight transaction (Paxos) on the owner's partition, because every
+// write must be fenced by a state another writer may have just set:
+//   - PutItem and RemoveItem: a conditional batch writing the line (an item is its own
+//     clustering row) and the header's updated_at, `IF active_cart = <cart> AND status =
+//     'active' AND checkout_order = null`. A plain QUORUM write that read "not frozen" could
+//     land after BeginCheckout froze the cart, and be acknowledged without being ordered. The
+//     condition names no line, so edits of different products never invalidate each other:
+//     20 concurrent edits all apply (Paxos serialises them; a contended round is re-read and
+//     tried again).
+//   - Creating a cart: `IF active_cart = <seen>` on the owner's static column. Without it two
+//     concurrent first PutItems would each create a cart and one cart's items would be lost.
+//   - BeginCheckout: `IF active_cart = <cart> AND status = 'active' AND checkout_order = null`
+//     sets checkout_order/checkout_until; the lines are then read at SERIAL, so the snapshot
+//     holds every edit Paxos ordered before the freeze and none after it. EndCheckout: `IF
+//     checkout_order = <its order>`. Reopen: one batch ending the fenced cart `IF status =
+//     'active' AND checkout_order = <seen>` and creating its copy `IF active_cart = <it>`.
+//   - MarkOrdered: `IF active_cart = <cart>`, frozen or not, so it ends exactly the cart that
+//     was ordered and never a fresh cart created after it; a replay finds nothing to do.
+//   - Merge: the guest cart is frozen first (`status = 'merging'`, `merge_into = <user>`, `IF
+//     active_cart = <guest cart> AND status = 'active'`), which the guest's edits' condition
+//     excludes (they fail with ErrGuestMerged), and its lines are read at SERIAL. Then a
+//     conditional batch on the user's partition, `IF active_cart = <user cart> AND status =
+//     'active' AND checkout_order = null AND merge_seq = <seen>`, writes cart.MergeLines'
+//     lines and records the guest cart in merged_from; then `IF active_cart = <guest cart>`
+//     abandons the guest cart. Refused by a checkout, the guest cart is unfrozen again. A
+//     login retried after a crash finds the guest cart 'merging' into its user and resumes:
+//     merged_from tells whether the lines already moved, so quantities are never added twice.
+//
+// A timeout of an LWT leaves its outcome unknown; every LWT here runs in a loop that re-reads
+// the partition (at SERIAL) and decides again, so the statement itself is never blindly retried.
+type Carts struct{ s *gocql.Session }
+
+// merging is the status of a guest cart whose lines a login is moving into merge_into's cart.
+const merging cart.Status = "merging"
+
+type cartTable struct {
+	name, key string
+	stmts     cartStmts
+}
+
+type cartStmts struct {
+	read, readCart, create, putNew, putQty, edit, remove, order, abandon, mergeHeader,
+	freeze, release, retire, mergeFreeze, mergeRelease string
+}
+
+// editIf is what every change to a cart's lines requires: the cart is the owner's active
+// one, not being merged away, and not frozen by a checkout.
+const editIf = `IF active_cart = ? AND status = 'active' AND checkout_order = null`
+
+func newCartTable(name, key string) cartTable {
+	cols := `active_cart, cart_id, product_id, status, order_id, created_at, updated_at, expires_at, merged_from, merge_seq, category, quantity, added_at,
+		checkout_order, checkout_until, merge_into`
+	header := fmt.Sprintf(`WHERE %s = ? AND cart_id = ? AND product_id = ''`, key)
+	return cartTable{name: name, key: key, stmts: cartStmts{
+		// Newest cart first: the active cart is normally the first prefix of the partition,
+		// header row ('') first. Enough rows for a full cart plus a few racing inserts.
+		read:     fmt.Sprintf(`SELECT %s FROM %s WHERE %s = ? LIMIT %d`, cols, name, key, cart.MaxItems+11),
+		readCart: fmt.Sprintf(`SELECT %s FROM %s WHERE %s = ? AND cart_id = ? LIMIT %d`, cols, name, key, cart.MaxItems+11),
+		create: fmt.Sprintf(`UPDATE %s USING TTL ? SET active_cart = ?, status = 'active', created_at = ?, updated_at = ?, expires_at = ?
+			%s IF active_cart = ?`, name, header),
+		putNew: fmt.Sprintf(`UPDATE %s USING TTL ? SET category = ?, quantity = ?, added_at = ? WHERE %s = ? AND cart_id = ? AND product_id = ?`, name, key),
+		putQty: fmt.Sprintf(`UPDATE %s USING TTL ? SET quantity = ? WHERE %s = ? AND cart_id = ? AND product_id = ?`, name, key),
+		edit:   fmt.Sprintf(`UPDATE %s USING TTL ? SET updated_at = ? %s %s`, name, header, editIf),
+		remove: fmt.Sprintf(`DELETE FROM %s WHERE %s = ? AND cart_id = ? AND product_id = ?`, name, key),
+		order: fmt.Sprintf(`UPDATE %s USING TTL ? SET active_cart = null, status = 'ordered', order_id = ?, updated_at = ?
+			%s IF active_cart = ?`, name, header),
+		abandon: fmt.Sprintf(`UPDATE %s USING TTL ? SET active_cart = null, status = 'abandoned', updated_at = ?
+			%s IF active_cart = ?`, name, header),
+		mergeHeader: fmt.Sprintf(`UPDATE %s SET merged_from = merged_from + ?, merge_seq = ?, updated_at = ?
+			%s %s AND merge_seq = ?`, name, header, editIf),
+		freeze:  fmt.Sprintf(`UPDATE %s USING TTL ? SET checkout_order = ?, checkout_until = ? %s %s`, name, header, editIf),
+		release: fmt.Sprintf(`UPDATE %s SET checkout_order = null, checkout_until = null %s IF active_cart = ? AND checkout_order = ?`, name, header),
+		// Ends a fenced cart in Reopen's batch, whose create statement holds the active_cart condition.
+		retire: fmt.Sprintf(`UPDATE %s USING TTL ? SET status = 'abandoned', updated_at = ? %s IF status = 'active' AND checkout_order = ?`, name, header),
+		mergeFreeze: fmt.Sprintf(`UPDATE %s USING TTL ? SET status = 'merging', merge_into = ?, updated_at = ?
+			%s IF active_cart = ? AND status = 'active' AND expires_at > ?`, name, header),
+		mergeRelease: fmt.Sprintf(`UPDATE %s USING TTL ? SET status = 'active', merge_into = null, updated_at = ?
+			%s IF active_cart = ? AND status = 'merging' AND merge_into = ?`, name, header),
+	}}
+}
+
+var (
+	userCarts  = newCartTable("user_carts", "user_id")
+	guestCarts = newCartTable("guest_carts", "session_id")
+)
+
+func tableFor(o cart.Owner) (cartTable, string) {
+	if o.IsGuest() {
+		return guestCarts, o.SessionID
+	}
+	return userCarts, o.UserID
+}
+
+// cartState is what one read of an owner's partition tells.
+type cartState struct {
+	owner    cart.Owner
+	active   gocql.UUID // zero: no active cart
+	newest   gocql.UUID // newest cart id in the partition (zero: none)
+	header   bool       // the active cart's header row was read
+	c        cart.Cart
+	merged   map[string]bool
+	mergeSeq *int
+	// mergeInto is the user a login is moving this (guest) cart to while it is merging.
+	mergeInto string
+	// The newest cart's header when there is no active cart: an abandoned guest cart that has
+	// not expired is one a login merged.
+	newestStatus  cart.Status
+	newestExpires time.Time
+}
+
+func (st cartState) hasActive() bool { return st.active != (gocql.UUID{}) && st.header }
+
+// live reports whether the active cart is visible at now (a guest cart dies with its session).
+func (st cartState) live(now time.Time) bool {
+	return st.hasActive() && st.c.Status == cart.Active && unexpired(st.c.ExpiresAt, now)
+}
+
+func unexpired(exp, now time.Time) bool { return exp.IsZero() || exp.After(now) }
+
+// mergedAway reports a guest whose cart a login is merging or has merged: its changes would
+// land in a cart nobody sees again.
+func (st cartState) mergedAway(now time.Time) bool {
+	if !st.owner.IsGuest() {
+		return false
+	}
+	if st.hasActive() {
+		return st.c.Status == merging && unexpired(st.c.ExpiresAt, now)
+	}
+	return st.active == (gocql.UUID{}) && st.newestStatus == cart.Abandoned && st.newestExpires.After(now)
+}
+
+type cartRow struct {
+	active, cartID                     gocql.UUID
+	productID, status, orderID         string
+	created, updated, expires, addedAt time.Time
+	merged                             []string
+	mergeSeq                           *int
+	category                           string
+	quantity                           int64
+	checkoutOrder, mergeInto           string
+	checkoutUntil                      time.Time
+}
+
+func scanCartRows(iter *gocql.Iter) ([]cartRow, error) {
+	var rows []cartRow
+	for {
+		var r cartRow
+		if !iter.Scan(&r.active, &r.cartID, &r.productID, &r.status, &r.orderID, &r.created, &r.updated, &r.expires,
+			&r.merged, &r.mergeSeq, &r.category, &r.quantity, &r.addedAt, &r.checkoutOrder, &r.checkoutUntil, &r.mergeInto) {
+			break
+		}
+		rows = append(rows, r)
+	}
+	return rows, iter.Close()
+}
+
+// load reads the owner's partition at cl: QUORUM normally, SERIAL after a conditional write
+// was refused or timed out, so the decision that follows sees what Paxos last committed.
+func (r *Carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency) (cartState, error) {
+	t, key := tableFor(owner)
+	st := cartState{owner: owner}
+	rows, err := scanCartRows(r.s.Query(t.stmts.read, key).WithContext(ctx).Consistency(cl).Idempotent(true).Iter())
+	if err != nil {
+		return st, fmt.Errorf("read %s cart: %w", owner.Key(), err)
+	}
+	if len(rows) == 0 {
+		return st, nil
+	}
+	st.active, st.newest = rows[0].active, rows[0].cartID
+	if st.active == (gocql.UUID{}) {
+		if rows[0].productID == "" {
+			st.newestStatus, st.newestExpires = cart.Status(rows[0].status), rows[0].expires
+		}
+		return st, nil
+	}
+	var mine []cartRow
+	for _, row := range rows {
+		if row.cartID == st.active {
+			mine = append(mine, row)
+		}
+	}
+	// The active cart is not the newest prefix only if clocks went backwards between two
+	// carts, or the LIMIT cut it: read it by id.
+	if len(mine) == 0 || len(mine) == len(rows) && len(rows) == cart.MaxItems+11 {
+		mine, err = scanCartRows(r.s.Query(t.stmts.readCart, key, st.active).WithContext(ctx).Consistency(cl).Idempotent(true).Iter())
+		if err != nil {
+			return st, fmt.Errorf("read %s cart: %w", owner.Key(), err)
+		}
+	}
+	st.c = cart.Cart{ID: st.active.String(), Owner: owner}
+	for _, row := range mine {
+		if row.productID == "" {
+			st.header = true
+			st.c.Status, st.c.OrderID = cart.Status(row.status), row.orderID
+			st.c.CreatedAt, st.c.UpdatedAt, st.c.ExpiresAt = row.created, row.updated, row.expires
+			st.c.CheckoutOrder, st.c.CheckoutUntil = row.checkoutOrder, row.checkoutUntil
+			st.merged = map[string]bool{}
+			for _, m := range row.merged {
+				st.merged[m] = true
+			}
+			st.mergeSeq, st.mergeInto = row.mergeSeq, row.mergeInto
+			continue
+		}
+		if row.quantity <= 0 { // a line half-written by an expired TTL or a racing delete
+			continue
+		}
+		st.c.Items = append(st.c.Items, cart.Item{ProductID: row.productID, Category: row.category, Quantity: row.quantity, AddedAt: row.addedAt})
+	}
+	sortItems(st.c.Items)
+	return st, nil
+}
+
+func sortItems(items []cart.Item) {
+	sort.SliceStable(items, func(i, j int) bool {
+		if !items[i].AddedAt.Equal(items[j].AddedAt) {
+			return items[i].AddedAt.Before(items[j].AddedAt)
+		}
+		return items[i].ProductID < items[j].ProductID
+	})
+}
+
+func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error) {
+	st, err := r.load(ctx, owner, CartsConsistency)
+	if err != nil {
+		return cart.Cart{}, err
+	}
+	if !st.live(now) {
+		return cart.Cart{}, cart.ErrNotFound
+	}
+	return st.c, nil
+}
+
+// maxCASAttempts bounds the re-read loops around lightweight transactions. Each failed round
+// is a condition that changed (the next read sees why) or a Paxos round that lost to
+// concurrent ones on the partition: 20 concurrent edits of one cart need a few rounds each.
+const maxCASAttempts = 12
+
+func (r *Carts) batch(ctx context.Context) *gocql.Batch {
+	return r.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
+}
+
+func (r *Carts) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
+	return r.s.Query(stmt, args...).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
+}
+
+// execCAS runs a conditional batch. A timeout is not an error but an unknown outcome
+// (unknown = true): the caller re-reads and decides again.
+func execCAS(b *gocql.Batch) (applied, unknown bool, err error) {
+	applied, iter, err := b.MapExecCAS(map[string]any{})
+	if iter != nil {
+		_ = iter.Close() // a refused batch may return one row per condition; err already holds any failure
+	}
+	return casResult(applied, err)
+}
+
+// scanCAS is execCAS for a single conditional statement.
+func scanCAS(q *gocql.Query) (applied, unknown bool, err error) {
+	return casResult(q.MapScanCAS(map[string]any{}))
+}
+
+func casResult(applied bool, err error) (bool, bool, error) {
+	if err != nil && casUnknown(err) {
+		return false, true, nil
+	}
+	return applied, false, err
+}
+
+// ensureActive returns the owner's active cart, creating one (LWT) if there is none. The cart
+// it returns may be frozen: the caller applies Editable. A guest whose cart a login merged
+// gets ErrGuestMerged instead of a new cart nobody would see.
+func (r *Carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, now time.Time, cl gocql.Consistency) (cartState, error) {
+	t, key := tableFor(owner)
+	if owner.IsGuest() && expiresAt.IsZero() {
+		return cartState{}, errors.New("cassandra carts: a guest cart needs its session's expiry")
+	}
+	if !owner.IsGuest() {
+		expiresAt = time.Time{}
+	}
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		st, err := r.load(ctx, owner, cl)
+		if err != nil || st.live(now) {
+			return st, err
+		}
+		if st.mergedAway(now) {
+			return st, cart.ErrGuestMerged
+		}
+		cl = gocql.Serial
+		id := newCartID(st, now)
+		var prev any
+		if st.active != (gocql.UUID{}) {
+			prev = st.active // an expired guest cart or a header lost to TTL: replace it
+		}
+		n := now.UTC().Truncate(time.Millisecond)
+		applied, _, err := scanCAS(r.query(ctx, t.stmts.create, ttlUntil(expiresAt, time.Now()), id, n, n, ts(expiresAt), key, id, prev))
+		if err != nil {
+			return st, fmt.Errorf("create %s cart: %w", owner.Key(), err)
+		}
+		if applied {
+			return cartState{owner: owner, active: id, newest: id, header: true, merged: map[string]bool{},
+				c: cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, CreatedAt: n, UpdatedAt: n, ExpiresAt: expiresAt.UTC().Truncate(time.Millisecond)}}, nil
+		}
+		// Someone else created (or ended) a cart meanwhile, or the outcome is unknown: look again.
+	}
+	return cartState{}, fmt.Errorf("create %s cart: still contended after %d attempts", owner.Key(), maxCASAttempts)
+}
+
+// newCartID sorts before (DESC) every older cart of the owner even if this clock lags.
+func newCartID(st cartState, now time.Time) gocql.UUID {
+	at := now
+	if st.newest != (gocql.UUID{}) && !at.After(st.newest.Time()) {
+		at = st.newest.Time().Add(time.Millisecond)
+	}
+	return gocql.UUIDFromTime(at)
+}
+
+func lineAt(items []cart.Item, productID string) int {
+	for i, it := range items {
+		if it.ProductID == productID {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *Carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, expiresAt, now time.Time) (cart.Cart, error) {
+	if err := cart.ValidateQuantity(item.Quantity); err != nil {
+		return cart.Cart{}, err
+	}
+	t, key := tableFor(owner)
+	n := now.UTC().Truncate(time.Millisecond)
+	item.AddedAt = item.AddedAt.UTC().Truncate(time.Millisecond)
+	if item.AddedAt.IsZero() {
+		item.AddedAt = n
+	}
+	cl, unknown := CartsConsistency, false
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		st, err := r.ensureActive(ctx, owner, expiresAt, now, cl)
+		if err != nil {
+			return cart.Cart{}, err
+		}
+		idx := lineAt(st.c.Items, item.ProductID)
+		if err := st.c.Editable(now); err != nil {
+			if unknown && idx >= 0 && st.c.Items[idx].Quantity == item.Quantity {
+				return st.c, nil // an attempt that timed out did land, before the freeze
+			}
+			return cart.Cart{}, err
+		}
+		ttl := ttlUntil(st.c.ExpiresAt, time.Now())
+		b := r.batch(ctx)
+		if idx >= 0 {
+			st.c.Items[idx].Quantity = item.Quantity
+			b.Query(t.stmts.putQty, ttl, item.Quantity, key, st.active, item.ProductID)
+		} else {
+			// Soft limit: the condition names no line, so two lines added concurrently at 99
+			// can both pass; conditioning on a line count would serialise every edit of a cart.
+			if len(st.c.Items) >= cart.MaxItems {
+				return cart.Cart{}, cart.ErrTooManyItems
+			}
+			st.c.Items = append(st.c.Items, item)
+			b.Query(t.stmts.putNew, ttl, item.Category, item.Quantity, ts(item.AddedAt), key, st.active, item.ProductID)
+		}
+		b.Query(t.stmts.edit, ttl, n, key, st.active, st.active)
+		applied, unk, err := execCAS(b)
+		if err != nil {
+			return cart.Cart{}, fmt.Errorf("put item in %s cart: %w", owner.Key(), err)
+		}
+		if applied {
+			st.c.UpdatedAt = n
+			sortItems(st.c.Items)
+			return st.c, nil
+		}
+		cl, unknown = gocql.Serial, unknown || unk
+	}
+	return cart.Cart{}, fmt.Errorf("put item in %s cart: still contended after %d attempts", owner.Key(), maxCASAttempts)
+}
+
+func (r *Carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (cart.Cart, error) {
+	t, key := tableFor(owner)
+	n := now.UTC().Truncate(time.Millisecond)
+	cl, unknown := CartsConsistency, false
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		st, err := r.load(ctx, owner, cl)
+		if err != nil {
+			return cart.Cart{}, err
+		}
+		if !st.live(now) {
+			return cart.Cart{}, cart.ErrNotFound
+		}
+		idx := lineAt(st.c.Items, productID)
+		if err := st.c.Editable(now); err != nil {
+			if unknown && idx < 0 {
+				return st.c, nil // an attempt that timed out did land, before the freeze
+			}
+			return cart.Cart{}, err
+		}
+		b := r.batch(ctx)
+		b.Query(t.stmts.remove, key, st.active, productID)
+		b.Query(t.stmts.edit, ttlUntil(st.c.ExpiresAt, time.Now()), n, key, st.active, st.active)
+		applied, unk, err := execCAS(b)
+		if err != nil {
+			return cart.Cart{}, fmt.Errorf("remove item from %s cart: %w", owner.Key(), err)
+		}
+		if applied {
+			if idx >= 0 {
+				st.c.Items = append(st.c.Items[:idx], st.c.Items[idx+1:]...)
+			}
+			st.c.UpdatedAt = n
+			return st.c, nil
+		}
+		cl, unknown = gocql.Serial, unknown || unk
+	}
+	return cart.Cart{}, fmt.Errorf("remove item from %s cart: still contended after %d attempts", owner.Key(), maxCASAttempts)
+}
+
+func (r *Carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (cart.MergeResult, error) {
+	guest, user := cart.Guest(sessionID), cart.User(userID)
+	g, err := r.load(ctx, guest, CartsConsistency)
+	if err != nil {
+		return cart.MergeResult{}, err
+	}
+	// A guest cart already merging into this user was left by a login that crashed or is
+	// still running: finishing it is safe, merged_from says whether the lines moved.
+	resume := g.hasActive() && g.c.Status == merging && g.mergeInto == userID
+	if !g.live(now) && !resume {
+		// Nothing to merge (no guest cart, or merged by an earlier login): a no-op.
+		return r.userCart(ctx, userID, now, nil)
+	}
+	gid := g.c.ID
+	// A login during a checkout is refused before the guest cart is touched; the user side's
+	// condition decides in a race.
+	u, err := r.load(ctx, user, CartsConsistency)
+	if err != nil {
+		return cart.MergeResult{}, err
+	}
+	if u.live(now) && !u.merged[gid] {
+		if err := u.c.Editable(now); err != nil {
+			return cart.MergeResult{}, err
+		}
+	}
+	if !resume {
+		if g, err = r.freezeGuest(ctx, g, userID, now); err != nil || g.c.Status != merging {
+			if err != nil {
+				return cart.MergeResult{}, err
+			}
+			return r.userCart(ctx, userID, now, nil) // another login merged it first
+		}
+	}
+	// Frozen: the guest's lines can no longer change. SERIAL sees every edit Paxos applied
+	// before the freeze.
+	g, err = r.load(ctx, guest, gocql.Serial)
+	if err != nil {
+		return cart.MergeResult{}, err
+	}
+	if g.c.ID != gid || g.c.Status != merging || g.mergeInto != userID {
+		return r.userCart(ctx, userID, now, nil) // a racing login finished (or undid) it
+	}
+	notMerged, err := r.mergeUserSide(ctx, userID, g, now)
+	if err != nil {
+		var stale *cart.StaleCheckoutError
+		if errors.Is(err, cart.ErrCheckoutInProgress) || errors.As(err, &stale) {
+			if rerr := r.unfreezeGuest(ctx, g, userID, now); rerr != nil {
+				return cart.MergeResult{}, errors.Join(err, rerr)
+			}
+		}
+		return cart.MergeResult{}, err
+	}
+	if err := r.abandonGuest(ctx, g, now); err != nil {
+		return cart.MergeResult{}, err
+	}
+	return r.userCart(ctx, userID, now, notMerged)
+}
+
+func (r *Carts) userCart(ctx context.Context, userID string, now time.Time, notMerged []cart.Item) (cart.MergeResult, error) {
+	c, err := r.ActiveCart(ctx, cart.User(userID), now)
+	return cart.MergeResult{Cart: c, NotMerged: notMerged}, err
+}
+
+// freezeGuest sets the live guest cart g merging into userID and returns its new state; a
+// returned status other than merging means another login took it first.
+func (r *Carts) freezeGuest(ctx context.Context, g cartState, userID string, now time.Time) (cartState, error) {
+	n := now.UTC().Truncate(time.Millisecond)
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		applied, _, err := scanCAS(r.query(ctx, guestCarts.stmts.mergeFreeze, ttlUntil(g.c.ExpiresAt, time.Now()), userID, n,
+			g.owner.SessionID, g.active, g.active, ts(now)))
+		if err != nil {
+			return g, fmt.Errorf("freeze guest cart %s for merge: %w", g.c.ID, err)
+		}
+		if applied {
+			g.c.Status, g.mergeInto = merging, userID
+			return g, nil
+		}
+		again, err := r.load(ctx, g.owner, gocql.Serial)
+		if err != nil {
+			return g, err
+		}
+		switch {
+		case again.active == g.active && again.c.Status == merging && again.mergeInto == userID:
+			return again, nil // ours after a timeout, or a racing login of the same user
+		case again.active != g.active || !again.live(now):
+			return again, nil // merged, ended or expired meanwhile: nothing to merge
+		}
+		g = again
+	}
+	return g, fmt.Errorf("freeze guest cart %s for merge: still contended after %d attempts", g.c.ID, maxCASAttempts)
+}
+
+// unfreezeGuest gives the guest its cart back when the user's side refused the merge.
+func (r *Carts) unfreezeGuest(ctx context.Context, g cartState, userID string, now time.Time) error {
+	n := now.UTC().Truncate(time.Millisecond)
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		applied, unknown, err := scanCAS(r.query(ctx, guestCarts.stmts.mergeRelease, ttlUntil(g.c.ExpiresAt, time.Now()), n,
+			g.owner.SessionID, g.active, g.active, userID))
+		if err != nil {
+			return fmt.Errorf("unfreeze guest cart %s: %w", g.c.ID, err)
+		}
+		if applied || !unknown {
+			return nil // released, or no longer merging into this user
+		}
+		again, err := r.load(ctx, g.owner, gocql.Serial)
+		if err != nil {
+			return err
+		}
+		if again.active != g.active || again.c.Status != merging {
+			return nil
+		}
+	}
+	return fmt.Errorf("unfreeze guest cart %s: still contended after %d attempts", g.c.ID, maxCASAttempts)
+}
+
+// mergeUserSide moves the frozen guest cart g's lines into the user's active cart by
+// cart.MergeLines, once: a cart whose merged_from holds g was merged by an earlier attempt.
+func (r *Carts) mergeUserSide(ctx context.Context, userID string, g cartState, now time.Time) ([]cart.Item, error) {
+	n := now.UTC().Truncate(time.Millisecond)
+	var notMerged []cart.Item // of the last attempt, the one that may have landed unseen
+	cl := CartsConsistency
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		u, err := r.ensureActive(ctx, cart.User(userID), time.Time{}, now, cl)
+		if err != nil {
+			return nil, err
+		}
+		if u.merged[g.c.ID] {
+			return notMerged, nil
+		}
+		if err := u.c.Editable(now); err != nil {
+			return nil, err
+		}
+		var merged []cart.Item
+		merged, notMerged = cart.MergeLines(u.c.Items, g.c.Items)
+		seq, prevSeq := 1, any(nil)
+		if u.mergeSeq != nil {
+			seq, prevSeq = *u.mergeSeq+1, *u.mergeSeq
+		}
+		b := r.batch(ctx)
+		b.Query(userCarts.stmts.mergeHeader, []string{g.c.ID}, seq, n, userID, u.active, u.active, prevSeq)
+		for _, it := range merged {
+			switch i := lineAt(u.c.Items, it.ProductID); {
+			case i < 0:
+				b.Query(userCarts.stmts.putNew, 0, it.Category, it.Quantity, ts(it.AddedAt), userID, u.active, it.ProductID)
+			case u.c.Items[i].Quantity != it.Quantity:
+				b.Query(userCarts.stmts.putQty, 0, it.Quantity, userID, u.active, it.ProductID)
+			}
+		}
+		applied, _, err := execCAS(b)
+		if err != nil {
+			return nil, fmt.Errorf("merge guest cart %s into user %s: %w", g.c.ID, userID, err)
+		}
+		if applied {
+			return notMerged, nil
+		}
+		cl = gocql.Serial
+	}
+	return nil, fmt.Errorf("merge guest cart %s into user %s: still contended after %d attempts", g.c.ID, userID, maxCASAttempts)
+}
+
+// abandonGuest ends the merged guest cart; if another login abandoned it first, that is the
+// same outcome.
+func (r *Carts) abandonGuest(ctx context.Context, g cartState, now time.Time) error {
+	n := now.UTC().Truncate(time.Millisecond)
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		applied, _, err := scanCAS(r.query(ctx, guestCarts.stmts.abandon, ttlUntil(g.c.ExpiresAt, time.Now()), n, g.owner.SessionID, g.active, g.active))
+		if err != nil {
+			return fmt.Errorf("abandon guest cart %s: %w", g.c.ID, err)
+		}
+		if applied {
+			return nil
+		}
+		again, err := r.load(ctx, g.owner, gocql.Serial)
+		if err != nil {
+			return err
+		}
+		if again.active != g.active {
+			return nil
+		}
+	}
+	return fmt.Errorf("abandon guest cart %s: still contended after %d attempts", g.c.ID, maxCASAttempts)
+}
+
+func (r *Carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (cart.Cart, error) {
+	t, key := tableFor(owner)
+	cl, frozen := CartsConsistency, false
+	for attempt := 0; attempt < maxCASAttempts && !frozen; attempt++ {
+		st, err := r.load(ctx, owner, cl)
+		if err != nil {
+			return cart.Cart{}, err
+		}
+		if !st.live(now) {
+			return cart.Cart{}, cart.ErrNotFound
+		}
+		if st.c.CheckoutOrder == orderID {
+			break // frozen by an attempt whose outcome was unknown
+		}
+		if err := st.c.Editable(now); err != nil {
+			return cart.Cart{}, err
+		}
+		frozen, _, err = scanCAS(r.query(ctx, t.stmts.freeze, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, ts(until), key, st.active, st.active))
+		if err != nil {
+			return cart.Cart{}, fmt.Errorf("freeze %s cart for order %s: %w", owner.Key(), orderID, err)
+		}
+		cl = gocql.Serial
+	}
+	// The lines the order will hold: read at SERIAL after the freeze, they include every edit
+	// applied before it, and no edit can apply after it.
+	st, err := r.load(ctx, owner, gocql.Serial)
+	if err != nil {
+		return cart.Cart{}, err
+	}
+	if !st.hasActive() || st.c.CheckoutOrder != orderID {
+		return cart.Cart{}, fmt.Errorf("freeze %s cart for order %s: not frozen after %d attempts, or ended right after the freeze", owner.Key(), orderID, maxCASAttempts)
+	}
+	return st.c, nil
+}
+
+func (r *Carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
+	id, err := gocql.ParseUUID(cartID)
+	if err != nil {
+		return nil // not a cart id this backend issued
+	}
+	t, key := tableFor(owner)
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		applied, unknown, err := scanCAS(r.query(ctx, t.stmts.release, key, id, id, orderID))
+		if err != nil {
+			return fmt.Errorf("release %s cart %s from order %s: %w", owner.Key(), cartID, orderID, err)
+		}
+		if applied || !unknown {
+			return nil // released, or not held by this checkout
+		}
+		st, err := r.load(ctx, owner, gocql.Serial)
+		if err != nil {
+			return err
+		}
+		if st.active != id || st.c.CheckoutOrder != orderID {
+			return nil
+		}
+	}
+	return fmt.Errorf("release %s cart %s: still contended after %d attempts", owner.Key(), cartID, maxCASAttempts)
+}
+
+func (r *Carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (cart.Cart, error) {
+	old, err := gocql.ParseUUID(cartID)
+	if err != nil {
+		return r.ActiveCart(ctx, owner, now) // not a cart id this backend issued
+	}
+	t, key := tableFor(owner)
+	n := now.UTC().Truncate(time.Millisecond)
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		// SERIAL: the lines copied are the ones the freeze fixed.
+		st, err := r.load(ctx, owner, gocql.Serial)
+		if err != nil {
+			return cart.Cart{}, err
+		}
+		if !st.live(now) {
+			return cart.Cart{}, cart.ErrNotFound
+		}
+		if st.active != old {
+			return st.c, nil // reopened (or ordered and replaced) already
+		}
+		id := newCartID(st, now)
+		ttl := ttlUntil(st.c.ExpiresAt, time.Now())
+		var seenOrder any
+		if st.c.CheckoutOrder != "" {
+			seenOrder = st.c.CheckoutOrder
+		}
+		b := r.batch(ctx)
+		b.Query(t.stmts.create, ttl, id, n, n, ts(st.c.ExpiresAt), key, id, old)
+		b.Query(t.stmts.retire, ttl, n, key, old, seenOrder)
+		for _, it := range st.c.Items {
+			b.Query(t.stmts.putNew, ttl, it.Category, it.Quantity, ts(it.AddedAt), key, id, it.ProductID)
+		}
+		applied, _, err := execCAS(b)
+		if err != nil {
+			return cart.Cart{}, fmt.Errorf("reopen %s cart %s: %w", owner.Key(), cartID, err)
+		}
+		if applied {
+			return cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, Items: st.c.Items,
+				CreatedAt: n, UpdatedAt: n, ExpiresAt: st.c.ExpiresAt}, nil
+		}
+	}
+	return cart.Cart{}, fmt.Errorf("reopen %s cart %s: still contended after %d attempts", owner.Key(), cartID, maxCASAttempts)
+}
+
+func (r *Carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
+	id, err := gocql.ParseUUID(cartID)
+	if err != nil {
+		return nil // not a cart id this backend issued: no cart of this owner has it
+	}
+	t, key := tableFor(owner)
+	n := now.UTC().Truncate(time.Millisecond)
+	cl := CartsConsistency
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		st, err := r.load(ctx, owner, cl)
+		if err != nil {
+			return err
+		}
+		if st.active != id {
+			return nil // ordered already (a replay), or not this owner's active cart
+		}
+		applied, _, err := scanCAS(r.query(ctx, t.stmts.order, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, n, key, id, id))
+		if err != nil {
+			return fmt.Errorf("mark %s cart %s ordered: %w", owner.Key(), cartID, err)
+		}
+		if applied {
+			return nil
+		}
+		cl = gocql.Serial
+	}
+	return fmt.Errorf("mark %s cart %s ordered: still contended after %d attempts", owner.Key(), cartID, maxCASAttempts)
+}
+
+// PurgeExpired has nothing to do: every guest-cart cell carries a TTL ending at the session's
+// expiry, so Cassandra drops expired carts itself (compaction then removes them from disk).
+func (r *Carts) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }

@@ -1,0 +1,204 @@
+package cassandrastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/paging"
+)
+
+// Catalog is the catalog read model (CAT-1): products for the product page (PRD-3) and
+// products_by_category for search by category and price range (PRD-2). The projector feeds
+// it from the outbox (UpsertProduct, projection.CatalogSink); placement serves reads from it
+// (placement.CatalogReader).
+type Catalog struct{ s *gocql.Session }
+
+// CategoryBuckets splits a category over this many partitions (hash of the product id), so
+// a large category is neither one hot partition nor an unbounded one.
+const CategoryBuckets = 8
+
+const (
+	productCols    = `product_id, name, category, price, attributes, stock, created_at, updated_at`
+	productSelect  = `SELECT ` + productCols + ` FROM products WHERE product_id = ?`
+	productVersion = `SELECT category, price, updated_at, WRITETIME(price) FROM products WHERE product_id = ?`
+	productInsert  = `INSERT INTO products (` + productCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	byCatInsert    = `INSERT INTO products_by_category (category, bucket, price, product_id, name, attributes, stock, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	byCatDelete = `DELETE FROM products_by_category USING TIMESTAMP ? WHERE category = ? AND bucket = ? AND price = ? AND product_id = ?`
+	// (price, product_id) > cursor resumes after the last product shown; (price) <= max
+	// bounds the range: both multi-column, since CQL cannot mix the two forms.
+	byCatSearch = `SELECT ` + productCols + ` FROM products_by_category
+		WHERE category = ? AND bucket = ? AND (price, product_id) > (?, ?) AND (price) <= (?) LIMIT ?`
+)
+
+func bucketOfProduct(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % CategoryBuckets)
+}
+
+// UpsertProduct writes both tables in one logged batch: the batch log guarantees that both
+// or neither eventually apply even if the coordinator dies (seed 002's first option), while
+// the outbox makes the whole read model eventually consistent with the store of record
+// (its second option, CQRS). A version older than the stored one (a replay) is skipped, and
+// writes carry USING TIMESTAMP from UpdatedAt, so even two projectors racing cannot put an
+// older version over a newer one; a category or price change deletes the old search row.
+func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
+	var (
+		old                catalog.Product
+		oldPrice, oldWrite int64
+		exists             bool
+	)
+	iter := c.s.Query(productVersion, p.ID).WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
+	exists = iter.Scan(&old.Category, &oldPrice, &old.UpdatedAt, &oldWrite)
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("read product %s: %w", p.ID, err)
+	}
+	old.Price = money.Amount(oldPrice)
+	if exists && p.UpdatedAt.Before(old.UpdatedAt) {
+		return nil // an older version replayed after a newer one
+	}
+	at := p.UpdatedAt
+	if at.Before(p.CreatedAt) {
+		at = p.CreatedAt
+	}
+	wt := writeTime(at)
+	if exists && wt <= oldWrite {
+		wt = oldWrite + 1 // a change that did not move UpdatedAt must still win
+	}
+	attrs, stock := p.Attributes, p.Stock
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	if stock == nil {
+		stock = map[string]int64{}
+	}
+	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(CatalogConsistency)
+	add := func(stmt string, args ...any) {
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: stmt, Args: args, Idempotent: true})
+	}
+	if exists && (old.Category != p.Category || old.Price != p.Price) {
+		add(byCatDelete, wt, old.Category, bucketOfProduct(p.ID), int64(old.Price), p.ID)
+	}
+	add(productInsert, p.ID, p.Name, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt), wt)
+	add(byCatInsert, p.Category, bucketOfProduct(p.ID), int64(p.Price), p.ID, p.Name, attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt), wt)
+	if err := b.Exec(); err != nil {
+		return fmt.Errorf("upsert product %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+func scanProduct(iter *gocql.Iter, p *catalog.Product) bool {
+	var price int64
+	ok := iter.Scan(&p.ID, &p.Name, &p.Category, &price, &p.Attributes, &p.Stock, &p.CreatedAt, &p.UpdatedAt)
+	p.Price = money.Amount(price)
+	return ok
+}
+
+func (c *Catalog) GetProduct(ctx context.Context, id string) (catalog.Product, error) {
+	var p catalog.Product
+	iter := c.s.Query(productSelect, id).WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
+	found := scanProduct(iter, &p)
+	if err := iter.Close(); err != nil {
+		return p, fmt.Errorf("read product %s: %w", id, err)
+	}
+	if !found {
+		return catalog.Product{}, catalog.ErrNotFound
+	}
+	return p, nil
+}
+
+// priceCursor is the keyset position after the last product shown. Search merges the
+// category's buckets, so one driver paging state cannot describe where it stopped; the
+// (price, id) of the last product can, and it resumes every bucket exactly.
+type priceCursor struct {
+	Price int64  `json:"p"`
+	ID    string `json:"i"`
+}
+
+// SearchProducts reads up to limit+1 rows from each bucket of the category, in parallel,
+// each from the cursor on and ordered by (price, id) by the clustering, and merges them.
+func (c *Catalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error) {
+	var out paging.Page[catalog.Product]
+	q, err := q.Validate()
+	if err != nil {
+		return out, err
+	}
+	after := priceCursor{Price: int64(q.MinPrice)}
+	if q.Page.Cursor != "" {
+		if err := paging.Decode(q.Page.Cursor, &after); err != nil {
+			return out, err
+		}
+		if after.ID == "" {
+			return out, errForeignCursor
+		}
+	}
+	maxPrice := int64(money.Max)
+	if q.MaxPrice > 0 {
+		maxPrice = int64(q.MaxPrice)
+	}
+	var (
+		wg    sync.WaitGroup
+		runs  [CategoryBuckets][]catalog.Product
+		errs  [CategoryBuckets]error
+		limit = q.Page.Limit + 1
+	)
+	for b := 0; b < CategoryBuckets; b++ {
+		wg.Add(1)
+		go func(b int) {
+			defer wg.Done()
+			iter := c.s.Query(byCatSearch, q.Category, b, after.Price, after.ID, maxPrice, limit).
+				WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
+			for {
+				var p catalog.Product
+				if !scanProduct(iter, &p) {
+					break
+				}
+				runs[b] = append(runs[b], p)
+			}
+			errs[b] = iter.Close()
+		}(b)
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return out, fmt.Errorf("search products: %w", err)
+	}
+	// k-way merge of sorted runs; k is 8, so a linear pick per item is cheapest.
+	var pos [CategoryBuckets]int
+	for len(out.Items) < limit {
+		best := -1
+		for b := range runs {
+			if pos[b] >= len(runs[b]) {
+				continue
+			}
+			if best < 0 || less(runs[b][pos[b]], runs[best][pos[best]]) {
+				best = b
+			}
+		}
+		if best < 0 {
+			break
+		}
+		out.Items = append(out.Items, runs[best][pos[best]])
+		pos[best]++
+	}
+	if len(out.Items) > q.Page.Limit {
+		out.Items = out.Items[:q.Page.Limit]
+		last := out.Items[len(out.Items)-1]
+		out.Next = paging.Encode(priceCursor{Price: int64(last.Price), ID: last.ID})
+	}
+	return out, nil
+}
+
+func less(a, b catalog.Product) bool {
+	if a.Price != b.Price {
+		return a.Price < b.Price
+	}
+	return a.ID < b.ID
+}

@@ -1,0 +1,101 @@
+package cassandrastore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/paging"
+)
+
+func rid(prefix string) string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+var catalogBase = time.Now().UTC().Truncate(time.Millisecond)
+
+func product(category, price string) catalog.Product {
+	return catalog.Product{ID: rid("p"), Name: "Widget " + price, Category: category, Price: money.MustParse(price),
+		Attributes: map[string]string{"color": "red"}, Stock: map[string]int64{"eu": 3},
+		CreatedAt: catalogBase, UpdatedAt: catalogBase}
+}
+
+func searchAll(t *testing.T, c *Catalog, q catalog.Search) []catalog.Product {
+	t.Helper()
+	var got []catalog.Product
+	for i := 0; ; i++ {
+		page, err := c.SearchProducts(context.Background(), q)
+		if err != nil {
+			t.Fatalf("search page %d: %v", i, err)
+		}
+		if len(page.Items) > q.Page.Limit {
+			t.Fatalf("page %d holds %d items, limit %d", i, len(page.Items), q.Page.Limit)
+		}
+		got = append(got, page.Items...)
+		if page.Next == "" {
+			return got
+		}
+		if i > 200 {
+			t.Fatal("pagination does not end")
+		}
+		q.Page.Cursor = page.Next
+	}
+}
+
+// TestCatalogReadModelBuckets is what only this read model has: a category spread over
+// CategoryBuckets partitions (the shared cases run in TestContract, storetest.CatalogReadModel).
+func TestCatalogReadModelBuckets(t *testing.T) {
+	c := store(t).Catalog()
+	ctx := context.Background()
+	t.Run("many products merge across all buckets in price order", func(t *testing.T) {
+		t.Parallel()
+		cat := rid("c")
+		const n = 60
+		for i := 0; i < n; i++ {
+			if err := c.UpsertProduct(ctx, product(cat, fmt.Sprintf("%d.%02d", 1+i%17, i%100))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := searchAll(t, c, catalog.Search{Category: cat, Page: paging.Request{Limit: 7}})
+		buckets := map[int]bool{}
+		seen := map[string]bool{}
+		for i, p := range got {
+			buckets[bucketOfProduct(p.ID)] = true
+			if seen[p.ID] {
+				t.Errorf("%s returned twice", p.ID)
+			}
+			seen[p.ID] = true
+			if i > 0 && less(p, got[i-1]) {
+				t.Errorf("item %d (%s %s) sorts before item %d (%s %s)", i, p.Price, p.ID, i-1, got[i-1].Price, got[i-1].ID)
+			}
+		}
+		if len(got) != n || len(buckets) != CategoryBuckets {
+			t.Errorf("got %d products from %d buckets, want %d from %d", len(got), len(buckets), n, CategoryBuckets)
+		}
+	})
+}
+
+func TestSchemaApplyIsIdempotent(t *testing.T) {
+	store(t)
+	ctx := context.Background()
+	res, err := ApplySchema(ctx, testHosts, SchemaOptions{Keyspace: testKeyspace, RF: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.KeyspaceCreated || len(res.Altered) != 0 || len(res.Applied) != 0 || res.Version != LatestVersion() {
+		t.Errorf("second apply changed something: %+v", res)
+	}
+	var readRepair string
+	var ttl int
+	err = testStore.Session().Query(`SELECT read_repair, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'guest_carts'`, testKeyspace).Scan(&readRepair, &ttl)
+	if err != nil || readRepair != "BLOCKING" || ttl != int((7*24*time.Hour).Seconds()) {
+		t.Errorf("guest_carts options: read_repair %q ttl %d, %v", readRepair, ttl, err)
+	}
+}

@@ -1,0 +1,256 @@
+package cassandrastore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+//go:embed schema/*.cql
+var schemaFS embed.FS
+
+// SchemaOptions are what `shardmart cassandra schema apply` configures.
+type SchemaOptions struct {
+	Keyspace string // default DefaultKeyspace
+	// RF is the replication factor in Datacenter: 1 on one node, 3 on the local cluster.
+	RF         int
+	Datacenter string        // default "datacenter1" (the launcher's and SimpleSnitch's name)
+	SessionTTL time.Duration // sessions' and guest carts' default TTL, default session.DefaultTTL
+}
+
+func (o *SchemaOptions) defaults() error {
+	if o.Keyspace == "" {
+		o.Keyspace = DefaultKeyspace
+	}
+	if !regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`).MatchString(o.Keyspace) {
+		return fmt.Errorf("keyspace %q: want lower-case letters, digits and _ (up to 48)", o.Keyspace)
+	}
+	if o.RF == 0 {
+		o.RF = 1
+	}
+	if o.RF < 1 || o.RF > 9 {
+		return fmt.Errorf("replication factor %d: want 1 to 9", o.RF)
+	}
+	if o.Datacenter == "" {
+		o.Datacenter = "datacenter1"
+	}
+	if o.SessionTTL == 0 {
+		o.SessionTTL = session.DefaultTTL
+	}
+	if o.SessionTTL < time.Second || o.SessionTTL.Seconds() > maxTTL {
+		return fmt.Errorf("session TTL %s: want 1s to 20 years", o.SessionTTL)
+	}
+	return nil
+}
+
+// SchemaResult says what an apply changed; a second apply of the same options changes nothing.
+type SchemaResult struct {
+	KeyspaceCreated bool
+	Altered         []string // keyspace replication or table TTLs changed to match the options
+	Applied         []int    // migration versions applied by this run
+	Version         int      // schema version after the run
+}
+
+type migration struct {
+	version  int
+	name     string
+	text     string // template
+	checksum string
+}
+
+var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.cql$`)
+
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(schemaFS, "schema")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("schema/%s: want NNNN_name.cql", e.Name())
+		}
+		b, err := schemaFS.ReadFile("schema/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		v, _ := strconv.Atoi(m[1])
+		sum := sha256.Sum256(b)
+		ms = append(ms, migration{version: v, name: m[2], text: string(b), checksum: hex.EncodeToString(sum[:8])})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// LatestVersion is the highest embedded schema version.
+func LatestVersion() int {
+	ms, err := migrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// statements renders a migration and splits it into statements (comments dropped).
+func (m migration) statements(o SchemaOptions) ([]string, error) {
+	t, err := template.New(m.name).Option("missingkey=error").Parse(m.text)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, map[string]any{"KS": o.Keyspace, "SessionTTL": int(o.SessionTTL.Seconds())}); err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if i := strings.Index(l, "--"); i >= 0 {
+			l = l[:i]
+		}
+		lines = append(lines, l)
+	}
+	var out []string
+	for _, s := range strings.Split(strings.Join(lines, "\n"), ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// ApplySchema brings the cluster at hosts to the embedded schema: it creates the keyspace
+// (NetworkTopologyStrategy, opts.RF replicas in opts.Datacenter) or alters its replication,
+// applies every migration not yet recorded in <keyspace>.schema_migrations, and aligns the
+// TTL settings, waiting for schema agreement after every change. Running it again with the
+// same options changes nothing. Run one apply at a time: concurrent CREATE TABLEs on
+// different coordinators can disagree.
+func ApplySchema(ctx context.Context, hosts []string, opts SchemaOptions) (SchemaResult, error) {
+	if err := opts.defaults(); err != nil {
+		return SchemaResult{}, err
+	}
+	cfg := ClusterConfig(Config{Hosts: hosts})
+	cfg.Keyspace = ""
+	cfg.Consistency = gocql.Quorum
+	cfg.MaxWaitSchemaAgreement = 2 * time.Minute
+	s, err := cfg.CreateSession()
+	if err != nil {
+		return SchemaResult{}, fmt.Errorf("cassandra: connect to %s: %w", strings.Join(hosts, ","), err)
+	}
+	defer s.Close()
+	return applySchema(ctx, s, opts)
+}
+
+func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (SchemaResult, error) {
+	var res SchemaResult
+	ddl := func(stmt string) error {
+		if err := s.Query(stmt).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("cassandra schema: %s: %w", firstLine(stmt), err)
+		}
+		if err := s.AwaitSchemaAgreement(ctx); err != nil {
+			return fmt.Errorf("cassandra schema: waiting for schema agreement after %s: %w", firstLine(stmt), err)
+		}
+		return nil
+	}
+	// Keyspace: created, or its replication brought to the options (an RF increase needs a
+	// full repair afterwards to populate the new replicas: `shardmart cassandra repair`).
+	replication := fmt.Sprintf("{'class': 'NetworkTopologyStrategy', '%s': %d}", o.Datacenter, o.RF)
+	var current map[string]string
+	err := s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, o.Keyspace).
+		WithContext(ctx).Consistency(gocql.One).Scan(&current)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		if err := ddl(fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s AND durable_writes = true", o.Keyspace, replication)); err != nil {
+			return res, err
+		}
+		res.KeyspaceCreated = true
+	case err != nil:
+		return res, fmt.Errorf("cassandra schema: read keyspace %s: %w", o.Keyspace, err)
+	default:
+		if !strings.HasSuffix(current["class"], "NetworkTopologyStrategy") || current[o.Datacenter] != strconv.Itoa(o.RF) || len(current) != 2 {
+			if err := ddl(fmt.Sprintf("ALTER KEYSPACE %s WITH replication = %s", o.Keyspace, replication)); err != nil {
+				return res, err
+			}
+			res.Altered = append(res.Altered, fmt.Sprintf("keyspace %s replication %v -> %s", o.Keyspace, current, replication))
+		}
+	}
+	if err := ddl(fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.schema_migrations (
+		version int PRIMARY KEY, name text, checksum text, applied_at timestamp)`, o.Keyspace)); err != nil {
+		return res, err
+	}
+	applied := map[int]string{}
+	iter := s.Query(fmt.Sprintf(`SELECT version, checksum FROM %s.schema_migrations`, o.Keyspace)).WithContext(ctx).Iter()
+	var v int
+	var sum string
+	for iter.Scan(&v, &sum) {
+		applied[v] = sum
+	}
+	if err := iter.Close(); err != nil {
+		return res, fmt.Errorf("cassandra schema: read applied versions: %w", err)
+	}
+	ms, err := migrations()
+	if err != nil {
+		return res, err
+	}
+	for _, m := range ms {
+		if sum, ok := applied[m.version]; ok {
+			if sum != m.checksum {
+				return res, fmt.Errorf("cassandra schema: migration %04d_%s was edited after it was applied (checksum %s, recorded %s): add a new migration instead", m.version, m.name, m.checksum, sum)
+			}
+			res.Version = m.version
+			continue
+		}
+		stmts, err := m.statements(o)
+		if err != nil {
+			return res, fmt.Errorf("cassandra schema: render %04d_%s: %w", m.version, m.name, err)
+		}
+		for _, st := range stmts {
+			if err := ddl(st); err != nil {
+				return res, err
+			}
+		}
+		err = s.Query(fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`, o.Keyspace),
+			m.version, m.name, m.checksum, time.Now().UTC()).WithContext(ctx).Exec()
+		if err != nil {
+			return res, fmt.Errorf("cassandra schema: record version %d: %w", m.version, err)
+		}
+		res.Applied = append(res.Applied, m.version)
+		res.Version = m.version
+	}
+	// Settings that follow the options rather than a version: the session TTL.
+	ttl := int(o.SessionTTL.Seconds())
+	for _, table := range []string{"sessions", "guest_carts"} {
+		var cur int
+		err := s.Query(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, o.Keyspace, table).
+			WithContext(ctx).Consistency(gocql.One).Scan(&cur)
+		if err != nil {
+			return res, fmt.Errorf("cassandra schema: read %s options: %w", table, err)
+		}
+		if cur != ttl {
+			if err := ddl(fmt.Sprintf("ALTER TABLE %s.%s WITH default_time_to_live = %d", o.Keyspace, table, ttl)); err != nil {
+				return res, err
+			}
+			res.Altered = append(res.Altered, fmt.Sprintf("%s default_time_to_live %d -> %d", table, cur, ttl))
+		}
+	}
+	return res, nil
+}
+
+func firstLine(stmt string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(stmt), "\n")
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(l), "("))
+}

@@ -1,0 +1,172 @@
+package cassandrastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/validation"
+)
+
+// Sessions implements session.Repository on the sessions table at consistency ONE (CAS-1).
+// Every write carries USING TTL = (expires_at - now), so Cassandra itself removes a session
+// when it expires; reads also compare expires_at with now, so an expired session is invisible
+// at once, to the millisecond, even during the last fraction of a second of its TTL.
+type Sessions struct{ s *gocql.Session }
+
+const (
+	sessionCols     = `session_id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data`
+	sessionInsert   = `INSERT INTO sessions (` + sessionCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
+	sessionSelect   = `SELECT ` + sessionCols + ` FROM sessions WHERE session_id = ?`
+	sessionTouch    = `UPDATE sessions USING TTL ? SET last_active = ? WHERE session_id = ?`
+	sessionBindUser = `UPDATE sessions USING TTL ? SET user_id = ? WHERE session_id = ? IF user_id = null AND status = ?`
+)
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// parseIP accepts an address with or without a port; empty stores null.
+func parseIP(s string) (net.IP, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		s = host
+	}
+	ip := net.ParseIP(s)
+	if ip == nil {
+		return nil, validation.Field("ip", "must be an IPv4 or IPv6 address")
+	}
+	return ip, nil
+}
+
+func (r *Sessions) CreateSession(ctx context.Context, s session.Session) error {
+	ip, err := parseIP(s.IP)
+	if err != nil {
+		return err
+	}
+	var ipv any
+	if ip != nil {
+		ipv = ip
+	}
+	data := s.Data
+	if data == nil {
+		data = map[string]string{}
+	}
+	err = r.s.Query(sessionInsert, s.ID, nullable(s.UserID), ts(s.CreatedAt), ts(s.LastActive), ts(s.ExpiresAt),
+		ipv, s.UserAgent, string(s.Status), data, ttlUntil(s.ExpiresAt, time.Now())).
+		WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).Exec()
+	if err != nil {
+		return fmt.Errorf("insert session: %w", err)
+	}
+	return nil
+}
+
+func (r *Sessions) get(ctx context.Context, id string, now time.Time) (session.Session, error) {
+	var s session.Session
+	var userID, status *string
+	var ip net.IP
+	err := r.s.Query(sessionSelect, id).WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).
+		Scan(&s.ID, &userID, &s.CreatedAt, &s.LastActive, &s.ExpiresAt, &ip, &s.UserAgent, &status, &s.Data)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return s, session.ErrNotFound
+	}
+	if err != nil {
+		return s, fmt.Errorf("read session: %w", err)
+	}
+	// A row without expiry or status is a remnant of a write that outlived the row: gone.
+	if status == nil || s.ExpiresAt.IsZero() || !s.ExpiresAt.After(now) {
+		return session.Session{}, session.ErrNotFound
+	}
+	s.Status = session.Status(*status)
+	if userID != nil {
+		s.UserID = *userID
+	}
+	if ip != nil {
+		s.IP = ip.String()
+	}
+	if s.Data == nil {
+		s.Data = map[string]string{}
+	}
+	return s, nil
+}
+
+func (r *Sessions) GetSession(ctx context.Context, id string, now time.Time) (session.Session, error) {
+	return r.get(ctx, id, now)
+}
+
+// BindUser is a lightweight transaction: two logins racing on one anonymous session must not
+// both succeed. The condition on status keeps it from creating a row for a session that
+// expired between the read and the write.
+func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Time) (session.Session, error) {
+	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+		s, err := r.get(ctx, id, now)
+		if err != nil {
+			return s, err
+		}
+		switch s.UserID {
+		case userID:
+			return s, nil
+		case "":
+		default:
+			return s, session.ErrBoundToOtherUser
+		}
+		applied, err := r.s.Query(sessionBindUser, ttlUntil(s.ExpiresAt, time.Now()), userID, id, string(s.Status)).
+			WithContext(ctx).Consistency(SessionsConsistency).SerialConsistency(SerialConsistency).MapScanCAS(map[string]any{})
+		if err != nil && !casUnknown(err) {
+			return s, fmt.Errorf("bind session: %w", err)
+		}
+		if applied {
+			s.UserID = userID
+			return s, nil
+		}
+		// Bound by someone meanwhile, or the outcome is unknown: read again and decide.
+	}
+	return session.Session{}, fmt.Errorf("bind session: still contended after %d attempts", maxCASAttempts)
+}
+
+// Touch reads the session for its expiry so the new cell expires with the row: a blind
+// write would either outlive the session or need the expiry passed in.
+func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
+	s, err := r.get(ctx, id, now)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = r.s.Query(sessionTouch, ttlUntil(s.ExpiresAt, time.Now()), ts(now), id).
+		WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).Exec()
+	if err != nil {
+		return fmt.Errorf("touch session: %w", err)
+	}
+	return nil
+}
+
+// Revoke deletes the session at ALL: sessions are read at ONE, and only a delete every replica
+// has taken guarantees no read still finds the token. With a replica down it falls back to
+// QUORUM (hints deliver the rest), and says so in the returned error only if that fails too.
+func (r *Sessions) Revoke(ctx context.Context, id string) error {
+	q := `DELETE FROM sessions WHERE session_id = ?`
+	err := r.s.Query(q, id).WithContext(ctx).Consistency(gocql.All).Idempotent(true).Exec()
+	if err == nil {
+		return nil
+	}
+	if err := r.s.Query(q, id).WithContext(ctx).Consistency(gocql.Quorum).Idempotent(true).Exec(); err != nil {
+		return fmt.Errorf("revoke session: %w", err)
+	}
+	return nil
+}
+
+// PurgeExpired has nothing to do: TTLs remove expired sessions (and no repair is scheduled
+// for sessions, seed 003).
+func (r *Sessions) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }

@@ -1,0 +1,207 @@
+// Package cassandrastore is the Apache Cassandra backend for the families seeds 002 and 003 move
+// there: carts, order history, sessions, click events and the catalog read model (issue 3).
+// It talks to the cluster through github.com/apache/cassandra-gocql-driver/v2 with the
+// consistency levels of CAS-1, prepared statements (the driver prepares every bound
+// statement once and caches it), the driver's paging state behind opaque cursors, TTLs on
+// every write of expiring data, and the driver's retry policy for idempotent statements only.
+//
+// The data model (and how it corrects the seeds) is in schema/*.cql and docs/cassandra.md.
+package cassandrastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+// Consistency levels per family (CAS-1): carts and order history read and write at QUORUM so
+// a read sees every acknowledged write and read repair runs on a mismatch; sessions and events
+// at ONE for speed and availability (a lost click or a re-login is acceptable). The catalog
+// read model writes and reads at QUORUM: seed 002 relies on read repair for it, which only
+// happens when a read consults more than one replica. Lightweight transactions use SERIAL.
+const (
+	CartsConsistency    = gocql.Quorum
+	HistoryConsistency  = gocql.Quorum
+	SessionsConsistency = gocql.One
+	EventsConsistency   = gocql.One
+	CatalogConsistency  = gocql.Quorum
+	SerialConsistency   = gocql.Serial
+)
+
+// Config locates the cluster.
+type Config struct {
+	Hosts    []string // contact points, e.g. 127.0.0.1 (port 9042 unless host:port)
+	Keyspace string   // default DefaultKeyspace
+	// Datacenter, if set, keeps coordinators in that DC (DC-aware, token-aware routing).
+	Datacenter string
+	Timeout    time.Duration // per request, default 12 s (above the server's own timeouts)
+	NumConns   int           // connections per host, default 2
+	// ObserveStatement, when set, receives every statement's latency as "<verb>.<table>"
+	// (statementName): the detail below a repository operation (store metrics).
+	ObserveStatement func(statement string, d time.Duration, err error)
+	// EventRetention is how long events live after their time (TTL); 0: event.DefaultRetention.
+	EventRetention time.Duration
+}
+
+// DefaultKeyspace is used when Config.Keyspace is empty.
+const DefaultKeyspace = "shardmart"
+
+// ClusterConfig turns cfg into the driver's configuration: token-aware routing (a statement
+// goes to a replica of its partition), exponential-backoff retries that the driver applies to
+// statements marked idempotent only, and no default idempotence: each statement says.
+func ClusterConfig(cfg Config) *gocql.ClusterConfig {
+	c := gocql.NewCluster(cfg.Hosts...)
+	c.Keyspace = cfg.Keyspace
+	if c.Keyspace == "" {
+		c.Keyspace = DefaultKeyspace
+	}
+	c.Timeout = cfg.Timeout
+	if c.Timeout == 0 {
+		c.Timeout = 12 * time.Second
+	}
+	c.ConnectTimeout = 5 * time.Second
+	c.NumConns = cfg.NumConns
+	if c.NumConns == 0 {
+		c.NumConns = 2
+	}
+	fallback := gocql.RoundRobinHostPolicy()
+	if cfg.Datacenter != "" {
+		fallback = gocql.DCAwareRoundRobinPolicy(cfg.Datacenter)
+	}
+	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas())
+	c.RetryPolicy = &gocql.ExponentialBackoffRetryPolicy{NumRetries: 3, Min: 50 * time.Millisecond, Max: time.Second}
+	c.SerialConsistency = SerialConsistency
+	c.DefaultIdempotence = false
+	c.Consistency = gocql.Quorum
+	c.Logger = gocql.NewLogger(gocql.LogLevelWarn)
+	if cfg.ObserveStatement != nil {
+		c.QueryObserver = observer(cfg.ObserveStatement)
+		c.BatchObserver = observer(cfg.ObserveStatement)
+	}
+	return c
+}
+
+// Store is the backend: one driver session and the repositories on it.
+type Store struct {
+	s              *gocql.Session
+	owned          bool
+	eventRetention time.Duration
+}
+
+// Open connects to the cluster and checks that the schema has been applied
+// (`shardmart cassandra schema apply`).
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if len(cfg.Hosts) == 0 {
+		return nil, errors.New("cassandra: no contact points (--cassandra-hosts)")
+	}
+	cc := ClusterConfig(cfg)
+	s, err := cc.CreateSession()
+	if err != nil {
+		// The driver reports a missing keyspace only as "no connections were made".
+		return nil, fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %w",
+			strings.Join(cfg.Hosts, ","), cc.Keyspace, cc.Keyspace, err)
+	}
+	st := &Store{s: s, owned: true, eventRetention: cfg.EventRetention}
+	if err := st.checkSchema(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// NewStore wraps a session the caller opened (keyspace set on its ClusterConfig, see
+// ClusterConfig); Close then leaves the session open. Fault tests use it with their own
+// sessions.
+func NewStore(s *gocql.Session) *Store { return &Store{s: s} }
+
+// Session is the driver session, for callers that need raw statements (benchmarks, tests).
+func (st *Store) Session() *gocql.Session { return st.s }
+
+// Ping asks a node for its version: the cluster answers at all (ONE, any node).
+func (st *Store) Ping(ctx context.Context) error {
+	var v string
+	if err := st.s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).WithContext(ctx).Scan(&v); err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	return nil
+}
+
+// Close closes the session if Open created it.
+func (st *Store) Close() error {
+	if st.owned {
+		st.s.Close()
+	}
+	return nil
+}
+
+// Carts, Sessions, Events, History, Catalog and CatalogSink are the repositories.
+func (st *Store) Carts() cart.Repository       { return &Carts{s: st.s} }
+func (st *Store) Sessions() session.Repository { return &Sessions{s: st.s} }
+func (st *Store) Events() event.Repository     { return &Events{s: st.s, retention: st.eventRetention} }
+func (st *Store) History() history.Repository  { return &History{s: st.s} }
+func (st *Store) Catalog() *Catalog            { return &Catalog{s: st.s} }
+
+func (st *Store) checkSchema(ctx context.Context) error {
+	var v int
+	err := st.s.Query(`SELECT max(version) FROM schema_migrations`).WithContext(ctx).
+		Consistency(gocql.One).Idempotent(true).Scan(&v)
+	if err != nil || v < LatestVersion() {
+		return fmt.Errorf("cassandra: schema version %d, want %d: run `shardmart cassandra schema apply` first (%v)", v, LatestVersion(), err)
+	}
+	return nil
+}
+
+// ts binds a timestamp column: the zero time is null, everything else milliseconds.
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
+// ttlUntil is the TTL in whole seconds that keeps data alive until exp as seen at now,
+// rounded up so data never vanishes before its logical expiry (reads also filter on the
+// stored expiry, so the extra fraction of a second is never visible). At least 1: a TTL of
+// 0 means "never expires" in CQL.
+func ttlUntil(exp, now time.Time) int {
+	if exp.IsZero() {
+		return 0
+	}
+	d := exp.Sub(now)
+	if d <= 0 {
+		return 1
+	}
+	s := math.Ceil(d.Seconds())
+	if s > maxTTL {
+		return maxTTL
+	}
+	return int(s)
+}
+
+// maxTTL is Cassandra's limit (20 years).
+const maxTTL = 630720000
+
+// casUnknown reports errors after which a lightweight transaction may or may not have been
+// applied (a timeout in the Paxos or commit phase). Callers re-read and decide, so such an
+// error becomes "not applied, look again" instead of a failure or a blind retry.
+func casUnknown(err error) bool {
+	if errors.Is(err, gocql.ErrTimeoutNoResponse) {
+		return true // the client gave up waiting; the server may still have applied it
+	}
+	var wt *gocql.RequestErrWriteTimeout
+	if errors.As(err, &wt) {
+		return true
+	}
+	var cc *gocql.RequestErrCASWriteUnknown
+	return errors.As(err, &cc)
+}

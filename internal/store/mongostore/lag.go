@@ -1,0 +1,147 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+
+	"github.com/shardmart/shardmart/internal/readrouting"
+)
+
+// LagOptions configure the replication-lag monitor WatchLagWith starts.
+type LagOptions struct {
+	// Interval between measurements; zero means 1 s (which suits 5 s budgets).
+	Interval time.Duration
+	// Heartbeat is how often the heartbeat document is written on each set's primary; zero
+	// means readrouting.DefaultHeartbeatInterval (500 ms).
+	Heartbeat time.Duration
+	// Credentials, when set, replace the URI's for the monitor's own connections (each shard
+	// replica set behind a mongos, or the replica set itself): mongos users do not exist on
+	// the shards.
+	Credentials readrouting.Credentials
+}
+
+// WatchLag is WatchLagWith with the URI's own credentials and the given interval.
+func (s *Store) WatchLag(ctx context.Context, uri string, interval time.Duration) error {
+	return s.WatchLagWith(ctx, uri, LagOptions{Interval: interval})
+}
+
+// WatchLagWith starts readrouting's replication-lag monitor and routes reads by its snapshots
+// from then on; Close stops it. What it monitors depends on what uri (the URI the store was
+// opened with) names, as `hello` tells:
+//   - a mongos (msg "isdbgrid"): every shard replica set in config.shards, through URIs derived
+//     from uri (readrouting.MonitorShardURIs);
+//   - a replica set (hello has setName): that set itself, through uri;
+//   - anything else (a standalone mongod): an error.
+//
+// Without a monitor (or when it cannot start) every read goes to the primary, which is always
+// safe. Call it once, before the store serves requests.
+func (s *Store) WatchLagWith(ctx context.Context, uri string, o LagOptions) error {
+	if s.stopLag != nil {
+		return errors.New("mongo: lag monitor already running")
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	uris, err := s.lagTargets(ctx, uri, o.Credentials)
+	if err != nil {
+		return fmt.Errorf("mongo: lag monitor: %w", err)
+	}
+	sources := make(map[string]readrouting.StatusSource, len(uris))
+	var clients []*mongo.Client
+	for name, u := range uris {
+		c, err := mongo.Connect(options.Client().ApplyURI(u))
+		if err != nil {
+			disconnectAll(clients)
+			return fmt.Errorf("mongo: lag monitor: connect to %s: %w", name, err)
+		}
+		clients = append(clients, c)
+		sources[name] = readrouting.DriverSource{Client: c}
+	}
+	m := readrouting.NewMonitor(sources, o.Interval)
+	if o.Heartbeat > 0 {
+		m.HeartbeatInterval = o.Heartbeat
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = m.Run(runCtx)
+	}()
+	s.lag = m.Snapshot
+	s.stopLag = func() {
+		cancel()
+		<-done
+		disconnectAll(clients)
+	}
+	return nil
+}
+
+// LagSnapshot is the latest replication-lag measurement the store routes reads by (zero
+// without a monitor or before its first round).
+func (s *Store) LagSnapshot() readrouting.LagSnapshot {
+	if s.lag == nil {
+		return readrouting.LagSnapshot{}
+	}
+	return s.lag()
+}
+
+// helloReply is the part of `hello` that tells a mongos from a replica-set member.
+type helloReply struct {
+	Msg     string `bson:"msg"`     // "isdbgrid" on a mongos
+	SetName string `bson:"setName"` // the replica set of a member
+}
+
+// lagTargetKind classifies a hello reply: "mongos", "replset", or an error.
+func lagTargetKind(h helloReply) (string, error) {
+	switch {
+	case h.Msg == "isdbgrid":
+		return "mongos", nil
+	case h.SetName != "":
+		return "replset", nil
+	default:
+		return "", errors.New("the server is neither a mongos nor a replica-set member (a standalone mongod has no secondaries)")
+	}
+}
+
+// lagTargets returns the replica sets to monitor, by name, with the URI to reach each.
+func (s *Store) lagTargets(ctx context.Context, uri string, cred readrouting.Credentials) (map[string]string, error) {
+	var h helloReply
+	if err := s.client.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}},
+		options.RunCmd().SetReadPreference(readpref.Primary())).Decode(&h); err != nil {
+		return nil, fmt.Errorf("hello: %w", err)
+	}
+	kind, err := lagTargetKind(h)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "replset" {
+		u, err := readrouting.WithCredentials(uri, cred)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{h.SetName: u}, nil
+	}
+	uris, err := readrouting.MonitorShardURIs(ctx, s.client, uri, cred)
+	if err != nil {
+		return nil, err
+	}
+	if len(uris) == 0 {
+		return nil, errors.New("config.shards lists no shard")
+	}
+	return uris, nil
+}
+
+func disconnectAll(clients []*mongo.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range clients {
+		_ = c.Disconnect(ctx)
+	}
+}

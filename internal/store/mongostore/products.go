@@ -1,0 +1,247 @@
+package mongostore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/readrouting"
+	"github.com/shardmart/shardmart/internal/validation"
+)
+
+type products Store
+
+func (r *products) store() *Store { return (*Store)(r) }
+
+func checkStockZones(p catalog.Product) error {
+	for z := range p.Stock {
+		if !catalog.ValidSlug(z) {
+			return validation.Field("stock."+z, "zone must be a lower-case slug")
+		}
+	}
+	return nil
+}
+
+func (s *Store) appendProductChanged(ctx context.Context, p catalog.Product) error {
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return s.appendOutbox(ctx, outbox.TopicProductChanged, p.ID, payload, p.UpdatedAt)
+}
+
+// CreateProduct inserts the product claim (global id uniqueness: _id alone is unique only per
+// shard under {category, _id}), the product and its outbox event in one transaction.
+func (r *products) CreateProduct(ctx context.Context, p catalog.Product) error {
+	if err := checkStockZones(p); err != nil {
+		return err
+	}
+	s := r.store()
+	return s.inTxn(ctx, func(ctx context.Context) error {
+		claim := claimDoc{ID: productClaimID(p.ID), Category: p.Category, At: p.CreatedAt}
+		if _, err := s.coll(collClaims).InsertOne(ctx, claim); err != nil {
+			if mongo.IsDuplicateKeyError(err) {
+				return catalog.ErrExists
+			}
+			return fmt.Errorf("mongo: claim product id: %w", err)
+		}
+		if _, err := s.coll(collProducts).InsertOne(ctx, toProductDoc(p)); err != nil {
+			if mongo.IsDuplicateKeyError(err) {
+				return catalog.ErrExists
+			}
+			return fmt.Errorf("mongo: insert product: %w", err)
+		}
+		return s.appendProductChanged(ctx, p)
+	})
+}
+
+// categoryOf reads the product claim: where product id lives. coll decides the read preference.
+func categoryOf(ctx context.Context, claims *mongo.Collection, id string) (string, error) {
+	var c claimDoc
+	found, err := decodeOne(claims.FindOne(ctx, d(e("_id", productClaimID(id)))), &c)
+	if err != nil {
+		return "", fmt.Errorf("mongo: read product claim %s: %w", id, err)
+	}
+	if !found {
+		return "", catalog.ErrNotFound
+	}
+	return c.Category, nil
+}
+
+// loadProduct reads a product by its full key from coll.
+func loadProduct(ctx context.Context, coll *mongo.Collection, ref catalog.Ref) (productDoc, error) {
+	var doc productDoc
+	found, err := decodeOne(coll.FindOne(ctx, productKey(ref)), &doc)
+	if err != nil {
+		return doc, fmt.Errorf("mongo: read product %s: %w", ref.ID, err)
+	}
+	if !found {
+		return doc, catalog.ErrNotFound
+	}
+	return doc, nil
+}
+
+// GetProduct is PRD-3 (product page, 5 s budget): the claim gives the category, then the read is
+// targeted by the full key. Both reads follow the same routing decision; if the two secondaries
+// disagree during a category move, the primary settles it.
+func (r *products) GetProduct(ctx context.Context, id string) (catalog.Product, error) {
+	s := r.store()
+	claims, dec := s.reader(collClaims, readrouting.OpProductPage)
+	prods := s.routed(collProducts, dec)
+	doc, err := getProduct(ctx, claims, prods, id)
+	if errors.Is(err, catalog.ErrNotFound) && dec.Target == readrouting.Secondary {
+		doc, err = getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)
+	}
+	if err != nil {
+		return catalog.Product{}, err
+	}
+	return doc.product(), nil
+}
+
+func getProduct(ctx context.Context, claims, prods *mongo.Collection, id string) (productDoc, error) {
+	cat, err := categoryOf(ctx, claims, id)
+	if err != nil {
+		return productDoc{}, err
+	}
+	return loadProduct(ctx, prods, catalog.Ref{ID: id, Category: cat})
+}
+
+// UpdateProduct reads, applies update and writes back in one transaction. A category change
+// moves the document to another shard-key value: delete under the old key, insert under the new
+// one and repoint the claim, all in the same transaction.
+func (r *products) UpdateProduct(ctx context.Context, id string, update func(*catalog.Product) error) (catalog.Product, error) {
+	s := r.store()
+	var out catalog.Product
+	err := s.inTxn(ctx, func(ctx context.Context) error {
+		cat, err := categoryOf(ctx, s.coll(collClaims), id)
+		if err != nil {
+			return err
+		}
+		old := catalog.Ref{ID: id, Category: cat}
+		doc, err := loadProduct(ctx, s.coll(collProducts), old)
+		if err != nil {
+			return err
+		}
+		p := doc.product()
+		if err := update(&p); err != nil {
+			return err
+		}
+		p.ID = id
+		if err := checkStockZones(p); err != nil {
+			return err
+		}
+		if p.Category == cat {
+			if _, err := s.coll(collProducts).ReplaceOne(ctx, productKey(old), toProductDoc(p)); err != nil {
+				return fmt.Errorf("mongo: replace product: %w", err)
+			}
+		} else {
+			if _, err := s.coll(collProducts).DeleteOne(ctx, productKey(old)); err != nil {
+				return fmt.Errorf("mongo: move product (delete): %w", err)
+			}
+			if _, err := s.coll(collProducts).InsertOne(ctx, toProductDoc(p)); err != nil {
+				return fmt.Errorf("mongo: move product (insert): %w", err)
+			}
+			if _, err := s.coll(collClaims).UpdateOne(ctx, d(e("_id", productClaimID(id))),
+				d(e("$set", d(e("category", p.Category))))); err != nil {
+				return fmt.Errorf("mongo: repoint product claim: %w", err)
+			}
+		}
+		out = p
+		return s.appendProductChanged(ctx, p)
+	})
+	return out, err
+}
+
+// SearchProducts is PRD-2 (5 s budget), targeted by category, keyset-paginated on (price, _id).
+func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page paging.Page[catalog.Product], err error) {
+	q, err = q.Validate()
+	if err != nil {
+		return page, err
+	}
+	var after *priceCursor
+	if q.Page.Cursor != "" {
+		after = &priceCursor{}
+		if err := paging.Decode(q.Page.Cursor, after); err != nil {
+			return page, err
+		}
+	}
+	coll, _ := r.store().reader(collProducts, readrouting.OpCategorySearch)
+	page, err = findPage(ctx, coll, searchFilter(q, after), searchSort, q.Page.Limit, productDoc.product,
+		func(doc productDoc) any { return priceCursor{Price: doc.Price, ID: doc.ID} })
+	if err != nil {
+		return page, fmt.Errorf("mongo: search products: %w", err)
+	}
+	return page, nil
+}
+
+// AdjustStock is PRD-1: one findAndModify targeted by {category, _id}, guarded in the filter
+// when taking stock (never below zero) and when adding it (never past catalog.MaxStock). It
+// reads and writes the primary (stock is primary-only in RPL-1).
+func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (int64, error) {
+	if err := checkZone(zone); err != nil {
+		return 0, err
+	}
+	doc, err := r.store().guardedStockChange(ctx, ref, zone, delta, true)
+	if err != nil {
+		return 0, err
+	}
+	return doc.Stock[zone], nil
+}
+
+// changeStock adds delta to one zone, refusing to go below zero, and returns the product after
+// the change; orders take and return stock through it, uncapped (see catalog.MaxStock).
+func (s *Store) changeStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (productDoc, error) {
+	return s.guardedStockChange(ctx, ref, zone, delta, false)
+}
+
+// guardedStockChange is changeStock, and with capped also refuses to pass catalog.MaxStock. It
+// works inside a transaction (ctx carries the session) or alone. A ref whose category is stale
+// (the product moved) costs one claim lookup and a second try under the right key, never a
+// broadcast.
+func (s *Store) guardedStockChange(ctx context.Context, ref catalog.Ref, zone string, delta int64, capped bool) (productDoc, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		filter := productKey(ref)
+		switch {
+		case delta < 0:
+			filter = takeStockFilter(ref, zone, -delta)
+		case capped:
+			filter = addStockFilter(ref, zone, delta)
+		}
+		var doc productDoc
+		found, err := decodeOne(s.coll(collProducts).FindOneAndUpdate(ctx, filter, stockUpdate(zone, delta),
+			options.FindOneAndUpdate().SetReturnDocument(options.After)), &doc)
+		if err != nil {
+			return doc, fmt.Errorf("mongo: change stock %s/%s: %w", ref.ID, zone, err)
+		}
+		if found {
+			return doc, nil
+		}
+		// No match: the product is missing, lives under another category, or the guard refused.
+		cur, err := loadProduct(ctx, s.coll(collProducts), ref)
+		if err == nil && delta > 0 {
+			return doc, &catalog.StockCapError{ProductID: ref.ID, Zone: zone, Delta: delta, Level: cur.Stock[zone]}
+		}
+		if err == nil {
+			return doc, &catalog.InsufficientStockError{ProductID: ref.ID, Zone: zone, Requested: -delta, Available: cur.Stock[zone]}
+		}
+		if !errors.Is(err, catalog.ErrNotFound) {
+			return doc, err
+		}
+		cat, err := categoryOf(ctx, s.coll(collClaims), ref.ID)
+		if err != nil {
+			return doc, fmt.Errorf("product %s: %w", ref.ID, err)
+		}
+		if cat == ref.Category {
+			break
+		}
+		ref.Category = cat
+	}
+	return productDoc{}, fmt.Errorf("product %s: %w", ref.ID, catalog.ErrNotFound)
+}

@@ -1,0 +1,62 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/outbox"
+)
+
+type outboxLog DB
+
+func appendOutbox(ctx context.Context, tx *sql.Tx, topic, key string, payload []byte, at time.Time) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (topic, key, payload, created_at) VALUES (?, ?, ?, ?)`,
+		topic, key, payload, nanos(at)); err != nil {
+		return fmt.Errorf("append outbox %s: %w", topic, err)
+	}
+	return nil
+}
+
+func (l *outboxLog) ReadOutbox(ctx context.Context, after int64, limit int) ([]outbox.Message, error) {
+	rows, err := l.r.QueryContext(ctx, `SELECT seq, topic, key, payload, created_at FROM outbox
+		WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []outbox.Message
+	for rows.Next() {
+		var m outbox.Message
+		var at int64
+		if err := rows.Scan(&m.Seq, &m.Topic, &m.Key, &m.Payload, &at); err != nil {
+			return nil, err
+		}
+		m.At = fromNanos(at)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (l *outboxLog) Checkpoint(ctx context.Context, consumer string) (int64, error) {
+	var seq int64
+	err := l.r.QueryRowContext(ctx, `SELECT seq FROM outbox_checkpoints WHERE consumer = ?`, consumer).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}
+
+func (l *outboxLog) SaveCheckpoint(ctx context.Context, consumer string, seq int64) error {
+	_, err := l.w.ExecContext(ctx, `INSERT INTO outbox_checkpoints (consumer, seq) VALUES (?, ?)
+		ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq`, consumer, seq)
+	return err
+}
+
+func (l *outboxLog) LastSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	err := l.r.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM outbox`).Scan(&seq)
+	return seq, err
+}
