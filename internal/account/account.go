@@ -64,28 +64,44 @@ func HashPassword(password string) (string, error) {
 }
 
 // dummyHash keeps unknown-email logins exactly as slow as wrong-password ones: it is hashed at
-// HashCost, the cost of every real hash, on first use (after tests or flags have set HashCost).
+// HashCost, the cost of every real hash, once per cost (so it follows a changed HashCost).
 // At bcrypt's minimum cost an unknown e-mail answered in 3-6 ms and a known one in 75-85 ms,
 // which told an attacker which accounts exist.
-var dummyHash = sync.OnceValue(func() []byte {
-	h, err := bcrypt.GenerateFromPassword([]byte("shardmart-timing-equaliser"), HashCost)
-	if err != nil {
-		panic(fmt.Sprintf("account: bcrypt at cost %d: %v", HashCost, err)) // HashCost out of bcrypt's range
+func dummyHash() []byte {
+	dummy.mu.Lock()
+	defer dummy.mu.Unlock()
+	if dummy.hash == nil || dummy.cost != HashCost {
+		h, err := bcrypt.GenerateFromPassword([]byte("shardmart-timing-equaliser"), HashCost)
+		if err != nil {
+			panic(fmt.Sprintf("account: bcrypt at cost %d: %v", HashCost, err)) // HashCost out of bcrypt's range
+		}
+		dummy.hash, dummy.cost = h, HashCost
 	}
-	return h
-})
+	return dummy.hash
+}
 
-// Authenticate returns the user when email and password match.
+var dummy struct {
+	mu   sync.Mutex
+	cost int
+	hash []byte
+}
+
+// compareHash is bcrypt's comparison; a test counts the calls through it.
+var compareHash = bcrypt.CompareHashAndPassword
+
+// Authenticate returns the user when email and password match. Every answer but a store error
+// costs exactly one comparison at HashCost: against the dummy hash when the e-mail is unknown.
 func Authenticate(ctx context.Context, repo Repository, email, password string) (User, error) {
 	u, err := repo.UserByEmail(ctx, NormalizeEmail(email))
-	if errors.Is(err, ErrNotFound) {
-		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
-		return User{}, ErrBadCredentials
-	}
-	if err != nil {
+	hash := []byte(u.PasswordHash)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		hash = dummyHash()
+	case err != nil:
 		return User{}, err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+	match := compareHash(hash, []byte(password)) == nil
+	if err != nil || !match {
 		return User{}, ErrBadCredentials
 	}
 	return u, nil

@@ -69,9 +69,9 @@ type LoginResult struct {
 
 // Login authenticates, starts a NEW session bound to the user (a token planted before login
 // is worthless: no session fixation), merges the caller's guest cart into the user's, and only
-// then revokes the caller's session. A failure before the revoke leaves the old token working,
-// so the login can simply be repeated: Merge with nothing left to merge changes nothing, and
-// an unused new session is revoked (or expires on its own).
+// then revokes the caller's session. A failure up to and including that revoke leaves the old
+// token working, so the login can simply be repeated: Merge with nothing left to merge changes
+// nothing, and the failed attempt's new session is revoked (or expires on its own).
 func (s *Service) Login(ctx context.Context, in Login) (LoginResult, error) {
 	u, err := Authenticate(ctx, s.Users, in.Email, in.Password)
 	if err != nil {
@@ -86,15 +86,21 @@ func (s *Service) Login(ctx context.Context, in Login) (LoginResult, error) {
 	}
 	merged, err := s.Carts.Merge(ctx, in.Caller.ID, u.ID)
 	if err != nil {
-		if rerr := s.Sessions.Revoke(context.WithoutCancel(ctx), sess.ID); rerr != nil {
-			err = fmt.Errorf("%w (and the unused new session stays until it expires: %v)", err, rerr)
-		}
-		return LoginResult{}, err
+		return LoginResult{}, s.dropUnused(ctx, sess.ID, err)
 	}
 	if err := s.Sessions.Revoke(ctx, in.Caller.ID); err != nil {
-		return LoginResult{}, err
+		return LoginResult{}, s.dropUnused(ctx, sess.ID, err)
 	}
 	return LoginResult{User: u, Token: token, Session: sess, Merge: merged}, nil
+}
+
+// dropUnused revokes the session a failed login started: its token was never handed out, and
+// the client repeats the login with its old token, which still works.
+func (s *Service) dropUnused(ctx context.Context, id string, err error) error {
+	if rerr := s.Sessions.Revoke(context.WithoutCancel(ctx), id); rerr != nil {
+		return fmt.Errorf("%w (and the unused new session stays until it expires: %v)", err, rerr)
+	}
+	return err
 }
 
 // Logout ends the caller's session at once.

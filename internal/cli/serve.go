@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/demo"
+	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/shop"
 )
@@ -29,13 +30,14 @@ type serveOptions struct {
 	// statementMetrics adds the per-backend statement/command detail below the store operations.
 	statementMetrics bool
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
-	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession float64
+	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient float64
 }
 
 // limits turns the per-minute flags into the API's limits.
 func (o serveOptions) limits() httpapi.Limits {
 	return httpapi.Limits{LoginPerClient: httpapi.PerMinute(o.limitLoginClient), LoginPerAccount: httpapi.PerMinute(o.limitLoginAccount),
-		SessionsPerClient: httpapi.PerMinute(o.limitSessionsClient), EventsPerSession: httpapi.PerMinute(o.limitEventsSession)}
+		SessionsPerClient: httpapi.PerMinute(o.limitSessionsClient), EventsPerSession: httpapi.PerMinute(o.limitEventsSession),
+		EventsPerClient: httpapi.PerMinute(o.limitEventsClient)}
 }
 
 // newCmdServe builds `serve`; runF, if not nil, replaces runServe (tests).
@@ -66,6 +68,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.Float64Var(&o.limitLoginAccount, "limit-login-account", d.LoginPerAccount.PerMinute, "login attempts per minute per e-mail (0: no limit)")
 	f.Float64Var(&o.limitSessionsClient, "limit-sessions-client", d.SessionsPerClient.PerMinute, "new sessions per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitEventsSession, "limit-events-session", d.EventsPerSession.PerMinute, "events posted per minute per session (0: no limit)")
+	f.Float64Var(&o.limitEventsClient, "limit-events-client", d.EventsPerClient.PerMinute, "events posted per minute per client address, over all its sessions (0: no limit)")
 	fromEnv(f, "addr", "SHARDMART_ADDR")
 	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	fromEnv(f, "log-format", "SHARDMART_LOG_FORMAT")
@@ -181,7 +184,7 @@ func purge(ctx context.Context, s *shop.Shop, every, eventRetention time.Duratio
 		} else if n > 0 {
 			logger.Info("purged expired guest carts", "count", n)
 		}
-		if n, err := s.Stores.Events.PurgeEvents(ctx, now.Add(-eventRetention)); err != nil {
+		if n, err := s.Stores.Events.PurgeEvents(ctx, event.Cutoff(now, eventRetention)); err != nil {
 			logger.Warn("purge events", "err", err)
 		} else if n > 0 {
 			logger.Info("purged events past the retention", "count", n, "retention", eventRetention)

@@ -51,6 +51,23 @@ type Query struct {
 // DefaultRetention is how long events are kept: 90 days, as the seed's Cassandra TTL.
 const DefaultRetention = 90 * 24 * time.Hour
 
+// Expiry is when an event that happened at `at` leaves the store under retention (0:
+// DefaultRetention). Backends whose rows expire by themselves write it as the TTL.
+func Expiry(at time.Time, retention time.Duration) time.Time {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	return at.Add(retention)
+}
+
+// Cutoff is the instant before which events are past the retention at now: what a purge deletes.
+func Cutoff(now time.Time, retention time.Duration) time.Time {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	return now.Add(-retention)
+}
+
 // Repository stores events.
 type Repository interface {
 	// AppendEvent stores e; an event already past the retention may be dropped instead.

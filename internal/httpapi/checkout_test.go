@@ -96,8 +96,8 @@ func TestLogoutRevokesTheToken(t *testing.T) {
 	}
 }
 
-// Logins, new sessions and events are rate-limited: past the burst a 429 problem with
-// Retry-After, and the client is served again once that time has passed.
+// SES-1 EVT-1: logins, new sessions and events are rate-limited: past the burst a 429 problem
+// with Retry-After, and the client is served again once that time has passed.
 func TestRateLimits(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -106,7 +106,7 @@ func TestRateLimits(t *testing.T) {
 	e := newEnvWith(t, func(d *Deps) {
 		d.Now = clock
 		d.Limits = Limits{LoginPerClient: PerMinute(6), LoginPerAccount: PerMinute(4),
-			SessionsPerClient: PerMinute(10), EventsPerSession: PerMinute(4)}
+			SessionsPerClient: PerMinute(10), EventsPerSession: PerMinute(4), EventsPerClient: PerMinute(12)}
 	})
 	limited := func(what string, q req) {
 		t.Helper()
@@ -131,6 +131,11 @@ func TestRateLimits(t *testing.T) {
 	}
 	limited("events", req{method: "POST", path: "/v1/events", token: tokens[0], body: map[string]string{"type": "view"}})
 	e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/events", token: tokens[1], body: map[string]string{"type": "view"}})
+	// A client's sessions share its event budget (a burst of 6): fresh sessions do not renew it.
+	for _, tok := range []string{tokens[2], tokens[2], tokens[3]} {
+		e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/events", token: tok, body: map[string]string{"type": "view"}})
+	}
+	limited("events from a client's next session", req{method: "POST", path: "/v1/events", token: tokens[4], body: map[string]string{"type": "view"}})
 
 	// Password guessing on one account: 2 tries, then 429 — also from another session.
 	wrong := map[string]string{"email": "victim@example.com", "password": "guess-guess"}

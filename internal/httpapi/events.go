@@ -31,7 +31,7 @@ func viewEvent(e event.Event) eventView {
 // appendEvent records an event for the caller; the server sets actor, id and time, so nobody
 // can write into another actor's stream.
 func (s *server) appendEvent(w http.ResponseWriter, r *http.Request, c *caller, in *eventInput) error {
-	if err := s.limitEvents(c); err != nil {
+	if err := s.limitEvents(r, c); err != nil {
 		return err
 	}
 	id, err := uuid.NewV7()

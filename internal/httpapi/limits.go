@@ -12,12 +12,16 @@ import (
 )
 
 // Limits bound what one client, account or session can do per minute (the zero Limit is no
-// limit). They are per API process.
+// limit). They are per API process. A client is its address (an IPv6 address's /64:
+// ratelimit.ClientKey).
 type Limits struct {
-	LoginPerClient    ratelimit.Limit // login attempts per client address
+	LoginPerClient    ratelimit.Limit // login attempts per client
 	LoginPerAccount   ratelimit.Limit // login attempts per e-mail, from anywhere
-	SessionsPerClient ratelimit.Limit // new sessions per client address
+	SessionsPerClient ratelimit.Limit // new sessions per client
 	EventsPerSession  ratelimit.Limit // events posted per session
+	// EventsPerClient caps a client's events over all its sessions: sessions are cheap, so
+	// a per-session quota alone grows with every session a client opens.
+	EventsPerClient ratelimit.Limit
 }
 
 // PerMinute is a limit of n per minute with a burst of half a minute's worth (0: no limit).
@@ -28,19 +32,20 @@ func PerMinute(n float64) ratelimit.Limit {
 // DefaultLimits are serve's defaults: far above a person's pace, far below a script's.
 func DefaultLimits() Limits {
 	return Limits{LoginPerClient: PerMinute(20), LoginPerAccount: PerMinute(10),
-		SessionsPerClient: PerMinute(60), EventsPerSession: PerMinute(600)}
+		SessionsPerClient: PerMinute(60), EventsPerSession: PerMinute(600), EventsPerClient: PerMinute(2400)}
 }
 
 type limiters struct {
-	loginClient, loginAccount, sessions, events *ratelimit.Keyed
+	loginClient, loginAccount, sessions, events, eventsClient *ratelimit.Keyed
 }
 
 func newLimiters(l Limits, now func() time.Time) limiters {
 	return limiters{
-		loginClient:  ratelimit.New(l.LoginPerClient, now),
-		loginAccount: ratelimit.New(l.LoginPerAccount, now),
-		sessions:     ratelimit.New(l.SessionsPerClient, now),
-		events:       ratelimit.New(l.EventsPerSession, now),
+		loginClient:  ratelimit.New(l.LoginPerClient, 0, now),
+		loginAccount: ratelimit.New(l.LoginPerAccount, 0, now),
+		sessions:     ratelimit.New(l.SessionsPerClient, 0, now),
+		events:       ratelimit.New(l.EventsPerSession, 0, now),
+		eventsClient: ratelimit.New(l.EventsPerClient, 0, now),
 	}
 }
 
@@ -64,14 +69,15 @@ type check = struct {
 }
 
 func (s *server) limitLogin(r *http.Request, email string) error {
-	return take("login attempts", check{s.limits.loginClient, clientIP(r)},
+	return take("login attempts", check{s.limits.loginClient, ratelimit.ClientKey(clientIP(r))},
 		check{s.limits.loginAccount, account.NormalizeEmail(email)})
 }
 
 func (s *server) limitSessions(r *http.Request) error {
-	return take("new sessions from this address", check{s.limits.sessions, clientIP(r)})
+	return take("new sessions from this address", check{s.limits.sessions, ratelimit.ClientKey(clientIP(r))})
 }
 
-func (s *server) limitEvents(c *caller) error {
-	return take("events from this session", check{s.limits.events, c.sess.ID})
+func (s *server) limitEvents(r *http.Request, c *caller) error {
+	return take("events", check{s.limits.events, c.sess.ID},
+		check{s.limits.eventsClient, ratelimit.ClientKey(clientIP(r))})
 }

@@ -2,7 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -44,16 +44,35 @@ func TestMetrics(t *testing.T) {
 	_ = New(Deps{Services: e.services, Registry: e.reg, Logger: slog.New(slog.DiscardHandler)})
 }
 
+// TestHealthAndReadiness: /readyz pings the placement's real backends and, with one closed,
+// answers 503 naming it (not its error, which may carry addresses); /healthz is liveness and
+// stays 200.
 func TestHealthAndReadiness(t *testing.T) {
 	e := newEnv(t)
-	e.must(t, 200, req{method: "GET", path: "/healthz"})
-	e.must(t, 200, req{method: "GET", path: "/readyz"})
-	h := New(Deps{Services: e.services, Logger: slog.New(slog.DiscardHandler),
-		Ready: func(context.Context) error { return errors.New("sqlite: disk I/O error") }})
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
-	if rec.Code != 503 || strings.Contains(rec.Body.String(), "disk") || rec.Header().Get("Content-Type") != "application/problem+json" {
-		t.Fatalf("readyz on a failing backend: %d %s", rec.Code, rec.Body)
+	h := New(Deps{Services: e.services, Logger: slog.New(slog.DiscardHandler), Ready: e.stores.Ready})
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if rec := get(path); rec.Code != 200 {
+			t.Fatalf("%s with the store open: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	if err := e.stores.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec := get("/readyz")
+	var p Problem
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 503 || rec.Header().Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("readyz with the store closed: %d %s", rec.Code, rec.Body)
+	}
+	if p.Detail != "not answering: sqlite" || strings.Contains(rec.Body.String(), "closed") {
+		t.Errorf("readyz detail %q: want it to name the sqlite backend and nothing of its error", p.Detail)
+	}
+	if rec := get("/healthz"); rec.Code != 200 {
+		t.Errorf("healthz with the store closed: %d, want 200 (liveness only)", rec.Code)
 	}
 }
 

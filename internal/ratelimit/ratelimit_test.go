@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -11,7 +12,7 @@ func (c *clock) now() time.Time { return c.t }
 
 func TestBurstThenRefusedWithRetryAfterThenRefilled(t *testing.T) {
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	k := New(Limit{PerMinute: 60, Burst: 3}, c.now) // one token a second
+	k := New(Limit{PerMinute: 60, Burst: 3}, 0, c.now) // one token a second
 	for i := 0; i < 3; i++ {
 		if ok, _ := k.Allow("a", 1); !ok {
 			t.Fatalf("request %d within the burst refused", i+1)
@@ -32,7 +33,7 @@ func TestBurstThenRefusedWithRetryAfterThenRefilled(t *testing.T) {
 
 func TestRefusalTakesNothing(t *testing.T) {
 	c := &clock{t: time.Unix(0, 0)}
-	k := New(Limit{PerMinute: 60, Burst: 1}, c.now)
+	k := New(Limit{PerMinute: 60, Burst: 1}, 0, c.now)
 	k.Allow("a", 1)
 	for i := 0; i < 5; i++ { // hammering while refused must not push the wait further out
 		k.Allow("a", 1)
@@ -45,7 +46,7 @@ func TestRefusalTakesNothing(t *testing.T) {
 
 func TestIdleKeysAreDropped(t *testing.T) {
 	c := &clock{t: time.Unix(0, 0)}
-	k := New(Limit{PerMinute: 60, Burst: 2}, c.now) // refills in 2s
+	k := New(Limit{PerMinute: 60, Burst: 2}, 0, c.now) // refills in 2s
 	for _, key := range []string{"a", "b", "c"} {
 		k.Allow(key, 1)
 	}
@@ -57,7 +58,7 @@ func TestIdleKeysAreDropped(t *testing.T) {
 }
 
 func TestZeroLimitAllowsEverything(t *testing.T) {
-	k := New(Limit{}, nil)
+	k := New(Limit{}, 0, nil)
 	for i := 0; i < 1000; i++ {
 		if ok, _ := k.Allow("a", 1); !ok {
 			t.Fatal("an unset limit refused a request")
@@ -69,8 +70,49 @@ func TestZeroLimitAllowsEverything(t *testing.T) {
 }
 
 func TestMoreThanABurstIsRefused(t *testing.T) {
-	k := New(Limit{PerMinute: 60, Burst: 2}, nil)
+	k := New(Limit{PerMinute: 60, Burst: 2}, 0, nil)
 	if ok, wait := k.Allow("a", 3); ok || wait <= 0 {
 		t.Errorf("3 tokens from a bucket of 2: ok=%v wait=%v", ok, wait)
+	}
+}
+
+// Memory stays bounded under a flood of new keys within one refill period: the least recently
+// seen key goes first, and a key in use survives.
+func TestKeysAreCapped(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	k := New(Limit{PerMinute: 1, Burst: 1}, 3, c.now) // nothing idles within this test
+	k.Allow("victim", 1)
+	k.Allow("old", 1)
+	for i := 0; i < 10; i++ {
+		k.Allow("victim", 1) // in use: stays the most recently seen
+		k.Allow(fmt.Sprintf("flood-%d", i), 1)
+	}
+	if n := k.Len(); n != 3 {
+		t.Errorf("%d keys held, want the cap of 3", n)
+	}
+	if ok, _ := k.Allow("victim", 1); ok {
+		t.Error("the key in use was dropped by the flood: its spent bucket came back full")
+	}
+	if ok, _ := k.Allow("old", 1); !ok {
+		t.Error("the least recently seen key was kept past the cap")
+	}
+}
+
+func TestClientKey(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"192.0.2.1", "192.0.2.2", false},
+		{"192.0.2.1", "::ffff:192.0.2.1", true},
+		{"2001:db8::1", "2001:db8::ffff:1", true},  // one /64
+		{"2001:db8::1", "2001:db8:0:1::1", false},  // the next /64
+		{"fe80::1%eth0", "fe80::2%eth1", true},     // zones do not split a /64
+		{"not-an-address", "not-an-address", true}, // its own key
+		{"not-an-address", "also-not-an-address", false},
+	} {
+		if got := ClientKey(c.a) == ClientKey(c.b); got != c.same {
+			t.Errorf("ClientKey(%q)=%q, ClientKey(%q)=%q: same=%v, want %v", c.a, ClientKey(c.a), c.b, ClientKey(c.b), got, c.same)
+		}
 	}
 }

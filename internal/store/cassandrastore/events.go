@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -45,14 +44,12 @@ func (r *Events) AppendEvent(ctx context.Context, e event.Event) error {
 	if details == nil {
 		details = map[string]string{}
 	}
-	retention := r.retention
-	if retention <= 0 {
-		retention = event.DefaultRetention
-	}
-	ttl := int(math.Ceil(time.Until(e.At.Add(retention)).Seconds()))
-	if ttl <= 0 {
+	now := time.Now()
+	exp := event.Expiry(e.At, r.retention)
+	if !exp.After(now) {
 		return nil // past the retention already: the row would be born expired
 	}
+	ttl := ttlUntil(exp, now)
 	// The primary key includes event_id, so a retried append rewrites the same row.
 	err := r.s.Query(eventInsert, e.Actor, event.Day(e.At), ts(e.At), e.ID, string(e.Type), e.ProductID, details, ttl).
 		WithContext(ctx).Consistency(EventsConsistency).Idempotent(true).Exec()

@@ -177,6 +177,42 @@ func TestTTLsAsStored(t *testing.T) {
 	}
 }
 
+// EVT-1: an event row lives for the configured retention counted from the event's time, not
+// the table's 90-day default counted from the write; one already past it is not written.
+func TestEventTTLFollowsTheConfiguredRetention(t *testing.T) {
+	st := store(t)
+	ctx := context.Background()
+	r := &Events{s: st.Session(), retention: 2 * time.Hour}
+	now := time.Now().UTC()
+	actor := "u:" + rid("u")
+	recent := event.Event{ID: rid("e"), Actor: actor, Type: event.View, At: now.Add(-30 * time.Minute)}
+	stale := event.Event{ID: rid("e"), Actor: actor, Type: event.View, At: now.Add(-3 * time.Hour)}
+	for _, e := range []event.Event{recent, stale} {
+		if err := r.AppendEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ttl int
+	err := st.Session().Query(`SELECT TTL(type) FROM user_events WHERE actor = ? AND event_date = ? AND at = ? AND event_id = ?`,
+		actor, event.Day(recent.At), recent.At.Truncate(time.Millisecond), recent.ID).Scan(&ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int((90 * time.Minute).Seconds()); ttl < want-30 || ttl > want+1 {
+		t.Errorf("recent event TTL %d s, want the remaining %d s of a 2h retention", ttl, want)
+	}
+	var n int
+	if err := st.Session().Query(`SELECT count(*) FROM user_events WHERE actor = ? AND event_date = ?`, actor, event.Day(stale.At)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if stale.At.YearDay() == recent.At.YearDay() {
+		n-- // the recent event shares the day's partition
+	}
+	if n != 0 {
+		t.Errorf("an event past the retention was written (%d rows)", n)
+	}
+}
+
 func TestHistoryPagesAcrossMonths(t *testing.T) {
 	r := store(t).History()
 	ctx := context.Background()

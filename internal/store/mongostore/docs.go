@@ -300,19 +300,25 @@ func eventObjectID(actor, eventID string, at time.Time) (bson.ObjectID, error) {
 	if secs < 0 || secs > int64(^uint32(0)) {
 		return id, fmt.Errorf("event time %v outside 1970-2106, the range an ObjectId can hold", at)
 	}
-	binary.BigEndian.PutUint32(id[0:4], uint32(secs))
-	binary.BigEndian.PutUint16(id[4:6], uint16(at.Nanosecond()/int(time.Millisecond)))
+	id = timeObjectID(at)
 	sum := sha256.Sum256([]byte(strconv.Itoa(len(actor)) + ":" + actor + eventID))
 	copy(id[6:], sum[:6])
 	return id, nil
 }
 
+// timeObjectID is the smallest event _id of instant t (to the millisecond): seconds, then
+// milliseconds, then zeros where an event's actor hash goes. Events sort by it like by time.
+func timeObjectID(t time.Time) bson.ObjectID {
+	var id bson.ObjectID
+	binary.BigEndian.PutUint32(id[0:4], uint32(t.Unix()))
+	binary.BigEndian.PutUint16(id[4:6], uint16(t.Nanosecond()/int(time.Millisecond)))
+	return id
+}
+
 // dayBounds are the ObjectIds bounding one UTC day: [lo, hi).
 func dayBounds(day time.Time) (lo, hi bson.ObjectID) {
 	start := event.Day(day)
-	binary.BigEndian.PutUint32(lo[0:4], uint32(start.Unix()))
-	binary.BigEndian.PutUint32(hi[0:4], uint32(start.Add(24*time.Hour).Unix()))
-	return lo, hi
+	return timeObjectID(start), timeObjectID(start.Add(24 * time.Hour))
 }
 
 func (d eventDoc) event() event.Event {

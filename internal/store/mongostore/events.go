@@ -2,7 +2,6 @@ package mongostore
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -42,10 +41,7 @@ func (r *events) PurgeEvents(ctx context.Context, before time.Time) (int, error)
 	if before.Unix() <= 0 {
 		return 0, nil
 	}
-	var bound bson.ObjectID
-	binary.BigEndian.PutUint32(bound[0:4], uint32(before.Unix()))
-	binary.BigEndian.PutUint16(bound[4:6], uint16(before.Nanosecond()/int(time.Millisecond)))
-	res, err := r.store().coll(collEvents).DeleteMany(ctx, d(e("_id", d(e("$lt", bound)))))
+	res, err := r.store().coll(collEvents).DeleteMany(ctx, d(e("_id", d(e("$lt", timeObjectID(before))))))
 	if err != nil {
 		return 0, fmt.Errorf("mongo: purge events: %w", err)
 	}

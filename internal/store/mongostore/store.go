@@ -174,7 +174,6 @@ func New(client *mongo.Client, o Options) *Store {
 	return &Store{client: client, db: db, policy: p, lag: o.Lag, onRoute: o.OnRoute, partitions: parts}
 }
 
-// Close stops the lag monitor and disconnects a client Open created.
 // Ping asks the primary (through a mongos: a router that reaches one): writes can be taken.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.client.Ping(ctx, readpref.Primary()); err != nil {
@@ -183,6 +182,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Close stops the lag monitor and disconnects a client Open created.
 func (s *Store) Close() error {
 	if s.stopLag != nil {
 		s.stopLag()

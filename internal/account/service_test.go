@@ -1,0 +1,148 @@
+package account_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+// world is the account service over a real embedded store, wired as internal/shop wires it.
+type world struct {
+	stores   *placement.Stores
+	sessions *session.Service
+	carts    *cart.Service
+}
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	account.HashCost = bcrypt.MinCost
+	st, err := placement.Open(context.Background(), placement.Embedded(), placement.Options{SQLitePath: filepath.Join(t.TempDir(), "a.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return world{stores: st,
+		sessions: &session.Service{Sessions: st.Sessions, TTL: time.Hour, Now: time.Now},
+		carts:    &cart.Service{Carts: st.Carts, Products: st.Products, Orders: st.Orders, Now: time.Now}}
+}
+
+func (w world) service(s account.Sessions) *account.Service {
+	return &account.Service{Users: w.stores.Users, Sessions: s, Carts: w.carts, Now: time.Now}
+}
+
+// SES-1: an unknown e-mail costs the one bcrypt comparison a known one costs, against a hash
+// of the cost real hashes have; without it the answer time tells which accounts exist.
+func TestUnknownEmailRunsTheComparison(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	if _, err := w.service(w.sessions).Register(ctx, "known@example.com", "password123"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, email, password string }{
+		{"unknown e-mail", "nobody@example.com", "password123"},
+		{"wrong password", "known@example.com", "password999"},
+	} {
+		var n int
+		var hashes [][]byte
+		restore := account.CountComparisons(&n, &hashes)
+		_, err := account.Authenticate(ctx, w.stores.Users, c.email, c.password)
+		restore()
+		if !errors.Is(err, account.ErrBadCredentials) {
+			t.Fatalf("%s: got %v, want ErrBadCredentials", c.name, err)
+		}
+		if n != 1 {
+			t.Fatalf("%s: %d bcrypt comparisons, want 1", c.name, n)
+		}
+		if cost, err := bcrypt.Cost(hashes[0]); err != nil || cost != account.HashCost {
+			t.Errorf("%s: compared against a hash of cost %d (%v), real hashes cost %d", c.name, cost, err, account.HashCost)
+		}
+	}
+}
+
+// flakySessions is the real session service whose Revoke of one id fails once: a crash or an
+// unreachable store between the cart merge and the end of the guest session.
+type flakySessions struct {
+	*session.Service
+	failOnce string
+	started  []string // ids of the sessions StartFor created
+}
+
+func (f *flakySessions) StartFor(ctx context.Context, userID, ip, ua string) (string, session.Session, error) {
+	tok, s, err := f.Service.StartFor(ctx, userID, ip, ua)
+	f.started = append(f.started, s.ID)
+	return tok, s, err
+}
+
+func (f *flakySessions) Revoke(ctx context.Context, id string) error {
+	if id == f.failOnce {
+		f.failOnce = ""
+		return errors.New("sessions store unreachable")
+	}
+	return f.Service.Revoke(ctx, id)
+}
+
+// SES-1 CRT-5: a login that fails after merging but before revoking the guest session leaves
+// the guest token working and no stray new session; repeating it merges nothing twice, hands
+// out a token bound to the user, and only then does the guest token stop working.
+func TestLoginRepeatedAfterFailedRevokeEndsConsistent(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	p := catalog.Product{ID: "mug", Name: "Mug", Category: "kitchen", Price: 1250, Stock: map[string]int64{"eu": 9}, CreatedAt: now, UpdatedAt: now}
+	if err := w.stores.Products.CreateProduct(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	u, err := w.service(w.sessions).Register(ctx, "ann@example.com", "password123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guestToken, guest, err := w.sessions.Start(ctx, "203.0.113.9", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.carts.Put(ctx, cart.Guest(guest.ID), guest.ExpiresAt, "mug", 2); err != nil {
+		t.Fatal(err)
+	}
+	flaky := &flakySessions{Service: w.sessions, failOnce: guest.ID}
+	svc := w.service(flaky)
+	login := account.Login{Caller: guest, Email: "ann@example.com", Password: "password123"}
+
+	if _, err := svc.Login(ctx, login); err == nil {
+		t.Fatal("login whose revoke failed reported success")
+	}
+	if _, err := w.sessions.Authenticate(ctx, guestToken); err != nil {
+		t.Fatalf("guest token after the failed login: %v, want it still working so the login can be repeated", err)
+	}
+	if len(flaky.started) != 1 {
+		t.Fatalf("first attempt started %d sessions, want 1", len(flaky.started))
+	}
+	if _, err := w.stores.Sessions.GetSession(ctx, flaky.started[0], time.Now()); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("the failed attempt's new session (its token never handed out): %v, want it revoked", err)
+	}
+
+	res, err := svc.Login(ctx, login)
+	if err != nil {
+		t.Fatalf("repeated login: %v", err)
+	}
+	if _, err := w.sessions.Authenticate(ctx, guestToken); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("guest token after the login: %v, want ErrNotFound", err)
+	}
+	got, err := w.sessions.Authenticate(ctx, res.Token)
+	if err != nil || got.UserID != u.ID {
+		t.Fatalf("new token: %+v, %v; want a session of %s", got, err, u.ID)
+	}
+	c, err := w.carts.Get(ctx, cart.User(u.ID))
+	if err != nil || len(c.Items) != 1 || c.Items[0].Quantity != 2 {
+		t.Errorf("user cart after the repeated login: %+v, %v; want the 2 mugs once", c.Items, err)
+	}
+}
