@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,54 @@ func TestPortInUse(t *testing.T) {
 	err = other.StartMember(context.Background(), 0)
 	if err == nil || !strings.Contains(err.Error(), s.Members()[0].Host) {
 		t.Fatalf("second set on the same port: %v", err)
+	}
+}
+
+// A sharded cluster without a router: the config server knows both shards, a second Up
+// registers nothing twice, and the chunk size is set.
+func TestShardedClusterRegistersItsShards(t *testing.T) {
+	c := ClusterForTest(t, ClusterOptions{Shards: 2, ChunkSizeMB: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	got, err := c.RegisteredShards(ctx)
+	if err != nil || strings.Join(got, ",") != "sh0,sh1" {
+		t.Fatalf("config.shards: %v, %v; want sh0,sh1", got, err)
+	}
+	if err := c.Up(ctx); err != nil {
+		t.Fatalf("second Up: %v", err)
+	}
+	if got, err := c.RegisteredShards(ctx); err != nil || len(got) != 2 {
+		t.Fatalf("after a second Up: %v, %v", got, err)
+	}
+	err = c.withConfig(ctx, func(admin *mongo.Database) error {
+		var doc struct {
+			Value int `bson:"value"`
+		}
+		if err := admin.Client().Database("config").Collection("settings").FindOne(ctx, bson.D{{Key: "_id", Value: "chunksize"}}).Decode(&doc); err != nil {
+			return err
+		}
+		if doc.Value != 1 {
+			return fmt.Errorf("chunk size %d MB, want 1", doc.Value)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Shards {
+		if st := s.Status(ctx); len(st) != 1 || st[0].State != "PRIMARY" || !strings.HasPrefix(st[0].Version, "6.0") {
+			t.Errorf("shard %s: %+v, want one PRIMARY running 6.0", s.Name(), st)
+		}
+		// The shard itself knows it joined: its shardIdentity names the config server's set.
+		var id struct {
+			ShardName                 string `bson:"shardName"`
+			ConfigsvrConnectionString string `bson:"configsvrConnectionString"`
+		}
+		err := s.withMember(ctx, 0, func(cl *mongo.Client) error {
+			return cl.Database("admin").Collection("system.version").FindOne(ctx, bson.D{{Key: "_id", Value: "shardIdentity"}}).Decode(&id)
+		})
+		if err != nil || id.ShardName != s.Name() || !strings.HasPrefix(id.ConfigsvrConnectionString, c.Config.Name()+"/") {
+			t.Errorf("shard %s identity: %+v, %v", s.Name(), id, err)
+		}
 	}
 }

@@ -96,3 +96,43 @@ func ForTest(t testing.TB, opts Options) *Set {
 	})
 	return s
 }
+
+// ClusterForTest starts a sharded cluster (config server and shards, no router) for one test
+// and SIGKILLs it in t.Cleanup, even when the test fails. Clusters on one BasePort take turns.
+func ClusterForTest(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	if opts.BasePort == 0 {
+		opts.BasePort = ShardedTestPort
+	}
+	opts.DieWithParent = true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	unlock, err := serverproc.Lock(ctx, filepath.Join(os.TempDir(), "shardmart-mongod-"+strconv.Itoa(opts.BasePort)+".lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCluster(opts)
+	if err != nil {
+		unlock()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, s := range c.sets() {
+				t.Logf("%s member 0:\n%s", s.Name(), s.LogTail(0))
+			}
+		}
+		c.KillAll()
+		unlock()
+	})
+	if err := c.Up(ctx); err != nil {
+		if errors.Is(err, ErrPrerequisite) {
+			t.Fatalf("MongoDB tests need python3 with pip: %v", err)
+		}
+		t.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,191 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// ClusterOptions describe a local sharded cluster without a router: a config server replica
+// set and Shards shard replica sets. mongos cannot be had here; the config server and the
+// shards run the whole sharding machinery (metadata, zones, the balancer, range moves) when
+// mongos's internal commands are sent to them directly, which test code does.
+type ClusterOptions struct {
+	Dir             string // cluster directory (one subdirectory per set); required
+	Shards          int    // 1..8, default 2
+	MembersPerShard int    // 1 or 3, default 1
+	// BasePort: the config server listens from BasePort, shard i from BasePort+10*(i+1).
+	BasePort int
+	Addr     string // default 127.0.0.1
+	// ChunkSizeMB, when set, is written to config.settings (MongoDB's default is 128).
+	ChunkSizeMB   int
+	CacheGB       float64 // WiredTiger cache per member, default 0.25
+	DieWithParent bool
+	CacheDir      string
+	BootTimeout   time.Duration
+	Logger        *slog.Logger
+}
+
+// Cluster is a config server set and its shard sets.
+type Cluster struct {
+	Config *Set
+	Shards []*Set
+	opts   ClusterOptions
+}
+
+// NewCluster lays the sets out; nothing starts.
+func NewCluster(o ClusterOptions) (*Cluster, error) {
+	if o.Dir == "" {
+		return nil, errors.New("launcher: ClusterOptions.Dir is required")
+	}
+	if o.Shards == 0 {
+		o.Shards = 2
+	}
+	if o.Shards < 1 || o.Shards > 8 {
+		return nil, fmt.Errorf("launcher: %d shards: want 1 to 8", o.Shards)
+	}
+	if o.MembersPerShard == 0 {
+		o.MembersPerShard = 1
+	}
+	if o.MembersPerShard != 1 && o.MembersPerShard != 3 {
+		return nil, fmt.Errorf("launcher: %d members per shard: want 1 or 3", o.MembersPerShard)
+	}
+	if o.BasePort == 0 {
+		o.BasePort = UserPort
+	}
+	set := func(name string, role Role, port, members int, extra []string) (*Set, error) {
+		return New(Options{Dir: filepath.Join(o.Dir, name), Name: name, Members: members, Addr: o.Addr,
+			BasePort: port, Role: role, CacheGB: o.CacheGB, ExtraArgs: extra, DieWithParent: o.DieWithParent,
+			CacheDir: o.CacheDir, BootTimeout: o.BootTimeout, Logger: o.Logger})
+	}
+	c := &Cluster{opts: o}
+	var err error
+	if c.Config, err = set("cfg", RoleConfig, o.BasePort, 1, nil); err != nil {
+		return nil, err
+	}
+	for i := range o.Shards {
+		// Without it a range moved back to a shard that recently gave it away waits up to 15
+		// minutes for the old copy's deletion.
+		s, err := set(fmt.Sprintf("sh%d", i), RoleShard, o.BasePort+10*(i+1), o.MembersPerShard,
+			[]string{"--setParameter", "orphanCleanupDelaySecs=0"})
+		if err != nil {
+			return nil, err
+		}
+		c.Shards = append(c.Shards, s)
+	}
+	return c, nil
+}
+
+func (c *Cluster) sets() []*Set { return append([]*Set{c.Config}, c.Shards...) }
+
+// ConfigURI is the config server's connection string (the cluster has no router).
+func (c *Cluster) ConfigURI() string { return c.Config.URI() }
+
+// Up starts every set (in parallel), registers each shard with the config server unless it is
+// already registered, and sets the chunk size.
+func (c *Cluster) Up(ctx context.Context) error {
+	errs := make(chan error, len(c.sets()))
+	for _, s := range c.sets() {
+		go func() { errs <- s.Up(ctx) }()
+	}
+	var all []error
+	for range c.sets() {
+		all = append(all, <-errs)
+	}
+	if err := errors.Join(all...); err != nil {
+		return fmt.Errorf("launcher: start cluster: %w", err)
+	}
+	return c.withConfig(ctx, func(admin *mongo.Database) error {
+		have, err := c.registered(ctx, admin)
+		if err != nil {
+			return err
+		}
+		for _, s := range c.Shards {
+			if have[s.Name()] {
+				continue
+			}
+			cmd := bson.D{{Key: "_configsvrAddShard", Value: s.Name() + "/" + strings.Join(s.Hosts(), ",")},
+				{Key: "name", Value: s.Name()}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}}}}
+			if err := admin.RunCommand(ctx, cmd).Err(); err != nil {
+				return fmt.Errorf("launcher: add shard %s: %w", s.Name(), err)
+			}
+		}
+		if c.opts.ChunkSizeMB > 0 {
+			_, err := admin.Client().Database("config").Collection("settings").UpdateOne(ctx,
+				bson.D{{Key: "_id", Value: "chunksize"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "value", Value: c.opts.ChunkSizeMB}}}},
+				options.UpdateOne().SetUpsert(true))
+			if err != nil {
+				return fmt.Errorf("launcher: set chunk size: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// registered reads config.shards: the shards the config server knows.
+func (c *Cluster) registered(ctx context.Context, admin *mongo.Database) (map[string]bool, error) {
+	cur, err := admin.Client().Database("config").Collection("shards").Find(ctx, bson.D{})
+	if err != nil {
+		return nil, fmt.Errorf("launcher: read config.shards: %w", err)
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("launcher: read config.shards: %w", err)
+	}
+	have := map[string]bool{}
+	for _, d := range docs {
+		have[d.ID] = true
+	}
+	return have, nil
+}
+
+// RegisteredShards names the shards in config.shards, sorted.
+func (c *Cluster) RegisteredShards(ctx context.Context) ([]string, error) {
+	var names []string
+	err := c.withConfig(ctx, func(admin *mongo.Database) error {
+		have, err := c.registered(ctx, admin)
+		for n := range have {
+			names = append(names, n)
+		}
+		return err
+	})
+	slices.Sort(names)
+	return names, err
+}
+
+func (c *Cluster) withConfig(ctx context.Context, fn func(admin *mongo.Database) error) error {
+	client, err := mongo.Connect(options.Client().ApplyURI(c.ConfigURI()).SetServerSelectionTimeout(10 * time.Second))
+	if err != nil {
+		return fmt.Errorf("launcher: connect to the config server: %w", err)
+	}
+	defer func() { _ = client.Disconnect(context.WithoutCancel(ctx)) }()
+	return fn(client.Database("admin"))
+}
+
+// Down stops the shards, then the config server.
+func (c *Cluster) Down(ctx context.Context) error {
+	var all []error
+	for _, s := range c.Shards {
+		all = append(all, s.Down(ctx))
+	}
+	all = append(all, c.Config.Down(ctx))
+	return errors.Join(all...)
+}
+
+// KillAll SIGKILLs every member of every set (throwaway test clusters).
+func (c *Cluster) KillAll() {
+	for _, s := range c.sets() {
+		s.KillAll()
+	}
+}
