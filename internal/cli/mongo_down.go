@@ -34,6 +34,17 @@ func newCmdMongoDown(stdio IO, runF func(context.Context, mongoDownOptions) erro
 }
 
 func mongoDown(ctx context.Context, stdio IO, o mongoDownOptions) error {
+	if c, err := launcher.OpenCluster(o.Dir, nil); err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		if err := c.Down(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdio.Out, "sharded cluster stopped: config server and %d shard(s) (data kept in %s)\n", len(c.Shards), o.Dir)
+		return nil
+	} else if !errors.Is(err, launcher.ErrNoSet) {
+		return err
+	}
 	s, err := launcher.Open(o.Dir, nil)
 	if errors.Is(err, launcher.ErrNoSet) {
 		fmt.Fprintln(stdio.Out, "no replica set to stop")

@@ -66,3 +66,37 @@ func TestMongoUpStatusDown(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// `mongo up --shards 2` starts a config server and two shards, says there is no router, and
+// prints the config server's URI last; status shows the registered shards; down stops all.
+func TestMongoUpShardsStatusDown(t *testing.T) {
+	dir := t.TempDir()
+	port := launcher.ServeTestPort + 50 // config server; shards at +10 and +20
+	out, err := runMongo(t, "up", "--dir", dir, "--port", itoa(port), "--shards", "2", "--chunk-size-mb", "1")
+	t.Cleanup(func() {
+		if c, err := launcher.OpenCluster(dir, nil); err == nil {
+			c.KillAll()
+		}
+	})
+	if err != nil {
+		t.Fatalf("up --shards: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if last := lines[len(lines)-1]; last != "mongodb://127.0.0.1:"+itoa(port)+"/?replicaSet=cfg" {
+		t.Fatalf("last line of up --shards: %q", last)
+	}
+	if !strings.Contains(out, "NO router") || !strings.Contains(out, "sh1") {
+		t.Errorf("up --shards does not show the shards or say there is no router:\n%s", out)
+	}
+	out, err = runMongo(t, "status", "--dir", dir)
+	if err != nil || !strings.Contains(out, "registered shards: sh0, sh1") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	if out, err = runMongo(t, "down", "--dir", dir); err != nil || !strings.Contains(out, "sharded cluster stopped") {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	c, err := launcher.OpenCluster(dir, nil)
+	if err != nil || c.Running() {
+		t.Errorf("after down: %v, running %v", err, c != nil && c.Running())
+	}
+}

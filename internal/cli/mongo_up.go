@@ -14,10 +14,12 @@ import (
 
 // mongoUpOptions are `mongo up`'s settings.
 type mongoUpOptions struct {
-	Dir   string
-	Nodes int
-	Port  int
-	Name  string
+	Dir         string
+	Nodes       int
+	Port        int
+	Name        string
+	Shards      int // 0: a plain replica set
+	ChunkSizeMB int // sharded clusters only
 }
 
 func newCmdMongoUp(stdio IO, runF func(context.Context, mongoUpOptions) error) *cobra.Command {
@@ -35,8 +37,14 @@ serve --mongo-uri. The mongods keep running after the command; stop them with
 			if o.Nodes != 1 && o.Nodes != 3 {
 				return fmt.Errorf("--nodes %d: want 1 or 3", o.Nodes)
 			}
-			if o.Port < 1024 || o.Port > 65535-o.Nodes {
-				return fmt.Errorf("--port %d: want 1024 to %d", o.Port, 65535-o.Nodes)
+			if o.Port < 1024 || o.Port > 65535-o.Nodes-10*o.Shards {
+				return fmt.Errorf("--port %d: want 1024 to %d", o.Port, 65535-o.Nodes-10*o.Shards)
+			}
+			if o.Shards < 0 || o.Shards > 8 {
+				return fmt.Errorf("--shards %d: want 0 (a replica set) to 8", o.Shards)
+			}
+			if o.ChunkSizeMB < 0 || o.ChunkSizeMB > 1024 || o.ChunkSizeMB > 0 && o.Shards == 0 {
+				return fmt.Errorf("--chunk-size-mb %d: want 1 to 1024, with --shards", o.ChunkSizeMB)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -49,11 +57,16 @@ serve --mongo-uri. The mongods keep running after the command; stop them with
 	f.IntVar(&o.Nodes, "nodes", 1, "replica set members: 1 or 3")
 	f.IntVar(&o.Port, "port", launcher.UserPort, "port of member 0; member N listens on port+N")
 	f.StringVar(&o.Name, "set", "rs0", "replica set name")
+	f.IntVar(&o.Shards, "shards", 0, "start a sharded cluster instead: a config server and this many shards of --nodes members (no router: mongos is not available here)")
+	f.IntVar(&o.ChunkSizeMB, "chunk-size-mb", 0, "with --shards: the cluster's chunk size in MB (0: MongoDB's 128)")
 	return cmd
 }
 
 func mongoUp(ctx context.Context, stdio IO, o mongoUpOptions) error {
 	log := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if o.Shards > 0 {
+		return mongoUpCluster(ctx, stdio, o, log)
+	}
 	if prev, err := launcher.Open(o.Dir, nil); err == nil {
 		for i := range prev.Members() {
 			if prev.Running(i) && (len(prev.Members()) != o.Nodes || prev.Name() != o.Name) {
@@ -80,5 +93,32 @@ func mongoUp(ctx context.Context, stdio IO, o mongoUpOptions) error {
 	fmt.Fprintf(stdio.Out, "replica set %s up in %s (no mongos: a replica set, not a sharded cluster; stop with: shardmart mongo down)\n",
 		o.Name, time.Since(start).Round(100*time.Millisecond))
 	fmt.Fprintln(stdio.Out, s.URI())
+	return nil
+}
+
+// mongoUpCluster starts a config server and o.Shards shards and prints the config server's URI
+// last. There is no router: the application cannot serve from this cluster; it is for watching
+// the balancer, zones and range moves, which tests drive through the config server.
+func mongoUpCluster(ctx context.Context, stdio IO, o mongoUpOptions, log *slog.Logger) error {
+	if prev, err := launcher.OpenCluster(o.Dir, nil); err == nil && prev.Running() && len(prev.Shards) != o.Shards {
+		return fmt.Errorf("a cluster of %d shards is running in %s: run `shardmart mongo down` first", len(prev.Shards), o.Dir)
+	}
+	c, err := launcher.NewCluster(launcher.ClusterOptions{Dir: o.Dir, Shards: o.Shards, MembersPerShard: o.Nodes,
+		BasePort: o.Port, ChunkSizeMB: o.ChunkSizeMB, Logger: log})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	fmt.Fprintf(stdio.Err, "starting mongod %s: a config server and %d shard(s) of %d member(s) in %s\n", launcher.DefaultVersion, o.Shards, o.Nodes, o.Dir)
+	if err := c.Up(ctx); err != nil {
+		return err
+	}
+	printClusterStatus(ctx, stdio, c)
+	fmt.Fprintf(stdio.Out, "sharded cluster up in %s with NO router: mongos is not available here, so the application cannot serve from it; "+
+		"the config server and the shards are real (balancer, zones, range moves). Stop with: shardmart mongo down\n",
+		time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintln(stdio.Out, c.ConfigURI())
 	return nil
 }

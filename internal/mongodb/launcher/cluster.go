@@ -189,3 +189,39 @@ func (c *Cluster) KillAll() {
 		s.KillAll()
 	}
 }
+
+// OpenCluster loads the cluster that Up wrote into dir (dir/cfg, dir/sh0, …), or ErrNoSet.
+func OpenCluster(dir string, logger *slog.Logger) (*Cluster, error) {
+	cfg, err := Open(filepath.Join(dir, "cfg"), logger)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Config: cfg, opts: ClusterOptions{Dir: dir, Logger: logger}}
+	for i := 0; ; i++ {
+		s, err := Open(filepath.Join(dir, fmt.Sprintf("sh%d", i)), logger)
+		if errors.Is(err, ErrNoSet) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.Shards = append(c.Shards, s)
+	}
+	c.opts.Shards = len(c.Shards)
+	return c, nil
+}
+
+// Sets returns the config server set, then the shards.
+func (c *Cluster) Sets() []*Set { return c.sets() }
+
+// Running reports whether any member of any set is alive.
+func (c *Cluster) Running() bool {
+	for _, s := range c.sets() {
+		for i := range s.Members() {
+			if s.Running(i) {
+				return true
+			}
+		}
+	}
+	return false
+}
