@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/serverproc"
+
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/order"
@@ -131,7 +133,7 @@ func TestAcknowledgedOrdersSurvivePrimarySIGKILLAndKeyRetriesNeverDouble(t *test
 			return
 		}
 		for newPrimary = set.Primary(ctx); newPrimary < 0 && ctx.Err() == nil; newPrimary = set.Primary(ctx) {
-			_ = sleep(ctx, 20*time.Millisecond)
+			_ = serverproc.Sleep(ctx, 20*time.Millisecond)
 		}
 		electedAt = time.Now()
 		if _, killErr = waitWritable(ctx, db); killErr != nil {
@@ -220,7 +222,7 @@ func TestAcknowledgedOrdersSurvivePrimarySIGKILLAndKeyRetriesNeverDouble(t *test
 						mu.Unlock()
 						break
 					}
-					_ = sleep(ctx, 100*time.Millisecond)
+					_ = serverproc.Sleep(ctx, 100*time.Millisecond)
 				}
 			}
 		}()

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/serverproc"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -118,7 +120,7 @@ func restore(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("member 0 did not take the primary back: %+v", set.Status(ctx))
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := serverproc.Sleep(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -142,20 +144,9 @@ func waitWritable(ctx context.Context, db string) (time.Duration, error) {
 			return time.Since(began), nil
 		}
 		last = err
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := serverproc.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return time.Since(began), fmt.Errorf("no primary accepted a majority write: %w (last: %v)", err, last)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -186,7 +177,7 @@ func retry(ctx context.Context, what string, fn func(ctx context.Context) error)
 		if attempt == 50 || ctx.Err() != nil {
 			return fmt.Errorf("%s: %d attempts, last: %w", what, attempt, last)
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := serverproc.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("%s: %w (last: %v)", what, err, last)
 		}
 	}
@@ -304,7 +295,7 @@ func stepDown(ctx context.Context, force bool) (from int, err error) {
 	for attempt := 0; attempt < 20; attempt++ {
 		from = set.Primary(ctx)
 		if from < 0 {
-			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			if err := serverproc.Sleep(ctx, 100*time.Millisecond); err != nil {
 				return -1, err
 			}
 			continue
@@ -416,7 +407,7 @@ func underStepDowns(t *testing.T, ctx context.Context, db string, rounds, worker
 		err := func() error {
 			// Let the workers get going: the step-down lands at a different point of their
 			// tries each round.
-			if err := sleep(ctx, time.Duration(150+37*(r%7))*time.Millisecond); err != nil {
+			if err := serverproc.Sleep(ctx, time.Duration(150+37*(r%7))*time.Millisecond); err != nil {
 				return err
 			}
 			force := r%2 == 1
@@ -437,7 +428,7 @@ func underStepDowns(t *testing.T, ctx context.Context, db string, rounds, worker
 				st.moves = append(st.moves, fmt.Sprintf("%d→%d%s", from, set.Primary(ctx), map[bool]string{true: "f"}[force]))
 			}
 			// Keep the workers running a moment on the new primary.
-			return sleep(ctx, 500*time.Millisecond)
+			return serverproc.Sleep(ctx, 500*time.Millisecond)
 		}()
 		stop.Store(true)
 		wg.Wait()

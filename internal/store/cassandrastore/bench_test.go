@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sort"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/store/storetest"
 )
 
 // The benchmarks compare each repository operation with the same CQL statements issued raw
@@ -32,67 +30,11 @@ const benchParallelism = 8 // x GOMAXPROCS goroutines
 
 type opFunc func(ctx context.Context, i int64) error
 
-// runPair runs b.N operations from parallel goroutines, alternating repo and raw.
+// runPair measures repo against raw (storetest.BenchPair); both sides use index i as their key
+// (Cassandra keys here are built from non-negative numbers).
 func runPair(b *testing.B, repo, raw opFunc) {
 	b.Helper()
-	ctx := context.Background()
-	// Warm up: statements prepared, connections and caches hot, before anything is timed.
-	// Warm-up indices are far from the timed ones, so they never pre-create timed keys.
-	for i := int64(1 << 40); i < 1<<40+64; i++ {
-		if err := repo(ctx, i); err != nil {
-			b.Fatal(err)
-		}
-		if err := raw(ctx, i); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var (
-		n       atomic.Int64
-		workers atomic.Int64
-		mu      sync.Mutex
-		lats    [2][]time.Duration
-	)
-	b.SetParallelism(benchParallelism)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		workers.Add(1)
-		var local [2][]time.Duration
-		for pb.Next() {
-			i := n.Add(1)
-			side, op := int(i%2), repo
-			if side == 1 {
-				op = raw
-			}
-			t0 := time.Now()
-			if err := op(ctx, i/2); err != nil {
-				b.Error(err)
-				return
-			}
-			local[side] = append(local[side], time.Since(t0))
-		}
-		mu.Lock()
-		lats[0] = append(lats[0], local[0]...)
-		lats[1] = append(lats[1], local[1]...)
-		mu.Unlock()
-	})
-	b.StopTimer()
-	if len(lats[0]) == 0 || len(lats[1]) == 0 {
-		return
-	}
-	w := float64(workers.Load())
-	var mean [2]float64
-	for side, name := range []string{"repo", "raw"} {
-		l := lats[side]
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-		var sum time.Duration
-		for _, d := range l {
-			sum += d
-		}
-		mean[side] = sum.Seconds() / float64(len(l))
-		b.ReportMetric(w/mean[side], name+"-ops/s")
-		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
-	}
-	b.ReportMetric(mean[0]/mean[1], "overhead")
+	storetest.BenchPair(b, benchParallelism, storetest.PairOp(repo), storetest.PairOp(raw), func(_ int, i int64) int64 { return i })
 }
 
 func BenchmarkCarts(b *testing.B) {

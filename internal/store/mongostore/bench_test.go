@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +27,7 @@ import (
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/store/storetest"
 )
 
 // BenchmarkPairs compares each repository operation with the same commands issued raw through
@@ -63,67 +63,17 @@ type benchPair struct {
 // events, orders) never reuse a key across -count runs or the testing package's b.N=1 probe.
 var runSeq atomic.Int64
 
-// runPair runs b.N operations from parallel goroutines, alternating repo and raw.
+// runPair measures repo against raw (storetest.BenchPair); each call has its own key range and
+// raw keys are negative, so the two sides never share a new key.
 func runPair(b *testing.B, repo, raw opFunc) {
 	b.Helper()
-	ctx := context.Background()
 	base := runSeq.Add(1) << 36
-	// Warm-up: connections, plan cache and server caches hot before anything is timed.
-	for i := base + 1<<35; i < base+1<<35+64; i++ {
-		if err := repo(ctx, i); err != nil {
-			b.Fatal(err)
+	storetest.BenchPair(b, benchParallelism, storetest.PairOp(repo), storetest.PairOp(raw), func(side int, i int64) int64 {
+		if side == 1 {
+			return -(base + i)
 		}
-		if err := raw(ctx, -i); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var (
-		n       atomic.Int64
-		workers atomic.Int64
-		mu      sync.Mutex
-		lats    [2][]time.Duration
-	)
-	b.SetParallelism(benchParallelism)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		workers.Add(1)
-		var local [2][]time.Duration
-		for pb.Next() {
-			i := n.Add(1)
-			side, op, k := int(i%2), repo, base+i/2
-			if side == 1 {
-				op, k = raw, -k // raw keys are negative: the two sides never share a new key
-			}
-			t0 := time.Now()
-			if err := op(ctx, k); err != nil {
-				b.Error(err)
-				return
-			}
-			local[side] = append(local[side], time.Since(t0))
-		}
-		mu.Lock()
-		lats[0] = append(lats[0], local[0]...)
-		lats[1] = append(lats[1], local[1]...)
-		mu.Unlock()
+		return base + i
 	})
-	b.StopTimer()
-	if len(lats[0]) == 0 || len(lats[1]) == 0 {
-		return
-	}
-	w := float64(workers.Load())
-	var mean [2]float64
-	for side, name := range []string{"repo", "raw"} {
-		l := lats[side]
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-		var sum time.Duration
-		for _, d := range l {
-			sum += d
-		}
-		mean[side] = sum.Seconds() / float64(len(l))
-		b.ReportMetric(w/mean[side], name+"-ops/s")
-		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
-	}
-	b.ReportMetric(mean[0]/mean[1], "overhead")
 }
 
 // benchAbs is i without its sign: the raw side gets -k for the key k (see runPair).
