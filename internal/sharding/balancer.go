@@ -54,7 +54,13 @@ var ErrBalancerBusy = errors.New("balancer still in a balancing round")
 // It replaces the chapter's `while (sh.isBalancerRunning())` loop, which in
 // mongosh never ends: that helper returns a document, always truthy.
 func StopBalancer(ctx context.Context, a Admin, wait, poll time.Duration, out io.Writer) (BalancerStatus, error) {
-	if _, err := a.RunCommand(ctx, "admin", BalancerStopCmd(wait)); err != nil {
+	// The Go driver turns a context deadline into the command's maxTimeMS, and the server
+	// refuses a command that also carries its own ("duplicate field", found on a real config
+	// server): the wait goes in the context, not in the document.
+	stopCtx, cancel := context.WithTimeout(ctx, wait)
+	_, err := a.RunCommand(stopCtx, "admin", BalancerStopCmd(0))
+	cancel()
+	if err != nil {
 		return BalancerStatus{}, err
 	}
 	deadline := time.Now().Add(wait)

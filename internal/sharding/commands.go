@@ -70,7 +70,8 @@ func BalancerStatusCmd() bson.D { return bson.D{{Key: "balancerStatus", Value: i
 func BalancerStartCmd() bson.D { return bson.D{{Key: "balancerStart", Value: int32(1)}} }
 
 // BalancerStopCmd disables the balancer; the server waits for a running round
-// up to maxTime (the server default is 60 s when maxTime is 0).
+// up to maxTime (the server default is 60 s when maxTime is 0). This is the
+// mongosh form; from Go, send BalancerStopCmd(0) under a context deadline.
 func BalancerStopCmd(maxTime time.Duration) bson.D {
 	d := bson.D{{Key: "balancerStop", Value: int32(1)}}
 	if maxTime > 0 {

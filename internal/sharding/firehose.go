@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -145,6 +146,13 @@ func compareValues(a, b any) int {
 	}
 	switch x := a.(type) {
 	case int32, int64, float64, int:
+		// Hashed bounds are NumberLongs near ±2^63, where float64 rounds to 1024: compare
+		// two integers exactly.
+		if ia, ok := integer(x); ok {
+			if ib, ok := integer(b); ok {
+				return cmp.Compare(ia, ib)
+			}
+		}
 		fa, fb := number(x), number(b)
 		switch {
 		case fa < fb:
@@ -186,6 +194,18 @@ func asTime(v any) time.Time {
 		return d.Time()
 	}
 	return v.(time.Time)
+}
+
+func integer(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	}
+	return 0, false
 }
 
 func number(v any) float64 {
@@ -231,3 +251,7 @@ func docsEqual(a, b bson.D) bool {
 	}
 	return true
 }
+
+// CompareKeys orders two shard-key documents the way the server orders chunk bounds (MinKey
+// and MaxKey included); routing test data to the owning chunk needs the same order.
+func CompareKeys(a, b bson.D) int { return compareKeys(a, b) }

@@ -22,6 +22,7 @@ const (
 	LauncherTestPort = 27120 // this package's own tests
 	RoutingTestPort  = 27130 // internal/readrouting live lag tests, 3 members
 	ShardedTestPort  = 27200 // sharded test clusters (config server and shards)
+	ShardingTestPort = 27400 // internal/sharding's live cluster (config server and 3 shards)
 	ServeTestPort    = 27300 // the CLI's serve-on-MongoDB test
 )
 
@@ -97,6 +98,48 @@ func ForTest(t testing.TB, opts Options) *Set {
 	return s
 }
 
+// StartSharedCluster starts a sharded cluster (config server and shards, no router) for a whole
+// test binary, typically on first use, and returns stop, which must run after m.Run. Like
+// StartShared, every mongod dies with the test binary and a lock on the base port makes another
+// binary wanting the same ports wait. With an empty opts.Dir a temporary directory is used and
+// removed by stop.
+func StartSharedCluster(ctx context.Context, opts ClusterOptions) (c *Cluster, stop func(), err error) {
+	opts.DieWithParent = true
+	if opts.BasePort == 0 {
+		opts.BasePort = ShardedTestPort
+	}
+	var tmp string
+	if opts.Dir == "" {
+		if tmp, err = os.MkdirTemp("", "shardmart-cluster-"); err != nil {
+			return nil, nil, fmt.Errorf("launcher: %w", err)
+		}
+		opts.Dir = tmp
+	}
+	unlock, err := serverproc.Lock(ctx, filepath.Join(os.TempDir(), "shardmart-mongod-"+strconv.Itoa(opts.BasePort)+".lock"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {
+		unlock()
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+	}
+	if c, err = NewCluster(opts); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	stop = func() {
+		c.KillAll()
+		cleanup()
+	}
+	if err := c.Up(ctx); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("start test cluster: %w", err)
+	}
+	return c, stop, nil
+}
+
 // ClusterForTest starts a sharded cluster (config server and shards, no router) for one test
 // and SIGKILLs it in t.Cleanup, even when the test fails. Clusters on one BasePort take turns.
 func ClusterForTest(t testing.TB, opts ClusterOptions) *Cluster {
@@ -104,19 +147,13 @@ func ClusterForTest(t testing.TB, opts ClusterOptions) *Cluster {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	if opts.BasePort == 0 {
-		opts.BasePort = ShardedTestPort
-	}
-	opts.DieWithParent = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	unlock, err := serverproc.Lock(ctx, filepath.Join(os.TempDir(), "shardmart-mongod-"+strconv.Itoa(opts.BasePort)+".lock"))
+	c, stop, err := StartSharedCluster(ctx, opts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewCluster(opts)
-	if err != nil {
-		unlock()
+		if errors.Is(err, ErrPrerequisite) {
+			t.Fatalf("MongoDB tests need python3 with pip: %v", err)
+		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -125,14 +162,7 @@ func ClusterForTest(t testing.TB, opts ClusterOptions) *Cluster {
 				t.Logf("%s member 0:\n%s", s.Name(), s.LogTail(0))
 			}
 		}
-		c.KillAll()
-		unlock()
+		stop()
 	})
-	if err := c.Up(ctx); err != nil {
-		if errors.Is(err, ErrPrerequisite) {
-			t.Fatalf("MongoDB tests need python3 with pip: %v", err)
-		}
-		t.Fatal(err)
-	}
 	return c
 }

@@ -1,0 +1,219 @@
+package sharding_test
+
+// The live sharding tests: a real config server and three real shards (mongod 6.0.5, one
+// member each, chunk size 1 MB), started once for this test binary on first use. There is no
+// mongos: shardtest.Router sends the internal form of each public command and places each
+// document on the shard that owns its chunk (see ../mongodb/shardtest).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/shardmart/shardmart/internal/mongodb/launcher"
+	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
+	"github.com/shardmart/shardmart/internal/sharding"
+)
+
+const (
+	liveShards  = 3
+	chunkSizeMB = 1
+	chunkBytes  = chunkSizeMB << 20
+	// settleTimeout bounds every wait on the real balancer (6.0 runs a round every ~10 s when
+	// idle and moves ~1 MB per 1-2 s).
+	settleTimeout = 3 * time.Minute
+	settlePoll    = 250 * time.Millisecond
+)
+
+var live struct {
+	once   sync.Once
+	router *shardtest.Router
+	stop   func()
+	err    error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if live.router != nil {
+		live.router.Close(context.Background())
+	}
+	if live.stop != nil {
+		live.stop()
+	}
+	os.Exit(code)
+}
+
+// cluster returns the shared router, starting the cluster on first use. A missing python3/pip
+// fails the test with the install hint; it never skips.
+func cluster(t *testing.T) *shardtest.Router {
+	t.Helper()
+	live.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var c *launcher.Cluster
+		c, live.stop, live.err = launcher.StartSharedCluster(ctx, launcher.ClusterOptions{
+			Shards: liveShards, BasePort: launcher.ShardingTestPort, ChunkSizeMB: chunkSizeMB})
+		if live.err == nil {
+			live.router, live.err = shardtest.Connect(ctx, c)
+		}
+	})
+	if live.err != nil {
+		if errors.Is(live.err, launcher.ErrPrerequisite) {
+			t.Fatalf("MongoDB tests need python3 with pip: %v", live.err)
+		}
+		t.Fatal(live.err)
+	}
+	return live.router
+}
+
+var dbSeq atomic.Int64
+
+// liveDB names a database of its own for one test.
+func liveDB(t *testing.T) string {
+	name := strings.NewReplacer("/", "_", "-", "_").Replace(t.Name())
+	return fmt.Sprintf("t%d_%s", dbSeq.Add(1), name[:min(len(name), 40)])
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// balancerOn makes sure the balancer runs, and runs again after the test.
+func balancerOn(ctx context.Context, t *testing.T, r *shardtest.Router) {
+	t.Helper()
+	if err := sharding.StartBalancer(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sharding.StartBalancer(context.Background(), r) })
+}
+
+// balancerOff stops the balancer and waits for its round to end (what `mongo balancer stop
+// --wait` does); the balancer is started again after the test.
+func balancerOff(ctx context.Context, t *testing.T, r *shardtest.Router) {
+	t.Helper()
+	if _, err := sharding.StopBalancer(ctx, r, time.Minute, settlePoll, &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sharding.StartBalancer(context.Background(), r) })
+}
+
+// shardColl creates db.coll sharded on key through the router (enableSharding and
+// shardCollection, as a user would send them to mongos).
+func shardColl(ctx context.Context, t *testing.T, r *shardtest.Router, ns string, key bson.D) {
+	t.Helper()
+	db, _, _ := strings.Cut(ns, ".")
+	for _, cmd := range []bson.D{
+		sharding.EnableShardingCmd(db),
+		{{Key: "shardCollection", Value: ns}, {Key: "key", Value: key}},
+	} {
+		if _, err := r.RunCommand(ctx, "admin", cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// docs makes n documents of about size bytes each; key fills in the shard-key fields of i.
+func docs(n, size int, key func(i int) bson.D) []bson.D {
+	pad := strings.Repeat("x", size)
+	out := make([]bson.D, n)
+	for i := range out {
+		out[i] = append(key(i), bson.E{Key: "pad", Value: pad})
+	}
+	return out
+}
+
+// place inserts through the router in batches, returning the documents per shard.
+func place(ctx context.Context, t *testing.T, r *shardtest.Router, ns string, ds []bson.D) map[string]int {
+	t.Helper()
+	total := map[string]int{}
+	for lo := 0; lo < len(ds); lo += 2000 {
+		got, err := r.Place(ctx, ns, ds[lo:min(lo+2000, len(ds))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sh, n := range got {
+			total[sh] += n
+		}
+	}
+	return total
+}
+
+// settle waits until the real balancer calls ns compliant and orphans are gone.
+func settle(ctx context.Context, t *testing.T, r *shardtest.Router, ns string) map[string]shardtest.ShardStats {
+	t.Helper()
+	start := time.Now()
+	c, st, err := r.WaitSettled(ctx, ns, settlePoll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s settled in %s (compliant=%t)", ns, time.Since(start).Round(100*time.Millisecond), c.Compliant)
+	return st
+}
+
+// waitNoOrphans waits until no shard holds orphaned documents of ns (the donor deletes a moved
+// range right away: the cluster runs with orphanCleanupDelaySecs=0).
+func waitNoOrphans(ctx context.Context, t *testing.T, r *shardtest.Router, ns string) map[string]shardtest.ShardStats {
+	t.Helper()
+	for {
+		st, err := r.Stats(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orphans := int64(0)
+		for _, s := range st {
+			orphans += s.Orphans
+		}
+		if orphans == 0 {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %d orphans still there: %v", ns, orphans, ctx.Err())
+		case <-time.After(settlePoll):
+		}
+	}
+}
+
+// countOn counts ns's documents matching filter on one shard, read on that shard.
+func countOn(ctx context.Context, t *testing.T, r *shardtest.Router, shard, ns string, filter bson.D) int64 {
+	t.Helper()
+	db, coll, _ := strings.Cut(ns, ".")
+	if filter == nil {
+		filter = bson.D{}
+	}
+	n, err := r.Shards[shard].Database(db).Collection(coll).CountDocuments(ctx, filter)
+	if err != nil {
+		t.Fatalf("count %s on %s: %v", ns, shard, err)
+	}
+	return n
+}
+
+// primaryShard is the database's primary shard (where an unsharded or new collection lives).
+func primaryShard(ctx context.Context, t *testing.T, r *shardtest.Router, db string) string {
+	t.Helper()
+	docs, err := r.Find(ctx, "config", "databases", bson.D{{Key: "_id", Value: db}})
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("config.databases %s: %d documents, %v", db, len(docs), err)
+	}
+	return docs[0].Lookup("primary").StringValue()
+}
+
+// otherShard is a shard that is not sh.
+func otherShard(r *shardtest.Router, sh string) string {
+	for _, id := range r.ShardIDs() {
+		if id != sh {
+			return id
+		}
+	}
+	return ""
+}
