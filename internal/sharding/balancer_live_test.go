@@ -179,3 +179,25 @@ func TestJumboRangeRefusedWithoutForceJumbo(t *testing.T) {
 		t.Errorf("%s holds %d documents after the forced move, want 3000", to, n)
 	}
 }
+
+// SHD-3: balancerStatus and the auto-split verdict come from the real config server: a 6.0.5
+// server never auto-splits, and stop/start flip the mode.
+func TestBalancerStatusAndAutoSplitFromTheServer(t *testing.T) {
+	r := cluster(t)
+	ctx := ctxFor(t, time.Minute)
+	as, err := sharding.GetAutoSplit(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if as.Version != "6.0.5" || !as.NoOp {
+		t.Errorf("auto-split on %s: noOp=%t, want 6.0.5 and a no-op", as.Version, as.NoOp)
+	}
+	balancerOff(ctx, t, r)
+	if st, err := sharding.GetBalancerStatus(ctx, r); err != nil || st.Enabled() {
+		t.Errorf("after stop: %s, %v", st, err)
+	}
+	balancerOn(ctx, t, r)
+	if st, err := sharding.GetBalancerStatus(ctx, r); err != nil || !st.Enabled() || st.Mode != "full" {
+		t.Errorf("after start: %s, %v", st, err)
+	}
+}

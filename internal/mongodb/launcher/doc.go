@@ -20,5 +20,7 @@
 // port range (the *Port constants); two processes wanting the same range serialize on a lock
 // file in $TMPDIR, and a port already taken by a foreign process fails with its number.
 //
-// Role leaves room for sharded clusters: a set started as a config server or a shard.
+// Clusters: NewCluster lays out a config server set and shard sets (Role), Up starts them in
+// parallel and registers the shards; there is no mongos. internal/mongodb/shardtest drives such
+// a cluster from tests (the internal commands mongos would send, documents on their owning shard).
 package launcher
