@@ -133,13 +133,17 @@ func TestLiveIdleSetLagStaysWithinHeartbeatInterval(t *testing.T) {
 	}
 }
 
-// TestLiveMonitor measures real lag through every shard's replica set of a sharded cluster
-// (a mongos at SHARDMART_MONGO_URI; shard logins from SHARDMART_MONGO_MONITOR_USER/PASSWORD
-// when the mongos users do not exist on the shards).
+// TestLiveMonitor measures real lag through every shard's replica set of a sharded cluster,
+// discovering the shards from config.shards: through a mongos at SHARDMART_MONGO_URI (shard
+// logins from SHARDMART_MONGO_MONITOR_USER/PASSWORD when the mongos users do not exist on the
+// shards), else on a router-less cluster the test starts (config server and two 3-member
+// shards, real mongod 6.0.5), whose config server holds the same config.shards.
 func TestLiveMonitor(t *testing.T) {
 	uri := os.Getenv("SHARDMART_MONGO_URI")
+	wantShards := 0
 	if uri == "" {
-		t.Skip("needs a mongos: the shards are discovered from config.shards through a router, and none can be had here (set SHARDMART_MONGO_URI to a mongos, e.g. deploy/mongodb)")
+		c := launcher.ClusterForTest(t, launcher.ClusterOptions{Shards: 2, MembersPerShard: 3, BasePort: launcher.RoutingClusterTestPort})
+		uri, wantShards = c.ConfigURI(), 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -150,8 +154,8 @@ func TestLiveMonitor(t *testing.T) {
 	defer func() { _ = mongos.Disconnect(context.Background()) }()
 	cred := Credentials{User: os.Getenv("SHARDMART_MONGO_MONITOR_USER"), Password: os.Getenv("SHARDMART_MONGO_MONITOR_PASSWORD")}
 	uris, err := MonitorShardURIs(ctx, mongos, uri, cred)
-	if err != nil || len(uris) == 0 {
-		t.Fatalf("shard URIs: %v (%d shards)", err, len(uris))
+	if err != nil || len(uris) == 0 || wantShards > 0 && len(uris) != wantShards {
+		t.Fatalf("shard URIs: %v (%d shards, want %d)", err, len(uris), wantShards)
 	}
 	sources := map[string]StatusSource{}
 	for shard, u := range uris {
@@ -166,8 +170,22 @@ func TestLiveMonitor(t *testing.T) {
 	if len(snap.Errors) > 0 {
 		t.Fatalf("shard status errors: %v", snap.Errors)
 	}
+	perShard := map[string]int{}
 	for _, m := range snap.Members {
 		t.Logf("%s %s %s lag=%s known=%t unreachable=%t", m.Shard, m.Host, m.State, m.Lag, m.Known, m.Unreachable)
+		if m.State == "SECONDARY" {
+			perShard[m.Shard]++
+			if !m.Known || m.Unreachable {
+				t.Errorf("%s %s: lag unknown or unreachable on a healthy cluster", m.Shard, m.Host)
+			}
+		}
+	}
+	if wantShards > 0 {
+		for shard := range uris {
+			if perShard[shard] != 2 {
+				t.Errorf("shard %s: %d secondaries measured, want 2", shard, perShard[shard])
+			}
+		}
 	}
 	d := NewPolicy().Decide(OpOrderHistory, snap, time.Now())
 	t.Logf("order history read goes to %s: %s", d.Target, d.Reason)

@@ -21,9 +21,12 @@ const (
 	FaultTestPort    = 27110 // internal/mongodb/faulttest, 3 members
 	LauncherTestPort = 27120 // this package's own tests
 	RoutingTestPort  = 27130 // internal/readrouting live lag tests, 3 members
-	ShardedTestPort  = 27200 // sharded test clusters (config server and shards)
-	ShardingTestPort = 27400 // internal/sharding's live cluster (config server and 3 shards)
-	ServeTestPort    = 27300 // the CLI's serve-on-MongoDB test
+	// RoutingClusterTestPort: internal/readrouting's sharded cluster (config server 27140, two
+	// 3-member shards from 27150 and 27160).
+	RoutingClusterTestPort = 27140
+	ShardedTestPort        = 27200 // sharded test clusters (config server and shards)
+	ShardingTestPort       = 27400 // internal/sharding's live cluster (config server and 3 shards)
+	ServeTestPort          = 27300 // the CLI's serve-on-MongoDB test
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
