@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -120,11 +121,7 @@ func writeMongo(w io.Writer, s series, floorBytes float64) {
 		for i, sh := range shards {
 			shares[i] = Share{Shard: sh, DataBytes: byNS[ns][sh].data, Chunks: byNS[ns][sh].chunks}
 		}
-		for i, v := range Judge(shares, floorBytes) {
-			name := ns
-			if i > 0 {
-				name = ""
-			}
+		for _, v := range Judge(shares, floorBytes) {
 			var notes []string
 			if v.Hot {
 				notes = append(notes, fmt.Sprintf("HOT: %s ≥ %.1f × %s (mean of the other shards) and ≥ the %s floor",
@@ -135,7 +132,7 @@ func writeMongo(w io.Writer, s series, floorBytes float64) {
 				notes = append(notes, fmt.Sprintf("chunk-skew: %.0f chunks ≥ %.0f × %.1f (secondary: the balancer evens data size, not chunk counts, since 6.0.3)",
 					v.Chunks, ChunkSkewRatio, v.OthersChunksMean))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%.0f\t%.0f\t%s\n", name, v.Shard, bytesText(v.DataBytes), 100*v.Fraction,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%.0f\t%.0f\t%s\n", ns, v.Shard, bytesText(v.DataBytes), 100*v.Fraction,
 				byNS[ns][v.Shard].docs, v.Chunks, strings.Join(notes, "; "))
 		}
 	}
@@ -183,4 +180,13 @@ func bytesText(b float64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", b/div, "KMGTP"[exp])
+}
+
+// Once is --once: one scrape of g, summarised on w.
+func Once(w io.Writer, g prometheus.Gatherer, floorBytes float64) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return fmt.Errorf("monitor: scrape: %w", err)
+	}
+	return WriteSummary(w, mfs, floorBytes)
 }
