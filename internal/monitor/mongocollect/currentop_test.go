@@ -13,17 +13,8 @@ import (
 func TestCurrentOpCountsLongOperations(t *testing.T) {
 	c, r := cluster(t)
 	ctx := ctxFor(t, time.Minute)
-	ns := liveNS(t)
-	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: 1}})
-	placed, err := r.Place(ctx, ns, []bson.D{{{Key: "k", Value: 1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var busy string
-	for sh := range placed {
-		busy = sh
-	}
-	idle := map[string]string{"sh0": "sh1", "sh1": "sh0"}[busy]
+	ns, busy := oneChunk(ctx, t, r, 1, 0)
+	idle := other(busy)
 	db, coll, _ := strings.Cut(ns, ".")
 	done := make(chan error, 1)
 	go func() {

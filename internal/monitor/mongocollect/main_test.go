@@ -181,3 +181,24 @@ func values(t *testing.T, g prometheus.Gatherer, name string) map[string]float64
 	}
 	return out
 }
+
+// oneChunk shards a new collection on the range key {k: 1}, which leaves its only chunk on the
+// database's primary shard, places n documents of padBytes there, and returns the namespace
+// and that shard.
+func oneChunk(ctx context.Context, t *testing.T, r *shardtest.Router, n, padBytes int) (ns, owner string) {
+	t.Helper()
+	ns = liveNS(t)
+	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: 1}})
+	docs, _ := items(n, padBytes)
+	placed, err := r.Place(ctx, ns, docs)
+	if err != nil || len(placed) != 1 {
+		t.Fatalf("placed %v, %v: want all on one shard (one chunk)", placed, err)
+	}
+	for sh := range placed {
+		owner = sh
+	}
+	return ns, owner
+}
+
+// other is the shard of the two that is not sh.
+func other(sh string) string { return map[string]string{"sh0": "sh1", "sh1": "sh0"}[sh] }

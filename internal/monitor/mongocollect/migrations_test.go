@@ -16,18 +16,8 @@ func TestMigrationsGolden(t *testing.T) {
 	c, r := cluster(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	balancerOff(ctx, t, r)
-	ns := liveNS(t)
-	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: 1}})
-	docs, _ := items(50, 10)
-	placed, err := r.Place(ctx, ns, docs)
-	if err != nil || len(placed) != 1 {
-		t.Fatalf("placed %v, %v: want one shard (one chunk)", placed, err)
-	}
-	var from, to string
-	for sh := range placed {
-		from = sh
-	}
-	to = map[string]string{"sh0": "sh1", "sh1": "sh0"}[from]
+	ns, from := oneChunk(ctx, t, r, 50, 10)
+	to := other(from)
 	if _, err := r.RunCommand(ctx, "admin", bson.D{{Key: "moveRange", Value: ns}, {Key: "toShard", Value: to},
 		{Key: "min", Value: bson.D{{Key: "k", Value: bson.MinKey{}}}}}); err != nil {
 		t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/shardmart/shardmart/internal/monitor"
 )
 
@@ -17,17 +15,7 @@ func TestOnceReportsHotShard(t *testing.T) {
 	c, r := cluster(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	balancerOff(ctx, t, r)
-	ns := liveNS(t)
-	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: 1}})
-	docs, _ := items(2000, 1000)
-	placed, err := r.Place(ctx, ns, docs)
-	if err != nil || len(placed) != 1 {
-		t.Fatalf("placed %v, %v: want one shard", placed, err)
-	}
-	var hot string
-	for sh := range placed {
-		hot = sh
-	}
+	ns, hot := oneChunk(ctx, t, r, 2000, 1000)
 	var out strings.Builder
 	if err := monitor.Once(&out, exporter(t, c), 1<<20); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
