@@ -15,7 +15,7 @@ import (
 
 // ErrCollectorsFailed is returned by WriteSummary after the table when a collector failed, so
 // a script running --once sees a non-zero exit.
-var ErrCollectorsFailed = errors.New("monitor: some collectors failed (see collector_success above)")
+var ErrCollectorsFailed = errors.New("monitor: some collectors failed (named above; the log says why)")
 
 // series indexes one gather by metric name; each sample keeps its labels.
 type series map[string][]sample

@@ -140,15 +140,11 @@ func (c *Cluster) view(ctx context.Context) (*view, error) {
 		c.mu.Unlock()
 		p.v, p.err = c.discover(ctx)
 		close(p.done)
-	} else {
-		c.mu.Unlock()
-	}
-	select {
-	case <-p.done:
 		return p.v, p.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
+	c.mu.Unlock()
+	<-p.done // discover ends by ctx's deadline at the latest
+	return p.v, p.err
 }
 
 // discover reads the entry's kind, config.shards and config.collections, and pings each shard
