@@ -27,6 +27,7 @@ func NewRootCmd(stdio IO) *cobra.Command {
 		newCmdMongo(stdio),
 		newCmdAdvise(stdio, nil),
 		newCmdBench(stdio, nil),
+		newCmdMonitor(stdio, nil),
 	)
 	return root
 }

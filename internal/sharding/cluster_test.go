@@ -7,11 +7,9 @@ package sharding_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,45 +31,18 @@ const (
 	settlePoll    = 250 * time.Millisecond
 )
 
-var live struct {
-	once   sync.Once
-	router *shardtest.Router
-	stop   func()
-	err    error
-}
+var live = shardtest.Shared{Opts: launcher.ClusterOptions{Shards: liveShards, BasePort: launcher.ShardingTestPort, ChunkSizeMB: chunkSizeMB}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if live.router != nil {
-		live.router.Close(context.Background())
-	}
-	if live.stop != nil {
-		live.stop()
-	}
+	live.Stop()
 	os.Exit(code)
 }
 
-// cluster returns the shared router, starting the cluster on first use. A missing python3/pip
-// fails the test with the install hint; it never skips.
+// cluster returns the shared router, starting the cluster on first use.
 func cluster(t *testing.T) *shardtest.Router {
-	t.Helper()
-	live.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		var c *launcher.Cluster
-		c, live.stop, live.err = launcher.StartSharedCluster(ctx, launcher.ClusterOptions{
-			Shards: liveShards, BasePort: launcher.ShardingTestPort, ChunkSizeMB: chunkSizeMB})
-		if live.err == nil {
-			live.router, live.err = shardtest.Connect(ctx, c)
-		}
-	})
-	if live.err != nil {
-		if errors.Is(live.err, launcher.ErrPrerequisite) {
-			t.Fatalf("MongoDB tests need python3 with pip: %v", live.err)
-		}
-		t.Fatal(live.err)
-	}
-	return live.router
+	_, r := live.Get(t)
+	return r
 }
 
 var dbSeq atomic.Int64

@@ -17,6 +17,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -269,4 +271,47 @@ const codeNamespaceNotFound = 26
 func isNamespaceNotFound(err error) bool {
 	var ce mongo.CommandError
 	return errors.As(err, &ce) && ce.Code == codeNamespaceNotFound
+}
+
+// Shared is a cluster and its router for a whole test binary, started on first use (tests that
+// do not need it cost nothing); Stop, from TestMain after m.Run, closes and kills it.
+type Shared struct {
+	Opts launcher.ClusterOptions
+
+	once    sync.Once
+	cluster *launcher.Cluster
+	router  *Router
+	stop    func()
+	err     error
+}
+
+// Get returns the cluster and its router, starting them on first use. A missing python3/pip
+// fails the test with the install hint; it never skips.
+func (s *Shared) Get(t testing.TB) (*launcher.Cluster, *Router) {
+	t.Helper()
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		s.cluster, s.stop, s.err = launcher.StartSharedCluster(ctx, s.Opts)
+		if s.err == nil {
+			s.router, s.err = Connect(ctx, s.cluster)
+		}
+	})
+	if s.err != nil {
+		if errors.Is(s.err, launcher.ErrPrerequisite) {
+			t.Fatalf("MongoDB tests need python3 with pip: %v", s.err)
+		}
+		t.Fatal(s.err)
+	}
+	return s.cluster, s.router
+}
+
+// Stop closes the router and kills the cluster, if Get started them.
+func (s *Shared) Stop() {
+	if s.router != nil {
+		s.router.Close(context.Background())
+	}
+	if s.stop != nil {
+		s.stop()
+	}
 }
