@@ -21,6 +21,7 @@ const (
 	ContractTestAddr = "127.0.0.10" // internal/store/cassandrastore contract tests, 1 node
 	FaultTestAddr    = "127.0.0.21" // fault tests, nodes .21-.23
 	LauncherTestAddr = "127.0.0.31" // this package's own tests
+	MonitorTestAddr  = "127.0.0.41" // internal/monitor/cassandracollect, nodes .41-.42
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns

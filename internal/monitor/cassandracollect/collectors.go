@@ -1,0 +1,120 @@
+package cassandracollect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// NodetoolFunc runs nodetool against the node whose CQL host is host and returns its
+// standard output. nodetool speaks JMX, which Cassandra binds to localhost by default, so
+// only a caller that can reach each node's JMX (the launcher, for its own clusters) sets it.
+type NodetoolFunc func(ctx context.Context, host string, args ...string) (string, error)
+
+// Options configure New.
+type Options struct {
+	Hosts   []string      // CQL addresses, host or host:port (default port 9042); one per node
+	Timeout time.Duration // bounds each scrape and each node's connect; default 10 s
+	Logger  *slog.Logger  // default: discard
+	// Nodetool, if set, feeds shardmart_cassandra_dropped_messages_total: Cassandra 5.0.8
+	// exposes dropped messages per verb over JMX only (nodetool tpstats), in no virtual table.
+	Nodetool NodetoolFunc
+}
+
+// Updater is one collector: Update sends what it read at scrape time and returns an error
+// only when the collector itself failed; a node that is down is node_up=0, not a failure.
+type Updater interface {
+	Name() string
+	Update(ctx context.Context, ch chan<- prometheus.Metric) error
+}
+
+// Collectors is every Cassandra collector over one set of nodes.
+type Collectors struct {
+	nodes    []*node
+	updaters []Updater
+	timeout  time.Duration
+	logger   *slog.Logger
+}
+
+// New prepares the collectors. It connects to nothing: a node that is down at start is a
+// series (node_up=0) on every scrape until it answers, so the exporter can start first.
+func New(ctx context.Context, o Options) (*Collectors, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(o.Hosts) == 0 {
+		return nil, errors.New("cassandracollect: no hosts")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Collectors{timeout: o.Timeout, logger: o.Logger}
+	seen := map[string]bool{}
+	for _, h := range o.Hosts {
+		if seen[h] {
+			return nil, fmt.Errorf("cassandracollect: host %s given twice", h)
+		}
+		seen[h] = true
+		n, err := newNode(h, o.Timeout, o.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("cassandracollect: %w", err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	c.updaters = []Updater{
+		&upCollector{nodes: c.nodes},
+		&loadCollector{nodes: c.nodes},
+		&ownershipCollector{nodes: c.nodes},
+		&latencyCollector{nodes: c.nodes},
+		&hintsCollector{nodes: c.nodes},
+		&partitionCollector{nodes: c.nodes},
+	}
+	if o.Nodetool != nil {
+		c.updaters = append(c.updaters, &droppedCollector{nodes: c.nodes, nodetool: o.Nodetool})
+	}
+	return c, nil
+}
+
+// Updaters lists the collectors, for an exporter that runs collectors of several engines
+// under its own scrape loop instead of registering c.
+func (c *Collectors) Updaters() []Updater { return append([]Updater(nil), c.updaters...) }
+
+// Register registers c as one prometheus collector.
+func (c *Collectors) Register(r prometheus.Registerer) error {
+	if err := r.Register(c); err != nil {
+		return fmt.Errorf("cassandracollect: register: %w", err)
+	}
+	return nil
+}
+
+// Close closes every node's session.
+func (c *Collectors) Close() {
+	for _, n := range c.nodes {
+		n.close()
+	}
+}
+
+// Describe sends nothing, making c an unchecked collector: the series depend on the cluster
+// at scrape time, and the self-metric names are shared with the MongoDB collectors on the
+// same registry, which a second checked descriptor of the same name would refuse.
+func (c *Collectors) Describe(chan<- *prometheus.Desc) {}
+
+// Collect runs every collector concurrently under one timeout, each followed by its
+// success and duration.
+func (c *Collectors) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, u := range c.updaters {
+		wg.Go(func() { runUpdater(ctx, u, ch, c.logger) })
+	}
+	wg.Wait()
+}
