@@ -13,8 +13,8 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/shardmart/shardmart/internal/monitor"
 )
 
 // Tests run in this order on the shared cluster; the last one stops a node.
@@ -36,13 +36,14 @@ func newCollectors(t *testing.T, withNodetool bool) *Collectors {
 	return col
 }
 
-// scrape gathers col on a private registry, as Prometheus would; a gather error fails the test.
+// scrape gathers col through the exporter on a private registry, as Prometheus would; a gather error fails the test.
 func scrape(t *testing.T, col *Collectors) []*dto.MetricFamily {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	if err := col.Register(reg); err != nil {
-		t.Fatal(err)
+	var cols []monitor.Collector
+	for _, u := range col.Updaters() {
+		cols = append(cols, u)
 	}
+	reg := monitor.NewRegistry(monitor.Options{Collectors: cols, ScrapeTimeout: time.Minute})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("scrape: %v", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,38 +82,13 @@ func New(ctx context.Context, o Options) (*Collectors, error) {
 	return c, nil
 }
 
-// Updaters lists the collectors, for an exporter that runs collectors of several engines
-// under its own scrape loop instead of registering c.
+// Updaters lists the collectors; monitor.Exporter runs them (concurrently, under its scrape
+// timeout, each with its success and duration), with the MongoDB ones, on one registry.
 func (c *Collectors) Updaters() []Updater { return append([]Updater(nil), c.updaters...) }
-
-// Register registers c as one prometheus collector.
-func (c *Collectors) Register(r prometheus.Registerer) error {
-	if err := r.Register(c); err != nil {
-		return fmt.Errorf("cassandracollect: register: %w", err)
-	}
-	return nil
-}
 
 // Close closes every node's session.
 func (c *Collectors) Close() {
 	for _, n := range c.nodes {
 		n.close()
 	}
-}
-
-// Describe sends nothing, making c an unchecked collector: the series depend on the cluster
-// at scrape time, and the self-metric names are shared with the MongoDB collectors on the
-// same registry, which a second checked descriptor of the same name would refuse.
-func (c *Collectors) Describe(chan<- *prometheus.Desc) {}
-
-// Collect runs every collector concurrently under one timeout, each followed by its
-// success and duration.
-func (c *Collectors) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, u := range c.updaters {
-		wg.Go(func() { runUpdater(ctx, u, ch, c.logger) })
-	}
-	wg.Wait()
 }

@@ -21,6 +21,9 @@ var (
 	orphansDesc = prometheus.NewDesc("shardmart_mongo_collection_orphan_documents",
 		"documents of ranges the shard no longer owns, awaiting deletion (storageStats.numOrphanDocs)",
 		[]string{"namespace", "shard"}, nil)
+	collOpsDesc = prometheus.NewDesc("shardmart_mongo_collection_operations_total",
+		"operations on the collection on the shard since the shard started ($collStats latencyStats.{reads,writes,commands}.ops): the per-collection write share",
+		[]string{"namespace", "shard", "op"}, nil)
 )
 
 // collStatsCollector reads $collStats storageStats of every sharded collection on every shard
@@ -34,6 +37,7 @@ func (collStatsCollector) Name() string { return "mongo_collstats" }
 // collStats is one shard's storage figures for one collection.
 type collStats struct {
 	Count, Size, Orphans int64
+	Ops                  map[string]int64 // latencyStats ops by kind: reads, writes, commands
 }
 
 // owned is the data size and document count without orphans. storageStats has no size of the
@@ -64,6 +68,9 @@ func (cs collStatsCollector) Update(ctx context.Context, ch chan<- prometheus.Me
 			ch <- prometheus.MustNewConstMetric(dataBytesDesc, prometheus.GaugeValue, bytes, ns, s.id)
 			ch <- prometheus.MustNewConstMetric(documentsDesc, prometheus.GaugeValue, docs, ns, s.id)
 			ch <- prometheus.MustNewConstMetric(orphansDesc, prometheus.GaugeValue, float64(st.Orphans), ns, s.id)
+			for _, op := range []string{"reads", "writes", "commands"} {
+				ch <- prometheus.MustNewConstMetric(collOpsDesc, prometheus.CounterValue, float64(st.Ops[op]), ns, s.id, op)
+			}
 		}
 		return errors.Join(errs...)
 	})
@@ -76,7 +83,7 @@ func readCollStats(ctx context.Context, cl *mongo.Client, ns string) (collStats,
 	var st collStats
 	db, coll, _ := strings.Cut(ns, ".")
 	cur, err := cl.Database(db).Collection(coll).Aggregate(ctx, bson.A{
-		bson.D{{Key: "$collStats", Value: bson.D{{Key: "storageStats", Value: bson.D{}}}}},
+		bson.D{{Key: "$collStats", Value: bson.D{{Key: "storageStats", Value: bson.D{}}, {Key: "latencyStats", Value: bson.D{}}}}},
 	})
 	var res []struct {
 		StorageStats struct {
@@ -84,6 +91,9 @@ func readCollStats(ctx context.Context, cl *mongo.Client, ns string) (collStats,
 			Size          int64 `bson:"size"`
 			NumOrphanDocs int64 `bson:"numOrphanDocs"`
 		} `bson:"storageStats"`
+		LatencyStats map[string]struct {
+			Ops int64 `bson:"ops"`
+		} `bson:"latencyStats"`
 	}
 	if err == nil {
 		err = cur.All(ctx, &res)
@@ -99,6 +109,12 @@ func readCollStats(ctx context.Context, cl *mongo.Client, ns string) (collStats,
 		st.Count += r.StorageStats.Count
 		st.Size += r.StorageStats.Size
 		st.Orphans += r.StorageStats.NumOrphanDocs
+		for op, l := range r.LatencyStats {
+			if st.Ops == nil {
+				st.Ops = map[string]int64{}
+			}
+			st.Ops[op] += l.Ops
+		}
 	}
 	return st, nil
 }

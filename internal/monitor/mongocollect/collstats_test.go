@@ -59,4 +59,26 @@ shardmart_monitor_collector_success{collector="mongo_shards"} 1
 		"shardmart_mongo_collection_orphan_documents", "shardmart_mongo_shard_up", "shardmart_monitor_collector_success"); err != nil {
 		t.Error(err)
 	}
+	// The inserts went to each shard directly: their writes count there, per collection.
+	writes := map[string]float64{}
+	mfs, err := only(reg, ns).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "shardmart_mongo_collection_operations_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if op, _ := label(m, "op"); op == "writes" {
+				sh, _ := label(m, "shard")
+				writes[sh] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	for _, sh := range []string{"sh0", "sh1"} {
+		if writes[sh] < 1 {
+			t.Errorf("collection writes on %s: %v, want the inserts counted", sh, writes[sh])
+		}
+	}
 }
