@@ -28,6 +28,7 @@ const (
 	ShardingTestPort       = 27400 // internal/sharding's live cluster (config server and 3 shards)
 	ServeTestPort          = 27300 // the CLI's serve-on-MongoDB test
 	MonitorTestPort        = 27500 // internal/monitor/mongocollect's live cluster (config server and 2 shards)
+	AlertingTestPort       = 27650 // deploy/monitoring's end-to-end alert test (config server and 2 shards)
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
