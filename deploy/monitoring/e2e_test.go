@@ -2,6 +2,7 @@ package monitoring
 
 import (
 	"context"
+	"crypto/rand"
 	"net"
 	"net/http"
 	"os"
@@ -12,11 +13,15 @@ import (
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	cassandra "github.com/shardmart/shardmart/internal/cassandra/launcher"
 
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
 	"github.com/shardmart/shardmart/internal/monitor"
+	"github.com/shardmart/shardmart/internal/monitor/cassandracollect"
 	"github.com/shardmart/shardmart/internal/monitor/mongocollect"
 	"github.com/shardmart/shardmart/internal/monitor/stacktest"
 	"github.com/shardmart/shardmart/internal/sharding"
@@ -100,6 +105,7 @@ func TestMain(m *testing.M) {
 // fires HotShardDataSize for that shard and collection, and the team gets the e-mail naming
 // both and the action; the real balancer evens the data and the resolution is mailed.
 func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	c, r := alertingCluster.Get(t)
@@ -171,4 +177,79 @@ func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
 	}
 	t.Logf("resolution mailed %s after the balancer settled (%s after the alert)",
 		time.Since(settled).Round(100*time.Millisecond), time.Since(start).Round(time.Second))
+}
+
+// MON-2 for Cassandra: one node holding 16 MiB more than the other (one partition of an RF 1
+// keyspace) fires CassandraHotNode for that node, mailed to the team. Cassandra gossips a
+// node's load once a minute, so this case takes that long.
+func TestCassandraHotNodeAlertMailed(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c := cassandra.ForTest(t, cassandra.Options{Nodes: 2, BaseAddr: cassandra.AlertingTestAddr, HeapMB: 512})
+
+	cfg := gocql.NewCluster(c.Hosts()...)
+	cfg.Timeout = 20 * time.Second
+	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	s, err := cfg.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, q := range []string{
+		"CREATE KEYSPACE hot WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		"CREATE TABLE hot.big (pk text, ck int, v blob, PRIMARY KEY (pk, ck))",
+	} {
+		if err := s.Query(q).WithContext(ctx).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blob := make([]byte, 128<<10)
+	for i := range 128 { // 16 MiB, incompressible, in one partition: on one node
+		_, _ = rand.Read(blob)
+		if err := s.Query("INSERT INTO hot.big (pk, ck, v) VALUES ('p', ?, ?)", i, blob).WithContext(ctx).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range c.Nodes() {
+		if _, err := c.Nodetool(ctx, i, "flush", "hot"); err != nil { // load counts SSTables only
+			t.Fatal(err)
+		}
+	}
+	out, err := c.Nodetool(ctx, 0, "getendpoints", "hot", "big", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := strings.TrimSpace(out)
+
+	cc, err := cassandracollect.New(ctx, cassandracollect.Options{Hosts: c.Hosts(), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Close)
+	var cols []monitor.Collector
+	for _, u := range cc.Updaters() {
+		cols = append(cols, u)
+	}
+	target := serveExporter(t, cols, 8<<20)
+	const team = "cassandra-team@shardmart.test"
+	sink := stacktest.StartSMTPSink(t)
+	am := stacktest.StartAlertmanager(ctx, t, renderedAlertmanager(t, sink, team))
+	stacktest.StartPrometheus(ctx, t, stacktest.PrometheusOptions{Targets: []string{target},
+		RuleFiles: []string{fastRules(t, "2s")}, AlertmanagerAddr: am.Addr, Interval: time.Second})
+
+	start := time.Now()
+	m, err := sink.Wait(ctx, subjectHas("[FIRING", "CassandraHotNode", owner))
+	if err != nil {
+		t.Fatalf("%v; mails: %d", err, len(sink.All()))
+	}
+	t.Logf("CassandraHotNode for %s mailed %s after the stack started", owner, time.Since(start).Round(time.Second))
+	if len(m.To) != 1 || m.To[0] != team {
+		t.Errorf("mail to %v, want %s", m.To, team)
+	}
+	for _, mail := range sink.All() {
+		if subjectHas("CassandraHotNode")(mail) && !subjectHas(owner)(mail) {
+			t.Errorf("a hot-node mail names another node:\n%s", mail.Data)
+		}
+	}
 }

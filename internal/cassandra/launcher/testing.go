@@ -22,6 +22,7 @@ const (
 	FaultTestAddr    = "127.0.0.21" // fault tests, nodes .21-.23
 	LauncherTestAddr = "127.0.0.31" // this package's own tests
 	MonitorTestAddr  = "127.0.0.41" // internal/monitor/cassandracollect, nodes .41-.42
+	AlertingTestAddr = "127.0.0.51" // deploy/monitoring's end-to-end alert test, nodes .51-.52
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns
