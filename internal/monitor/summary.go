@@ -65,6 +65,9 @@ func WriteSummary(w io.Writer, mfs []*dto.MetricFamily, floorBytes float64) erro
 	if ups := s["shardmart_mongo_shard_up"]; len(ups) > 0 {
 		writeMongo(w, s, floorBytes)
 	}
+	if ups := s["shardmart_cassandra_node_up"]; len(ups) > 0 {
+		writeCassandra(w, s, floorBytes)
+	}
 	if len(failed) > 0 {
 		return ErrCollectorsFailed
 	}
@@ -72,16 +75,7 @@ func WriteSummary(w io.Writer, mfs []*dto.MetricFamily, floorBytes float64) erro
 }
 
 func writeMongo(w io.Writer, s series, floorBytes float64) {
-	var up, down []string
-	for _, x := range s["shardmart_mongo_shard_up"] {
-		if x.value == 1 {
-			up = append(up, x.labels["shard"])
-		} else {
-			down = append(down, x.labels["shard"])
-		}
-	}
-	slices.Sort(up)
-	slices.Sort(down)
+	up, down := upDown(s["shardmart_mongo_shard_up"], "shard")
 	balancer := "unknown"
 	if b := s["shardmart_mongo_balancer_enabled"]; len(b) == 1 {
 		balancer = map[bool]string{true: "on", false: "off"}[b[0].value == 1]
@@ -189,4 +183,53 @@ func Once(w io.Writer, g prometheus.Gatherer, floorBytes float64) error {
 		return fmt.Errorf("monitor: scrape: %w", err)
 	}
 	return WriteSummary(w, mfs, floorBytes)
+}
+
+// writeCassandra prints each node's load and share and the hot nodes, judged like shards (the
+// same floor and ratio as the CassandraHotNode rule). Load is what the node gossips, up to a
+// minute old.
+func writeCassandra(w io.Writer, s series, floorBytes float64) {
+	up, down := upDown(s["shardmart_cassandra_node_up"], "node")
+	fmt.Fprintf(w, "Cassandra: nodes up: %s; down: %s; hot floor %s\n", orNone(up), orNone(down), bytesText(floorBytes))
+	var shares []Share
+	for _, x := range s["shardmart_cassandra_load_bytes"] {
+		shares = append(shares, Share{Shard: x.labels["node"], DataBytes: x.value})
+	}
+	slices.SortFunc(shares, func(a, b Share) int { return strings.Compare(a.Shard, b.Shard) })
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tLOAD\tSHARE\t")
+	var hot []string
+	for _, v := range Judge(shares, floorBytes) {
+		note := ""
+		if v.Hot {
+			note = fmt.Sprintf("HOT: %s ≥ %.1f × %s (mean of the other nodes) and ≥ the %s floor",
+				bytesText(v.DataBytes), HotDataRatio, bytesText(v.OthersDataMean), bytesText(floorBytes))
+			hot = append(hot, v.Shard)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f%%\t%s\n", v.Shard, bytesText(v.DataBytes), 100*v.Fraction, note)
+	}
+	_ = tw.Flush()
+	if len(hot) == 0 {
+		fmt.Fprintln(w, "no hot node")
+		return
+	}
+	fmt.Fprintln(w, "what to do:")
+	for _, n := range hot {
+		fmt.Fprintf(w, "- %s is hot: compare its token ownership with the others' (uneven tokens: more vnodes or a new token allocation), "+
+			"and look for huge partitions (shardmart_cassandra_max_partition_bytes) of a low-cardinality partition key: bucket it\n", n)
+	}
+}
+
+// upDown splits up-gauge samples into the sorted values of label that are up and down.
+func upDown(samples []sample, label string) (up, down []string) {
+	for _, x := range samples {
+		if x.value == 1 {
+			up = append(up, x.labels[label])
+		} else {
+			down = append(down, x.labels[label])
+		}
+	}
+	slices.Sort(up)
+	slices.Sort(down)
+	return up, down
 }

@@ -376,6 +376,16 @@ func TestLoadBytesIsTheGossipedLoadNodetoolInfoReports(t *testing.T) {
 			t.Errorf("%s: load_bytes %v, nodetool info Load %v", h, got, want)
 		}
 	}
+	// MON-2: --once's summary judges the same scrape: the node with the big partition is hot.
+	var summary strings.Builder
+	if err := monitor.WriteSummary(&summary, mfs, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	hotLine := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(owner) + `\s.*HOT: `)
+	if !hotLine.MatchString(summary.String()) || !strings.Contains(summary.String(), owner+" is hot") ||
+		strings.Contains(summary.String(), other+" is hot") {
+		t.Errorf("--once summary does not name %s (only) as the hot node:\n%s", owner, summary.String())
+	}
 }
 
 // infoLoad parses "Load : 8.16 MiB" of `nodetool info` into bytes.
