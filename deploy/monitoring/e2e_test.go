@@ -101,7 +101,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// MON-1, MON-2: 20 MB inserted onto one shard of a real sharded cluster (balancer stopped)
+// MON-1: 20 MB inserted onto one shard of a real sharded cluster (balancer stopped)
 // fires HotShardDataSize for that shard and collection, and the team gets the e-mail naming
 // both and the action; the real balancer evens the data and the resolution is mailed.
 func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
@@ -179,7 +179,7 @@ func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
 		time.Since(settled).Round(100*time.Millisecond), time.Since(start).Round(time.Second))
 }
 
-// MON-2 for Cassandra: one node holding 16 MiB more than the other (one partition of an RF 1
+// MON-1 for Cassandra: one node holding 16 MiB more than the other (one partition of an RF 1
 // keyspace) fires CassandraHotNode for that node, mailed to the team. Cassandra gossips a
 // node's load once a minute, so this case takes that long.
 func TestCassandraHotNodeAlertMailed(t *testing.T) {

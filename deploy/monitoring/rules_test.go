@@ -52,6 +52,7 @@ func TestPromtoolCheckRules(t *testing.T) {
 	run(t, "promtool", "prometheus", "check", "rules", rulesFile)
 }
 
+// MON-1: every alert and recording rule passes its promtool unit tests (firing and quiet cases).
 func TestPromtoolTestRules(t *testing.T) {
 	tests, err := filepath.Glob("rules/*.test.yml")
 	if err != nil || len(tests) == 0 {

@@ -376,7 +376,7 @@ func TestLoadBytesIsTheGossipedLoadNodetoolInfoReports(t *testing.T) {
 			t.Errorf("%s: load_bytes %v, nodetool info Load %v", h, got, want)
 		}
 	}
-	// MON-2: --once's summary judges the same scrape: the node with the big partition is hot.
+	// --once's summary judges the same scrape: the node with the big partition is hot.
 	var summary strings.Builder
 	if err := monitor.WriteSummary(&summary, mfs, 1<<20); err != nil {
 		t.Fatal(err)

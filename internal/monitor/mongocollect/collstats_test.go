@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// A hashed collection presplit over both shards, with documents placed as mongos would route
+// MON-1: a hashed collection presplit over both shards, with documents placed as mongos would route
 // them: chunks, documents, data size and orphans per shard, and both shards up, exactly.
 func TestCollStatsChunksShardsGolden(t *testing.T) {
 	c, r := cluster(t)

@@ -10,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// A shard killed with SIGKILL is shard_up 0; the scrape still succeeds and so does every
+// MON-1: a shard killed with SIGKILL is shard_up 0; the scrape still succeeds and so does every
 // collector: the down shard's per-shard series (collStats, currentOp, serverStatus) are absent,
 // its chunk counts (config server data) stay. The same clients see it up again once it is back.
 func TestShardDownIsAMetric(t *testing.T) {

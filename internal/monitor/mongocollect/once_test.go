@@ -8,7 +8,7 @@ import (
 	"github.com/shardmart/shardmart/internal/monitor"
 )
 
-// --once on a real cluster: 2 MB inserted onto the one shard owning a ranged collection's only
+// MON-1: --once on a real cluster: 2 MB inserted onto the one shard owning a ranged collection's only
 // chunk, the balancer stopped, a 1 MiB floor: that shard is reported HOT with the reason, and
 // the advice starts with the stopped balancer.
 func TestOnceReportsHotShard(t *testing.T) {
