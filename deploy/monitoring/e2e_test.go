@@ -112,16 +112,10 @@ func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
 
 	const db, team = "shop", "dba@shardmart.test"
 	ns := db + ".orders"
-	for _, cmd := range []bson.D{sharding.EnableShardingCmd(db),
-		{{Key: "shardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "k", Value: int32(1)}}}}} {
-		if _, err := r.RunCommand(ctx, "admin", cmd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := sharding.StopBalancer(ctx, r, time.Minute, 250*time.Millisecond, &strings.Builder{}); err != nil {
+	if err := r.ShardCollection(ctx, ns, bson.D{{Key: "k", Value: int32(1)}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sharding.StartBalancer(context.Background(), r) })
+	shardtest.BalancerOff(ctx, t, r)
 	pad := strings.Repeat("x", 1000)
 	hot := ""
 	for lo := 0; lo < 20_000; lo += 2000 {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
-	"github.com/shardmart/shardmart/internal/sharding"
 )
 
 const (
@@ -59,37 +58,17 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// balancerOn makes sure the balancer runs, and runs again after the test.
+// balancerOn, balancerOff and shardColl are shardtest's, failing the test on error.
 func balancerOn(ctx context.Context, t *testing.T, r *shardtest.Router) {
-	t.Helper()
-	if err := sharding.StartBalancer(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sharding.StartBalancer(context.Background(), r) })
+	shardtest.BalancerOn(ctx, t, r)
 }
-
-// balancerOff stops the balancer and waits for its round to end (what `mongo balancer stop
-// --wait` does); the balancer is started again after the test.
 func balancerOff(ctx context.Context, t *testing.T, r *shardtest.Router) {
-	t.Helper()
-	if _, err := sharding.StopBalancer(ctx, r, time.Minute, settlePoll, &strings.Builder{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sharding.StartBalancer(context.Background(), r) })
+	shardtest.BalancerOff(ctx, t, r)
 }
-
-// shardColl creates db.coll sharded on key through the router (enableSharding and
-// shardCollection, as a user would send them to mongos).
 func shardColl(ctx context.Context, t *testing.T, r *shardtest.Router, ns string, key bson.D) {
 	t.Helper()
-	db, _, _ := strings.Cut(ns, ".")
-	for _, cmd := range []bson.D{
-		sharding.EnableShardingCmd(db),
-		{{Key: "shardCollection", Value: ns}, {Key: "key", Value: key}},
-	} {
-		if _, err := r.RunCommand(ctx, "admin", cmd); err != nil {
-			t.Fatal(err)
-		}
+	if err := r.ShardCollection(ctx, ns, key); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
+	"github.com/shardmart/shardmart/internal/sharding"
 )
 
 // ErrNoInternalForm means the router does not know the internal form of a public command: a
@@ -314,4 +316,36 @@ func (s *Shared) Stop() {
 	if s.stop != nil {
 		s.stop()
 	}
+}
+
+// ShardCollection shards ns on key as a user does through mongos: enableSharding for its
+// database, then shardCollection with any extra options (e.g. presplitHashedZones).
+func (r *Router) ShardCollection(ctx context.Context, ns string, key bson.D, extra ...bson.E) error {
+	db, _, _ := strings.Cut(ns, ".")
+	shard := append(bson.D{{Key: "shardCollection", Value: ns}, {Key: "key", Value: key}}, extra...)
+	for _, cmd := range []bson.D{{{Key: "enableSharding", Value: db}}, shard} {
+		if _, err := r.RunCommand(ctx, "admin", cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BalancerOff stops the balancer and waits for its round to end (`mongo balancer stop
+// --wait`), so chunks stay where they are; the balancer is started again when the test ends.
+func BalancerOff(ctx context.Context, t testing.TB, r *Router) {
+	t.Helper()
+	if _, err := sharding.StopBalancer(ctx, r, time.Minute, 250*time.Millisecond, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sharding.StartBalancer(context.Background(), r) })
+}
+
+// BalancerOn starts the balancer; it runs again after the test whatever the test did.
+func BalancerOn(ctx context.Context, t testing.TB, r *Router) {
+	t.Helper()
+	if err := sharding.StartBalancer(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sharding.StartBalancer(context.Background(), r) })
 }

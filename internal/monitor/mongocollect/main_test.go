@@ -23,7 +23,6 @@ import (
 	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
 	"github.com/shardmart/shardmart/internal/monitor"
 	"github.com/shardmart/shardmart/internal/monitor/mongocollect"
-	"github.com/shardmart/shardmart/internal/sharding"
 )
 
 const (
@@ -54,18 +53,11 @@ func liveNS(t *testing.T) string {
 	return fmt.Sprintf("t%d_%s.items", dbSeq.Add(1), strings.ToLower(strings.TrimPrefix(t.Name(), "Test")))
 }
 
-// shardColl shards ns on key through the router (enableSharding and shardCollection, as a user
-// would send them to mongos).
+// shardColl shards ns on key through the router, failing the test on error.
 func shardColl(ctx context.Context, t *testing.T, r *shardtest.Router, ns string, key bson.D) {
 	t.Helper()
-	db, _, _ := strings.Cut(ns, ".")
-	for _, cmd := range []bson.D{
-		sharding.EnableShardingCmd(db),
-		{{Key: "shardCollection", Value: ns}, {Key: "key", Value: key}},
-	} {
-		if _, err := r.RunCommand(ctx, "admin", cmd); err != nil {
-			t.Fatal(err)
-		}
+	if err := r.ShardCollection(ctx, ns, key); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -80,14 +72,8 @@ func items(n, padBytes int) ([]bson.D, int) {
 	return out, len(b)
 }
 
-// balancerOff stops the balancer and waits for its round to end, so chunks stay where they
-// are; it is started again after the test.
 func balancerOff(ctx context.Context, t *testing.T, r *shardtest.Router) {
-	t.Helper()
-	if _, err := sharding.StopBalancer(ctx, r, time.Minute, poll, &strings.Builder{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sharding.StartBalancer(context.Background(), r) })
+	shardtest.BalancerOff(ctx, t, r)
 }
 
 // exporter opens the collectors on the config server's URI and registers those named (all
