@@ -32,7 +32,7 @@ func TestMonitorFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := monitorOptions{Addr: "127.0.0.1:9108", MongoURI: "mongodb://127.0.0.1:27019/?replicaSet=cfg",
-		HotFloorBytes: 64 << 20, MigrationWindow: time.Hour, ScrapeTimeout: 10 * time.Second}
+		HotFloorBytes: 64 << 20, MigrationWindow: time.Hour, ScrapeTimeout: 10 * time.Second, PageInterval: 15 * time.Second}
 	if o != want {
 		t.Errorf("defaults: got %+v, want %+v", o, want)
 	}
@@ -64,6 +64,8 @@ func TestMonitorFlags(t *testing.T) {
 		{[]string{"--mongo-uri", "mongodb://h", "--migration-window", "0s"}, "--migration-window"},
 		{[]string{"--mongo-uri", "mongodb://h", "--scrape-timeout", "-1s"}, "--scrape-timeout"},
 		{[]string{"--mongo-uri", "mongodb://h", "--addr", ""}, "--addr"},
+		{[]string{"--mongo-uri", "mongodb://h", "--page-interval", "100ms"}, "--page-interval"},
+		{[]string{"--mongo-uri", "mongodb://h", "--page-interval", "-1s"}, "--page-interval"},
 		{[]string{"--mongo-uri", "mongodb://h", "extra"}, "unknown command"},
 	}
 	for _, b := range bad {
