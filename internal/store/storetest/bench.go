@@ -25,14 +25,7 @@ func BenchPair(b *testing.B, parallelism int, repo, raw PairOp, key func(side in
 	b.Helper()
 	ctx := context.Background()
 	ops := [2]PairOp{repo, raw}
-	// Warm-up: connections, prepared statements and server caches hot before anything is timed.
-	for i := pairWarmup; i < pairWarmup+64; i++ {
-		for side, op := range ops {
-			if err := op(ctx, key(side, i)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	warmUp(b, ops, key)
 	var (
 		n       atomic.Int64
 		workers atomic.Int64
@@ -91,13 +84,7 @@ func BenchBlocks(b *testing.B, workers, blocks int, repo, raw PairOp, key func(s
 	b.Helper()
 	ctx := context.Background()
 	ops := [2]PairOp{repo, raw}
-	for i := pairWarmup; i < pairWarmup+64; i++ {
-		for side, op := range ops {
-			if err := op(ctx, key(side, i)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	warmUp(b, ops, key)
 	perSide := int64(max(1, b.N/2))
 	blocks = max(2, min(blocks, 2*int(perSide))) &^ 1
 	var (
@@ -160,4 +147,17 @@ func BenchBlocks(b *testing.B, workers, blocks int, repo, raw PairOp, key func(s
 		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
 	}
 	b.ReportMetric(rate[1]/rate[0], "overhead")
+}
+
+// warmUp runs 64 untimed operations per side: connections, prepared statements and server
+// caches hot before anything is timed.
+func warmUp(b *testing.B, ops [2]PairOp, key func(side int, i int64) int64) {
+	b.Helper()
+	for i := pairWarmup; i < pairWarmup+64; i++ {
+		for side, op := range ops {
+			if err := op(context.Background(), key(side, i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
