@@ -70,7 +70,7 @@ func serveExporter(t *testing.T, cols []monitor.Collector, floor float64) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: monitor.Handler(reg), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: monitor.Handler(reg, nil), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return l.Addr().String()
