@@ -88,9 +88,9 @@ func (h *history) panel(ns string) sharechart.Panel {
 	for q := 4; q >= 0; q-- {
 		p.XLabels = append(p.XLabels, ago(span*time.Duration(q)/4))
 	}
-	p.Note = fmt.Sprintf("solid: data share (orphans excluded) · dashed: write share per %s (collStats latencyStats writes)", h.interval)
+	p.Note = fmt.Sprintf("solid: data · dashed: writes per %s (collStats latencyStats)", h.interval)
 	if n := len(h.snaps); n > 0 && !h.snaps[n-1].perCollection {
-		p.Note = fmt.Sprintf("dashed: share of ALL writes on the shard per %s (opcounters): the exporter has no per-collection counts", h.interval)
+		p.Note = fmt.Sprintf("dashed: ALL writes of the shard per %s (opcounters), not this collection's", h.interval)
 	}
 	return p
 }

@@ -83,7 +83,7 @@ func TestPageHistoryAndWriteShare(t *testing.T) {
 		`<b>shard down:</b> sh&lt;2&gt;`,
 		`balancer: <b>off</b> · in a balancing round: <b>no</b>`,
 		`points="406.0,52.5"`, // sh0's write share, 75 % (30 of 40), at the last tick
-		"collStats latencyStats writes",
+		"writes per 1s (collStats latencyStats)",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
@@ -103,7 +103,7 @@ func TestPageFallsBackToShardWrites(t *testing.T) {
 		}
 	}
 	page := render(t, p)
-	for _, want := range []string{"share of ALL writes on the shard per 15s (opcounters)", `points="406.0,157.5"`, ">−1h<", ">−30m<", ">now<"} {
+	for _, want := range []string{"ALL writes of the shard per 15s (opcounters)", `points="406.0,157.5"`, ">−1h<", ">−30m<", ">now<"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}

@@ -17,6 +17,7 @@ const (
 	PanelHeight = 220
 	marginLeft  = 44
 	marginTop   = 34
+	svgWidth    = PanelWidth + 12              // PanelSVG: room for the last x label, centred on the right edge
 	svgHeight   = marginTop + PanelHeight + 20 // PanelSVG: the plot, its x labels and a note
 )
 
@@ -69,7 +70,7 @@ func WriteDocument(out io.Writer, title, legend string, cols int, panels []Panel
 func PanelSVG(p Panel) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="sharechart" role="img" aria-label="%s" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
-		html.EscapeString(p.Title), PanelWidth, svgHeight, PanelWidth, svgHeight)
+		html.EscapeString(p.Title), svgWidth, svgHeight, svgWidth, svgHeight)
 	WritePanel(&b, 0, 0, p)
 	b.WriteString("</svg>\n")
 	return b.String()
