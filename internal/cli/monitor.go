@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -28,7 +27,7 @@ type monitorOptions struct {
 	HotFloorBytes   int64
 	MigrationWindow time.Duration
 	ScrapeTimeout   time.Duration
-	PageInterval    time.Duration // 0: no page on /
+	PageInterval    time.Duration
 	Once            bool
 }
 
@@ -80,7 +79,7 @@ which shard is hot and what to do. See docs/monitor.md.
 	f.Int64Var(&o.HotFloorBytes, "hot-floor-bytes", 64<<20, "a shard is hot only with at least this much data of a collection (exported as shardmart_monitor_hot_floor_bytes for the alert rules)")
 	f.DurationVar(&o.MigrationWindow, "migration-window", time.Hour, "how far back migrations are counted from config.changelog")
 	f.DurationVar(&o.ScrapeTimeout, "scrape-timeout", 10*time.Second, "time limit of one scrape; a shard that does not answer within half of it is down")
-	f.DurationVar(&o.PageInterval, "page-interval", 15*time.Second, "how often the page on / samples the cluster for its share charts (keeps the last 240 samples; 0: no page)")
+	f.DurationVar(&o.PageInterval, "page-interval", 15*time.Second, "how often the page at / gathers (its charts keep the last 240 samples; the page reloads as often)")
 	f.BoolVar(&o.Once, "once", false, "scrape once, print the hot-shard summary and exit (no server)")
 	fromEnv(f, "mongo-uri", "SHARDMART_MONGO_URI")
 	fromEnv(f, "cassandra-hosts", "SHARDMART_CASSANDRA_HOSTS")
@@ -97,8 +96,8 @@ func (o monitorOptions) validate() error {
 		return fmt.Errorf("--migration-window %s: want more than 0", o.MigrationWindow)
 	case o.ScrapeTimeout <= 0:
 		return fmt.Errorf("--scrape-timeout %s: want more than 0", o.ScrapeTimeout)
-	case o.PageInterval < 0 || o.PageInterval > 0 && o.PageInterval < time.Second:
-		return fmt.Errorf("--page-interval %s: want 0 (no page) or at least 1s", o.PageInterval)
+	case o.PageInterval < time.Second:
+		return fmt.Errorf("--page-interval %s: want 1s or more", o.PageInterval)
 	case !o.Once && o.Addr == "":
 		return errors.New("--addr is empty: give a listen address, or --once")
 	}
@@ -153,13 +152,11 @@ func runMonitor(ctx context.Context, stdio IO, o monitorOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Addr, err)
 	}
-	var page http.Handler
-	if o.PageInterval > 0 {
-		p := monitor.NewPage(reg, float64(o.HotFloorBytes), 0, logger)
-		go p.Run(ctx, o.PageInterval)
-		page = p
-	}
-	logger.Info("monitor serving /metrics and the page on /", "addr", ln.Addr().String(), "collectors", len(cols))
+	page := monitor.NewPage(reg, monitor.PageOptions{Interval: o.PageInterval, FloorBytes: float64(o.HotFloorBytes), Logger: logger})
+	pageCtx, stopPage := context.WithCancel(ctx)
+	defer stopPage()
+	go page.Run(pageCtx)
+	logger.Info("monitor serving / and /metrics", "addr", ln.Addr().String(), "collectors", len(cols), "page_interval", o.PageInterval)
 	if err := httpapi.Serve(ctx, ln, monitor.Handler(reg, page), 5*time.Second, logger); err != nil {
 		return fmt.Errorf("monitor: %w", err)
 	}

@@ -37,12 +37,12 @@ func TestMonitorFlags(t *testing.T) {
 		t.Errorf("defaults: got %+v, want %+v", o, want)
 	}
 	o, err = runMonitorCmd(t, "--cassandra-hosts", "127.0.0.1, 127.0.0.2", "--once", "--addr", "",
-		"--hot-floor-bytes", "1048576", "--migration-window", "15m", "--scrape-timeout", "3s")
+		"--hot-floor-bytes", "1048576", "--migration-window", "15m", "--scrape-timeout", "3s", "--page-interval", "5s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h := o.cassandraHosts(); len(h) != 2 || h[1] != "127.0.0.2" || !o.Once || o.HotFloorBytes != 1<<20 ||
-		o.MigrationWindow != 15*time.Minute || o.ScrapeTimeout != 3*time.Second {
+		o.MigrationWindow != 15*time.Minute || o.ScrapeTimeout != 3*time.Second || o.PageInterval != 5*time.Second {
 		t.Errorf("given: got %+v (hosts %q)", o, h)
 	}
 
@@ -63,6 +63,7 @@ func TestMonitorFlags(t *testing.T) {
 		{[]string{"--mongo-uri", "mongodb://h", "--hot-floor-bytes", "64MiB"}, "hot-floor-bytes"},
 		{[]string{"--mongo-uri", "mongodb://h", "--migration-window", "0s"}, "--migration-window"},
 		{[]string{"--mongo-uri", "mongodb://h", "--scrape-timeout", "-1s"}, "--scrape-timeout"},
+		{[]string{"--mongo-uri", "mongodb://h", "--page-interval", "100ms"}, "--page-interval"},
 		{[]string{"--mongo-uri", "mongodb://h", "--addr", ""}, "--addr"},
 		{[]string{"--mongo-uri", "mongodb://h", "--page-interval", "100ms"}, "--page-interval"},
 		{[]string{"--mongo-uri", "mongodb://h", "--page-interval", "-1s"}, "--page-interval"},

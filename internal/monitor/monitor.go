@@ -106,8 +106,8 @@ func NewRegistry(o Options) *prometheus.Registry {
 	return reg
 }
 
-// Handler serves /metrics from g, and page (if not nil) on /. A collector error never fails
-// the scrape: it is the collector_success series.
+// Handler serves /metrics from g, and page at / when it is not nil. A collector error never
+// fails the scrape: it is the collector_success series.
 func Handler(g prometheus.Gatherer, page http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))

@@ -40,6 +40,7 @@ type ShardRow struct {
 	Verdict
 	Documents float64
 	Notes     []string // HOT and chunk-skew reasons
+	Advice    string   // what to do, when hot (also in the report's Todo, in row order)
 }
 
 // Migration is one shardmart_mongo_migrations series: migrations within the window.
@@ -117,7 +118,8 @@ func mongoReport(s series, floorBytes float64) *MongoReport {
 			if v.Hot {
 				row.Notes = append(row.Notes, fmt.Sprintf("HOT: %s ≥ %.1f × %s (mean of the other shards) and ≥ the %s floor",
 					bytesText(v.DataBytes), HotDataRatio, bytesText(v.OthersDataMean), bytesText(floorBytes)))
-				m.Todo = append(m.Todo, advice(ns, v, m.Balancer))
+				row.Advice = advice(ns, v, m.Balancer)
+				m.Todo = append(m.Todo, row.Advice)
 			}
 			if v.ChunkSkew {
 				row.Notes = append(row.Notes, fmt.Sprintf("chunk-skew: %.0f chunks ≥ %.0f × %.1f (secondary: the balancer evens data size, not chunk counts, since 6.0.3)",
@@ -152,8 +154,9 @@ func cassandraReport(s series, floorBytes float64) *CassandraReport {
 		if v.Hot {
 			row.Notes = append(row.Notes, fmt.Sprintf("HOT: %s ≥ %.1f × %s (mean of the other nodes) and ≥ the %s floor",
 				bytesText(v.DataBytes), HotDataRatio, bytesText(v.OthersDataMean), bytesText(floorBytes)))
-			c.Todo = append(c.Todo, v.Shard+" is hot: compare its token ownership with the others' (uneven tokens: more vnodes or a new token allocation), "+
-				"and look for huge partitions (shardmart_cassandra_max_partition_bytes) of a low-cardinality partition key: bucket it")
+			row.Advice = v.Shard + " is hot: compare its token ownership with the others' (uneven tokens: more vnodes or a new token allocation), " +
+				"and look for huge partitions (shardmart_cassandra_max_partition_bytes) of a low-cardinality partition key: bucket it"
+			c.Todo = append(c.Todo, row.Advice)
 		}
 		c.Rows = append(c.Rows, row)
 	}

@@ -29,6 +29,7 @@ const (
 	ServeTestPort          = 27300 // the CLI's serve-on-MongoDB test
 	MonitorTestPort        = 27500 // internal/monitor/mongocollect's live cluster (config server and 2 shards)
 	AlertingTestPort       = 27650 // deploy/monitoring's end-to-end alert test (config server and 2 shards)
+	MonitorPageTestPort    = 27800 // internal/monitor's page and browser tests (config server and 2 shards); not 277xx: hand-started sets use 27720
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
