@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,9 +20,24 @@ import (
 
 // benchOptions are `bench`'s settings.
 type benchOptions struct {
-	URL, Scenarios, Categories, Zone, AdminToken string
-	Concurrency                                  int
-	Duration                                     time.Duration
+	url, adminToken, scenario, categories, zone string
+	// The in-process server's backends (without --url).
+	placement, cassandraHosts, cassandraKeyspace, mongoURI, mongoDB string
+
+	rate                   float64
+	duration, warmup       time.Duration
+	timeout                time.Duration
+	maxInFlight, users     int
+	seed                   uint64
+	zipf                   float64
+	flashProducts          int
+	flashStock             int64
+	json                   bool
+	findMax                bool
+	findMaxFactor, maxRate float64
+	findMaxRefine          int
+	findMaxP99             time.Duration
+	findMaxErrors          float64
 }
 
 // newCmdBench builds `bench`; runF, if not nil, replaces runBench (tests).
@@ -28,14 +45,32 @@ func newCmdBench(stdio IO, runF func(context.Context, benchOptions) error) *cobr
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Load-test the HTTP API: orders (3 items), cart puts, category search, session lookup",
-		Long: `bench drives the HTTP API with concurrent clients and prints requests/s, p50 and p99 per scenario.
-Without --url it starts its own server on a temporary embedded store with demo data, so the
-numbers include the whole stack on this machine (client and server share the CPUs).`,
+		Short: "Open-loop HTTP load: a shop's request mix (or a flash sale) at a fixed arrival rate, HDR percentiles",
+		Long: `bench sends requests at a constant rate (--rate) whatever the server does, and measures each
+request's latency from the moment it was due, so queueing is never hidden (no coordinated
+omission). A client that cannot deliver the rate says so (achieved vs target; requests past
+--max-in-flight are dropped and counted as errors).
+
+Scenarios: "mix" is browse and search 60 %, product page 15 %, cart 15 %, checkout 5 %, events
+4.5 %, login 0.5 %, with Zipf-skewed users, products and categories; "flash-sale" is many buyers
+after a few new products with little stock (409 insufficient-stock is an expected answer; the
+stock is checked through the API at the end: oversold must be false).
+
+Without --url it starts its own server in-process on a temporary embedded store with demo data
+(--placement moves families to Cassandra or MongoDB as serve does), with rate limits off.
+Against --url, run the server with its limits off (--limit-login-client 0 --limit-login-account 0
+--limit-sessions-client 0 --limit-events-session 0 --limit-events-client 0) and give its
+--admin-token, or the limits' 429s count as errors.
+
+--find-max steps the rate up from --rate by --find-max-factor, then bisects, and reports the
+highest rate whose total p99 stays under --find-max-p99 with errors under --find-max-errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Concurrency < 1 || o.Concurrency > 1024 {
-				return fmt.Errorf("--concurrency must be 1..1024")
+			if o.maxInFlight < 1 || o.users < 1 || o.rate <= 0 {
+				return fmt.Errorf("--rate, --max-in-flight and --users must be positive")
+			}
+			if !slices.Contains(loadgen.Scenarios, o.scenario) {
+				return fmt.Errorf("unknown --scenario %q (have %s)", o.scenario, strings.Join(loadgen.Scenarios, ", "))
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -44,69 +79,145 @@ numbers include the whole stack on this machine (client and server share the CPU
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.URL, "url", "", "base URL of a running API (default: start one on a temporary store)")
-	f.StringVar(&o.Scenarios, "scenarios", strings.Join(loadgen.Scenarios, ","), "comma-separated scenarios")
-	f.StringVar(&o.Categories, "categories", "electronics,books,clothing,home,toys", "categories to search and buy from")
-	f.StringVar(&o.Zone, "zone", demo.Zones[0], "stock zone orders take from")
-	f.StringVar(&o.AdminToken, "admin-token", "", "admin token of --url's server: lets the orders scenario top up stock")
-	f.IntVar(&o.Concurrency, "concurrency", 8, "concurrent clients")
-	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long each scenario runs")
+	f.StringVar(&o.url, "url", "", "base URL of a running API (default: start one in-process with demo data)")
+	f.StringVar(&o.adminToken, "admin-token", "", "admin token of --url's server: tops up stock, creates the flash sale's products")
+	f.StringVar(&o.scenario, "scenario", loadgen.ScenarioMix, "mix or flash-sale")
+	f.StringVar(&o.categories, "categories", "electronics,books,clothing,home,toys,sports,beauty,grocery,garden,automotive", "categories browsed and bought from, most popular first")
+	f.StringVar(&o.zone, "zone", demo.Zones[0], "stock zone orders take from")
+	f.StringVar(&o.placement, "placement", "", `in-process server only: which backend holds which family, as serve's --placement (default: everything embedded)`)
+	f.StringVar(&o.cassandraHosts, "cassandra-hosts", "127.0.0.1", "in-process server only: Cassandra contact points")
+	f.StringVar(&o.cassandraKeyspace, "cassandra-keyspace", "shardmart", "in-process server only: Cassandra keyspace (schema applied)")
+	f.StringVar(&o.mongoURI, "mongo-uri", "", "in-process server only: MongoDB connection string")
+	f.StringVar(&o.mongoDB, "mongo-db", "shardmart", "in-process server only: MongoDB database")
+	f.Float64Var(&o.rate, "rate", 200, "requests per second (with --find-max: the first step)")
+	f.DurationVar(&o.duration, "duration", 30*time.Second, "recorded time per run (per step with --find-max)")
+	f.DurationVar(&o.warmup, "warmup", 5*time.Second, "time at the rate before recording (per step)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "a request unanswered after this is an error")
+	f.IntVar(&o.maxInFlight, "max-in-flight", 512, "concurrent requests; a request due beyond it is dropped and counted as an error")
+	f.IntVar(&o.users, "users", 200, "users registered before the run (two bcrypt operations each on the server)")
+	f.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed sends the same request sequence")
+	f.Float64Var(&o.zipf, "zipf", 1.1, "Zipf skew (> 1) of users, products and categories")
+	f.IntVar(&o.flashProducts, "flash-products", 3, "flash-sale: products created")
+	f.Int64Var(&o.flashStock, "flash-stock", 100, "flash-sale: units of each in --zone")
+	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout")
+	f.BoolVar(&o.findMax, "find-max", false, "search for the highest rate within --find-max-p99 and --find-max-errors")
+	f.Float64Var(&o.findMaxFactor, "find-max-factor", 1.5, "find-max: rate multiplier between steps")
+	f.Float64Var(&o.maxRate, "find-max-limit", 0, "find-max: highest rate tried (0: none)")
+	f.IntVar(&o.findMaxRefine, "find-max-refine", 2, "find-max: bisection steps after the first failing rate")
+	f.DurationVar(&o.findMaxP99, "find-max-p99", 50*time.Millisecond, "find-max: the total's p99 must stay below this")
+	f.Float64Var(&o.findMaxErrors, "find-max-errors", 0.01, "find-max: the error rate (failed + dropped) must stay below this")
 	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	return cmd
 }
 
+// benchJSON is --json's document.
+type benchJSON struct {
+	Target  string            `json:"target"`
+	Machine map[string]string `json:"machine"`
+	Report  *loadgen.Report   `json:"report,omitempty"`
+	MaxRate *float64          `json:"max_rate,omitempty"`
+	Steps   []loadgen.Step    `json:"steps,omitempty"`
+}
+
 func runBench(ctx context.Context, stdio IO, o benchOptions) error {
-	base, admin := strings.TrimRight(o.URL, "/"), o.AdminToken
+	log := stdio.Err
+	base, admin := strings.TrimRight(o.url, "/"), o.adminToken
+	target := base
 	if base == "" {
-		addr, stop, err := startBenchServer(ctx)
+		fmt.Fprintf(log, "starting a server in-process (temporary embedded store, placement %q, demo data)...\n", o.placement)
+		addr, stop, err := startBenchServer(ctx, o)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		base, admin = "http://"+addr, benchAdminToken
-		fmt.Fprintf(stdio.Out, "started a server on %s (temporary embedded store, demo data)\n", addr)
+		target = "in-process, placement " + orDefault(o.placement, "embedded default")
+		fmt.Fprintf(log, "server on %s\n", addr)
 	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}}
-	cats := strings.Split(o.Categories, ",")
-	products, err := loadgen.DiscoverProducts(ctx, client, base, cats, 100)
+	client := &http.Client{Timeout: o.timeout, Transport: &http.Transport{MaxIdleConns: o.maxInFlight,
+		MaxIdleConnsPerHost: o.maxInFlight, IdleConnTimeout: time.Minute}}
+	shop, err := loadgen.Prepare(ctx, loadgen.Config{BaseURL: base, Client: client, AdminToken: admin, Scenario: o.scenario,
+		Users: o.users, Seed: o.seed, ZipfS: o.zipf, Categories: strings.Split(o.categories, ","), Zone: o.zone,
+		FlashProducts: o.flashProducts, FlashStock: o.flashStock, Log: log})
 	if err != nil {
-		return err
+		return fmt.Errorf("prepare the workload: %w", err)
 	}
-	tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\trequests\treq/s\tp50\tp99\terrors\t")
-	for _, sc := range strings.Split(o.Scenarios, ",") {
-		if !contains(loadgen.Scenarios, sc) {
-			return fmt.Errorf("unknown scenario %q (have %s)", sc, strings.Join(loadgen.Scenarios, ", "))
-		}
-		fmt.Fprintf(stdio.Err, "running %s for %s with %d clients...\n", sc, o.Duration, o.Concurrency)
-		res, err := loadgen.Run(ctx, loadgen.Config{BaseURL: base, Concurrency: o.Concurrency, Duration: o.Duration,
-			Products: products, Categories: cats, Zone: o.Zone, Client: client, AdminToken: admin}, sc)
+	runAt := func(ctx context.Context, rate float64) (loadgen.Report, error) {
+		fmt.Fprintf(log, "running %s at %.0f/s: %s warm-up, %s recorded...\n", o.scenario, rate, o.warmup, o.duration)
+		rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: rate, Warmup: o.warmup, Duration: o.duration, MaxInFlight: o.maxInFlight}, shop.Next)
+		rep.Scenario = o.scenario
+		return rep, err
+	}
+	out := benchJSON{Target: target, Machine: map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()),
+		"os_arch": runtime.GOOS + "/" + runtime.GOARCH, "go": runtime.Version()}}
+	if o.findMax {
+		fm := loadgen.FindMax{Start: o.rate, Factor: o.findMaxFactor, Limit: o.maxRate, Refine: o.findMaxRefine,
+			MaxP99: o.findMaxP99, MaxErrorRate: o.findMaxErrors}
+		best, steps, err := fm.Run(ctx, runAt, func(st loadgen.Step) {
+			verdict := "pass"
+			if !st.Pass {
+				verdict = "FAIL: " + st.Why
+			}
+			t := st.Report.Total
+			fmt.Fprintf(log, "step %.0f/s: achieved %.0f/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, errors %.2f%% -> %s\n",
+				st.Rate, st.Report.AchievedRate, t.P50, t.P99, t.P999, 100*t.ErrorRate, verdict)
+		})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%d\t\n", res.Scenario, res.Requests, res.PerSecond(),
-			res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond), res.Errors)
-		if res.FirstFail != "" {
-			fmt.Fprintf(stdio.Err, "  first error: %s\n", res.FirstFail)
+		if o.json {
+			out.MaxRate, out.Steps = &best, steps
+			return writeJSON(stdio.Out, out)
 		}
+		fmt.Fprintf(stdio.Out, "highest rate sustained with p99 < %s and errors < %.1f%%: %.0f/s (%s, %s)\n",
+			o.findMaxP99, 100*o.findMaxErrors, best, o.scenario, target)
+		// The best step's table, or the first one's when even that failed: it shows why.
+		for _, st := range steps {
+			if st.Rate == best || best == 0 {
+				return st.Report.WriteText(stdio.Out)
+			}
+		}
+		return nil
 	}
-	return tw.Flush()
+	rep, err := runAt(ctx, o.rate)
+	if err != nil {
+		return err
+	}
+	if rep.Flash, err = shop.CheckFlashSale(ctx); err != nil {
+		return err
+	}
+	if o.json {
+		out.Report = &rep
+		err = writeJSON(stdio.Out, out)
+	} else {
+		fmt.Fprintf(stdio.Out, "%s against %s\n", o.scenario, target)
+		err = rep.WriteText(stdio.Out)
+	}
+	if err == nil && rep.Flash != nil && rep.Flash.Oversold {
+		err = fmt.Errorf("flash sale OVERSOLD: %d units confirmed, %d in stock at the start", rep.Flash.UnitsSold, rep.Flash.StockBefore)
+	}
+	return err
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
 	}
-	return false
+	return s
 }
 
 // benchAdminToken guards the bench's own throwaway server, which listens on loopback only.
 const benchAdminToken = "bench-local-admin"
 
-// startBenchServer runs serve on a temporary store; stop shuts it down and removes the store.
-func startBenchServer(ctx context.Context) (string, func(), error) {
+// startBenchServer runs serve on a temporary store with o's placement and no rate limits (a
+// load generator is one client address); stop shuts it down and removes the store.
+func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "shardmart-bench-")
 	if err != nil {
 		return "", nil, err
@@ -114,6 +225,9 @@ func startBenchServer(ctx context.Context) (string, func(), error) {
 	var o serveOptions
 	o.backend.register(&cobra.Command{})
 	o.backend.dataDir = dir
+	o.backend.placement = bo.placement
+	o.backend.cassandraHosts, o.backend.cassandraKeyspace = bo.cassandraHosts, bo.cassandraKeyspace
+	o.backend.mongoURI, o.backend.mongoDB = bo.mongoURI, bo.mongoDB
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", benchAdminToken
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
 	sctx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,148 @@
+package loadgen_test
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/demo"
+	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/loadgen"
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/shop"
+)
+
+// apiServer is the real API on a temporary embedded store with 500 demo products, no limits.
+func apiServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	account.HashCost = bcrypt.MinCost
+	ctx := context.Background()
+	s, err := shop.Open(ctx, shop.Config{Backends: placement.Options{SQLitePath: filepath.Join(t.TempDir(), "l.db")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	opt := demo.Defaults()
+	opt.Products, opt.Users = 500, 0
+	if _, err := demo.Seed(ctx, s.Stores, s.Orders, s.Carts, opt); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Services: s.API(), AdminToken: "x", Logger: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func shopConfig(srv *httptest.Server, scenario string) loadgen.Config {
+	return loadgen.Config{BaseURL: srv.URL, Client: srv.Client(), AdminToken: "x", Scenario: scenario, Users: 20, Seed: 7,
+		ZipfS: 1.1, Categories: []string{"electronics", "books", "clothing"}, PerCategory: 50, Zone: demo.Zones[0],
+		FlashProducts: 2, FlashStock: 15}
+}
+
+// TestMixProportions: over 100,000 requests drawn with a fixed seed, each kind's share is
+// within 0.5 percentage points of the mix, and users and products are Zipf-skewed (the most
+// popular far above an even share).
+func TestMixProportions(t *testing.T) {
+	srv := apiServer(t)
+	s, err := loadgen.Prepare(context.Background(), shopConfig(srv, loadgen.ScenarioMix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100_000
+	count := map[string]int{}
+	for i := range n {
+		count[s.Next(i).Kind]++
+	}
+	total := 0.0
+	for _, w := range loadgen.DefaultMix {
+		total += w.Share
+	}
+	for _, w := range loadgen.DefaultMix {
+		got, want := 100*float64(count[w.Kind])/n, 100*w.Share/total
+		if math.Abs(got-want) > 0.5 {
+			t.Errorf("%s: %.2f %% of requests, want %.2f %%", w.Kind, got, want)
+		}
+	}
+	if len(count) != len(loadgen.DefaultMix) {
+		t.Errorf("kinds drawn: %v", count)
+	}
+	// The picker alone, too: the same seed gives the same sequence.
+	p := loadgen.NewPicker(loadgen.DefaultMix)
+	a, b := rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		if p.Pick(a) != p.Pick(b) {
+			t.Fatal("same seed, different kinds")
+		}
+	}
+}
+
+// TestMixRunsCleanly runs the whole mix against the real API: every kind is sent and none
+// fails, so the bench's figures are of working requests.
+func TestMixRunsCleanly(t *testing.T) {
+	srv := apiServer(t)
+	ctx := context.Background()
+	s, err := loadgen.Prepare(ctx, shopConfig(srv, loadgen.ScenarioMix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: 300, Duration: 1500 * time.Millisecond, MaxInFlight: 2000}, s.Next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	_ = rep.WriteText(&buf)
+	t.Log("\n" + buf.String())
+	if len(rep.Types) != len(loadgen.DefaultMix) {
+		t.Errorf("kinds in the report: %d, want %d", len(rep.Types), len(loadgen.DefaultMix))
+	}
+	for _, st := range append(rep.Types, rep.Total) {
+		if st.Failed != 0 || st.Dropped != 0 || st.OK == 0 {
+			t.Errorf("%s: %d ok, %d failed, %d dropped (first error: %s)", st.Type, st.OK, st.Failed, st.Dropped, st.FirstError)
+		}
+	}
+}
+
+// TestFlashSaleNeverOversells: 20 buyers after 2 products of 15 units, 90 checkouts a second.
+// Every unit confirmed in an order was in stock, the stock read back through the API is what
+// was there less what was confirmed, and sold-out answers (409) count as expected, not errors.
+func TestFlashSaleNeverOversells(t *testing.T) {
+	srv := apiServer(t)
+	ctx := context.Background()
+	s, err := loadgen.Prepare(ctx, shopConfig(srv, loadgen.ScenarioFlashSale))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: 300, Duration: 1500 * time.Millisecond, MaxInFlight: 256}, s.Next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := s.CheckFlashSale(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc.StockBefore != 30 || fc.Oversold || !fc.Consistent || fc.UnitsSold > 30 || fc.StockAfter < 0 {
+		t.Fatalf("flash sale: %+v", fc)
+	}
+	var checkout loadgen.Stats
+	for _, st := range rep.Types {
+		if st.Type == loadgen.Checkout {
+			checkout = st
+		}
+	}
+	if rep.Total.Failed != 0 || checkout.OK != fc.Orders {
+		t.Errorf("failed %d (first: %s); checkouts ok %d, orders counted %d", rep.Total.Failed, rep.Total.FirstError, checkout.OK, fc.Orders)
+	}
+	// Once the stock is gone every further checkout is refused: 409s, reported as expected.
+	if fc.StockAfter == 0 && checkout.Expected == 0 {
+		t.Errorf("sold out but no expected 409s: %+v", checkout)
+	}
+	t.Logf("sold %d of %d units in %d orders; %d checkouts refused as sold out", fc.UnitsSold, fc.StockBefore, fc.Orders, checkout.Expected)
+}
