@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/money"
@@ -248,7 +249,20 @@ func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string
 		} else {
 			level, err = changeStock(ctx, tx, ref.ID, zone, delta)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// The product as it now is goes to the outbox, so read models and the card cache see
+		// admin stock changes; UpdatedAt is unchanged, the row carries the time of the change.
+		p, err := getProduct(ctx, tx, ref.ID)
+		if err != nil {
+			return err
+		}
+		payload, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		return appendOutbox(ctx, tx, outbox.TopicProductChanged, p.ID, payload, time.Now())
 	})
 	return level, err
 }

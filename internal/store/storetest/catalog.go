@@ -26,7 +26,7 @@ func readModelProduct(category, price string) catalog.Product {
 }
 
 // SearchAll follows the cursors of a search to the end, checking every page respects the limit.
-func SearchAll(t *testing.T, c ReadModel, q catalog.Search) []catalog.Product {
+func SearchAll(t *testing.T, c catalog.Reader, q catalog.Search) []catalog.Product {
 	t.Helper()
 	var got []catalog.Product
 	for i := 0; ; i++ {
