@@ -102,13 +102,16 @@ func (c *CardCache) markLocked(category, id string) {
 	s.pending[id] = struct{}{}
 }
 
-// SearchProducts serves q from the category's cards, loading or refreshing them first when
-// needed; a category too large for the cache, or a Reader failing to refresh it, is searched
-// through the Reader. Cursors are the backends' own ({p, i}), so pages may alternate freely.
+// SearchProducts serves a price-ordered q from the category's cards, loading or refreshing
+// them first when needed; newest-first listings, a category too large for the cache, or a
+// Reader failing to refresh it are searched through the Reader. Cursors are the backends' own ({p, i}), so pages may alternate freely.
 func (c *CardCache) SearchProducts(ctx context.Context, q Search) (paging.Page[Product], error) {
 	q, err := q.Validate()
 	if err != nil {
 		return paging.Page[Product]{}, err
+	}
+	if q.Sort == SortNewest {
+		return c.next.SearchProducts(ctx, q) // cards are kept in price order only
 	}
 	var after priceCursor
 	if q.Page.Cursor != "" {
@@ -252,7 +255,7 @@ func (c *CardCache) refetch(ctx context.Context, category string, cards []Produc
 	for id := range pending {
 		p, err := c.next.GetProduct(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, ErrNotFound), err == nil && p.Inactive: // not searchable
 		case err != nil:
 			return nil, fmt.Errorf("card cache: refetch %s: %w", id, err)
 		case p.Category != category:

@@ -176,6 +176,23 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 	if err != nil {
 		return page, err
 	}
+	coll, _ := r.store().reader(collProducts, readrouting.OpCategorySearch)
+	if q.Sort == catalog.SortNewest {
+		var after *catalog.NewestPosition
+		if q.Page.Cursor != "" {
+			pos, err := catalog.DecodeNewest(q.Page.Cursor)
+			if err != nil {
+				return page, err
+			}
+			after = &pos
+		}
+		page, err = findPage(ctx, coll, newestFilter(q.Category, after), newestSort, q.Page.Limit, productDoc.product,
+			func(doc productDoc) any { return catalog.NewestCursor(doc.product()) })
+		if err != nil {
+			return page, fmt.Errorf("mongo: list products newest first: %w", err)
+		}
+		return page, nil
+	}
 	var after *priceCursor
 	if q.Page.Cursor != "" {
 		after = &priceCursor{}
@@ -183,7 +200,6 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 			return page, err
 		}
 	}
-	coll, _ := r.store().reader(collProducts, readrouting.OpCategorySearch)
 	page, err = findPage(ctx, coll, searchFilter(q, after), searchSort, q.Page.Limit, productDoc.product,
 		func(doc productDoc) any { return priceCursor{Price: doc.Price, ID: doc.ID} })
 	if err != nil {

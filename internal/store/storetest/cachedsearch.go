@@ -150,6 +150,16 @@ func CachedSearch(t *testing.T, newStore func(t *testing.T) CachedSearchStore) {
 		if pb, _ := find(got, b.ID); pb.Stock["eu"] != 9 {
 			t.Errorf("after an order: %s eu=%d, want 9", b.ID, pb.Stock["eu"])
 		}
+		if _, err := c.Orders.Products.UpdateProduct(ctx, b.ID, func(p *catalog.Product) error {
+			p.Inactive = true
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		c.drain(t)
+		if got := c.same(t, cat, 10); len(got) != 1 {
+			t.Errorf("after deactivating one of two: %d listed, want 1", len(got))
+		}
 	})
 	t.Run("CAT-2 new products and category moves after the projector", func(t *testing.T) {
 		t.Parallel()

@@ -107,6 +107,19 @@ func CatalogReadModel(t *testing.T, newModel func(t *testing.T) ReadModel) {
 			t.Error("a foreign cursor was accepted")
 		}
 	})
+	t.Run("CAT-1 PRD-5 description, active flag and newest first", func(t *testing.T) {
+		t.Parallel()
+		c := newModel(t)
+		upsert := func(p catalog.Product) {
+			if err := c.UpsertProduct(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		newestAndActive(t, c, upsert, func(p catalog.Product) {
+			p.Inactive, p.UpdatedAt = false, p.UpdatedAt.Add(time.Second)
+			upsert(p)
+		})
+	})
 	t.Run("CAT-1 price and category changes move the search row; older replays are ignored", func(t *testing.T) {
 		t.Parallel()
 		c := newModel(t)
