@@ -35,10 +35,14 @@ func (e *InsufficientStockError) Error() string {
 // Product is the catalog aggregate. Category is part of the MongoDB shard key
 // {category: 1, _id: 1}, so every write that has it in hand passes it (DESIGN.md note 7).
 type Product struct {
-	ID         string
-	Name       string
-	Category   string
-	Price      money.Amount
+	ID          string
+	Name        string
+	Description string // seeds 000 and 002
+	Category    string
+	Price       money.Amount
+	// Inactive hides the product from search and listings (seed 002's is_active, inverted so
+	// that a product stored or sent through the outbox before the flag existed reads as active).
+	Inactive   bool
 	Attributes map[string]string
 	Stock      map[string]int64 // zone -> units on hand
 	CreatedAt  time.Time
@@ -54,12 +58,45 @@ type Ref struct {
 // Ref returns the product's full address.
 func (p Product) Ref() Ref { return Ref{ID: p.ID, Category: p.Category} }
 
-// Search is PRD-2: one category, an optional inclusive price range, sorted by price then id.
+// Search is PRD-2: one category's active products, sorted by price then id within an
+// optional inclusive price range, or newest first (created_at, then id, descending).
 type Search struct {
 	Category string
 	MinPrice money.Amount
 	MaxPrice money.Amount // 0 means no upper bound
+	Sort     Sort         // "" is SortPrice
 	Page     paging.Request
+}
+
+// Sort orders a search.
+type Sort string
+
+const (
+	SortPrice  Sort = "price"
+	SortNewest Sort = "newest" // seed 002's products_by_category, created_at DESC
+)
+
+// NewestPosition is the keyset position of a newest-first listing, the same on every backend.
+type NewestPosition struct {
+	Created int64  `json:"n"` // created_at, Unix nanoseconds
+	ID      string `json:"i"`
+}
+
+// NewestCursor is the cursor after p in a newest-first listing.
+func NewestCursor(p Product) any {
+	return NewestPosition{Created: p.CreatedAt.UnixNano(), ID: p.ID}
+}
+
+// DecodeNewest reads a newest-first cursor; one from a price search is refused.
+func DecodeNewest(cursor string) (NewestPosition, error) {
+	var pos NewestPosition
+	if err := paging.Decode(cursor, &pos); err != nil {
+		return pos, err
+	}
+	if pos.ID == "" || pos.Created == 0 {
+		return pos, validation.Field("cursor", "is not a cursor this server issued")
+	}
+	return pos, nil
 }
 
 // Repository stores products. Implementations must keep stock non-negative atomically.
@@ -109,6 +146,7 @@ func (p Product) Validate() error {
 	var c validation.Collector
 	c.Check(ValidID(p.ID), "id", "must be 1-64 letters, digits, '-' or '_'")
 	checkName(&c, p.Name)
+	checkDescription(&c, p.Description)
 	checkCategory(&c, p.Category)
 	checkPrice(&c, p.Price)
 	checkAttributes(&c, p.Attributes)
@@ -123,10 +161,12 @@ func (p Product) Validate() error {
 // Patch is a partial update; nil fields keep their value. Id and stock are not in it (stock
 // changes through AdjustStock), so no patch is ever refused naming a field it cannot hold.
 type Patch struct {
-	Name       *string
-	Category   *string
-	Price      *money.Amount
-	Attributes *map[string]string
+	Name        *string
+	Description *string
+	Category    *string
+	Price       *money.Amount
+	Attributes  *map[string]string
+	Active      *bool
 }
 
 // Validate checks the fields present. Each field is valid on its own, so the patch can be
@@ -135,6 +175,9 @@ func (pt Patch) Validate() error {
 	var c validation.Collector
 	if pt.Name != nil {
 		checkName(&c, *pt.Name)
+	}
+	if pt.Description != nil {
+		checkDescription(&c, *pt.Description)
 	}
 	if pt.Category != nil {
 		checkCategory(&c, *pt.Category)
@@ -162,6 +205,12 @@ func (pt Patch) Apply(p *Product) {
 	if pt.Attributes != nil {
 		p.Attributes = *pt.Attributes
 	}
+	if pt.Description != nil {
+		p.Description = *pt.Description
+	}
+	if pt.Active != nil {
+		p.Inactive = !*pt.Active
+	}
 }
 
 // Lengths count characters, as the OpenAPI document's minLength and maxLength do.
@@ -170,6 +219,13 @@ func checkName(c *validation.Collector, name string) {
 	n := utf8.RuneCountInString(name)
 	c.Check(n >= 1 && n <= 200, "name", "must be 1-200 characters")
 }
+
+func checkDescription(c *validation.Collector, d string) {
+	c.Check(utf8.RuneCountInString(d) <= MaxDescription, "description", "must be at most 4000 characters")
+}
+
+// MaxDescription bounds a description (characters).
+const MaxDescription = 4000
 
 func checkCategory(c *validation.Collector, category string) {
 	c.Check(ValidSlug(category), "category", "must be a lower-case slug of 1-64 characters")
@@ -192,6 +248,18 @@ func (q Search) Validate() (Search, error) {
 	var c validation.Collector
 	c.Check(ValidSlug(q.Category), "category", "is required and must be a category slug")
 	c.Check(q.MaxPrice == 0 || q.MaxPrice >= q.MinPrice, "max_price", "must not be below min_price")
+	switch q.Sort {
+	case "":
+		q.Sort = SortPrice
+	case SortPrice:
+	case SortNewest:
+		// The newest-first tables and indexes are ordered by creation alone: a price range
+		// there would be a filtered scan of the whole category.
+		c.Check(q.MinPrice == 0, "min_price", "a price range needs sort=price")
+		c.Check(q.MaxPrice == 0, "max_price", "a price range needs sort=price")
+	default:
+		c.Add("sort", `must be "price" or "newest"`)
+	}
 	page, err := q.Page.Normalize()
 	if err != nil {
 		return q, err

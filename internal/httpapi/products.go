@@ -16,18 +16,20 @@ import (
 )
 
 type productView struct {
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	Category   string            `json:"category"`
-	Price      money.Amount      `json:"price"`
-	Attributes map[string]string `json:"attributes"`
-	Stock      map[string]int64  `json:"stock"`
-	CreatedAt  time.Time         `json:"created_at"`
-	UpdatedAt  time.Time         `json:"updated_at"`
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Active      bool              `json:"active"`
+	Category    string            `json:"category"`
+	Price       money.Amount      `json:"price"`
+	Attributes  map[string]string `json:"attributes"`
+	Stock       map[string]int64  `json:"stock"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
 }
 
 func viewProduct(p catalog.Product) productView {
-	v := productView{ID: p.ID, Name: p.Name, Category: p.Category, Price: p.Price,
+	v := productView{ID: p.ID, Name: p.Name, Description: p.Description, Active: !p.Inactive, Category: p.Category, Price: p.Price,
 		Attributes: p.Attributes, Stock: p.Stock, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if v.Attributes == nil {
 		v.Attributes = map[string]string{}
@@ -99,6 +101,7 @@ func (s *server) searchProducts(w http.ResponseWriter, r *http.Request, _ *calle
 	search := catalog.Search{Category: queryValue(q, "category", &c)}
 	search.MinPrice = amountParam(q, "min_price", &c)
 	search.MaxPrice = amountParam(q, "max_price", &c)
+	search.Sort = catalog.Sort(queryValue(q, "sort", &c))
 	search.Page = pageParams(q, &c)
 	if err := c.Err(); err != nil {
 		return err
@@ -139,12 +142,14 @@ func (s *server) getProduct(w http.ResponseWriter, r *http.Request, _ *caller) e
 // productInput is the body of POST /v1/products. Price is a decimal string, parsed here so a
 // bad price names the "price" field. ID is a pointer so an empty id is refused, not generated.
 type productInput struct {
-	ID         *string           `json:"id,omitzero"`
-	Name       string            `json:"name"`
-	Category   string            `json:"category"`
-	Price      string            `json:"price"`
-	Attributes map[string]string `json:"attributes,omitzero"`
-	Stock      map[string]int64  `json:"stock,omitzero"`
+	ID          *string           `json:"id,omitzero"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitzero"`
+	Active      *bool             `json:"active,omitzero"`
+	Category    string            `json:"category"`
+	Price       string            `json:"price"`
+	Attributes  map[string]string `json:"attributes,omitzero"`
+	Stock       map[string]int64  `json:"stock,omitzero"`
 }
 
 func (s *server) createProduct(w http.ResponseWriter, r *http.Request, _ *caller, in *productInput) error {
@@ -159,8 +164,8 @@ func (s *server) createProduct(w http.ResponseWriter, r *http.Request, _ *caller
 		id = v7.String()
 	}
 	now := s.Now().UTC()
-	p := catalog.Product{ID: id, Name: in.Name, Category: in.Category, Attributes: in.Attributes,
-		Stock: in.Stock, CreatedAt: now, UpdatedAt: now}
+	p := catalog.Product{ID: id, Name: in.Name, Description: in.Description, Category: in.Category,
+		Inactive: in.Active != nil && !*in.Active, Attributes: in.Attributes, Stock: in.Stock, CreatedAt: now, UpdatedAt: now}
 	var c validation.Collector
 	price, err := money.Parse(in.Price)
 	if err != nil {
@@ -197,10 +202,12 @@ func joinValidation(errs ...error) error {
 // productPatch is a partial update: absent fields keep their value (null is refused by the
 // decoder, so nil always means absent).
 type productPatch struct {
-	Name       *string            `json:"name,omitzero"`
-	Category   *string            `json:"category,omitzero"`
-	Price      *string            `json:"price,omitzero"`
-	Attributes *map[string]string `json:"attributes,omitzero"`
+	Name        *string            `json:"name,omitzero"`
+	Description *string            `json:"description,omitzero"`
+	Active      *bool              `json:"active,omitzero"`
+	Category    *string            `json:"category,omitzero"`
+	Price       *string            `json:"price,omitzero"`
+	Attributes  *map[string]string `json:"attributes,omitzero"`
 }
 
 func (s *server) patchProduct(w http.ResponseWriter, r *http.Request, _ *caller, in *productPatch) error {
@@ -208,7 +215,7 @@ func (s *server) patchProduct(w http.ResponseWriter, r *http.Request, _ *caller,
 	if err != nil {
 		return err
 	}
-	patch := catalog.Patch{Name: in.Name, Category: in.Category, Attributes: in.Attributes}
+	patch := catalog.Patch{Name: in.Name, Description: in.Description, Category: in.Category, Attributes: in.Attributes, Active: in.Active}
 	var c validation.Collector
 	if in.Price != nil {
 		if price, err := money.Parse(*in.Price); err != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
-	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/projection"
 	"github.com/shardmart/shardmart/internal/session"
 )
@@ -202,10 +201,7 @@ func (s *Stores) Ready(ctx context.Context) error {
 }
 
 // CatalogReader is the read side of the catalog.
-type CatalogReader interface {
-	GetProduct(ctx context.Context, id string) (catalog.Product, error)
-	SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error)
-}
+type CatalogReader = catalog.Reader
 
 // Close closes every opened backend.
 func (s *Stores) Close() error {

@@ -6,6 +6,7 @@ package projection
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,12 +30,25 @@ type CatalogSink interface {
 	UpsertProduct(ctx context.Context, p catalog.Product) error
 }
 
+// CardInvalidator is told which products a change touched (catalog.CardCache).
+type CardInvalidator interface {
+	Invalidate(refs ...catalog.Ref)
+}
+
 // Targets are the stores follow-ups go to; Catalog may be nil when the catalog is read from
-// the transactional store itself.
+// the transactional store itself, Cards when no card cache serves search. Products is the
+// store of record the read model refetches from when orders change stock.
 type Targets struct {
-	Carts   CartMarker
-	History history.Repository
-	Catalog CatalogSink
+	Carts    CartMarker
+	History  history.Repository
+	Catalog  CatalogSink
+	Products ProductSource
+	Cards    CardInvalidator
+}
+
+// ProductSource reads a product from the store of record.
+type ProductSource interface {
+	GetProduct(ctx context.Context, id string) (catalog.Product, error)
 }
 
 // Register installs the handlers on p.
@@ -57,14 +71,77 @@ func Register(p *outbox.Projector, t Targets) {
 		return t.History.UpsertEntry(ctx, history.FromOrder(o))
 	})
 	if t.Catalog != nil {
-		p.Handle(outbox.TopicProductChanged, func(ctx context.Context, m outbox.Message) error {
-			var pr catalog.Product
-			if err := json.Unmarshal(m.Payload, &pr); err != nil {
-				return fmt.Errorf("decode product #%d: %w", m.Seq, err)
-			}
-			return t.Catalog.UpsertProduct(ctx, pr)
-		})
+		RegisterCatalog(p, t.Catalog, t.Products)
 	}
+	if t.Cards != nil {
+		RegisterCards(p, t.Cards)
+	}
+}
+
+// RegisterCatalog feeds a catalog read model: product changes as they come, and the products
+// of an order (stock taken, or returned by a cancel) read again from the store of record,
+// since an order's event carries no stock levels. Register those handlers before the cards'.
+func RegisterCatalog(p *outbox.Projector, sink CatalogSink, source ProductSource) {
+	p.Handle(outbox.TopicProductChanged, func(ctx context.Context, m outbox.Message) error {
+		var pr catalog.Product
+		if err := json.Unmarshal(m.Payload, &pr); err != nil {
+			return fmt.Errorf("decode product #%d: %w", m.Seq, err)
+		}
+		return sink.UpsertProduct(ctx, pr)
+	})
+	if source == nil {
+		return
+	}
+	restock := func(ctx context.Context, m outbox.Message) error {
+		o, err := decodeOrder(m)
+		if err != nil {
+			return err
+		}
+		for _, it := range o.Items {
+			pr, err := source.GetProduct(ctx, it.ProductID)
+			if errors.Is(err, catalog.ErrNotFound) {
+				continue // gone since: nothing to show
+			}
+			if err != nil {
+				return fmt.Errorf("read product %s: %w", it.ProductID, err)
+			}
+			if err := sink.UpsertProduct(ctx, pr); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	p.Handle(outbox.TopicOrderPlaced, restock)
+	p.Handle(outbox.TopicOrderStatus, restock)
+}
+
+// RegisterCards invalidates cached cards; registered after the read model's handlers, so a
+// refetch reads the model already updated. Orders change stock (placed: taken, cancelled:
+// returned), so their products are invalidated too; the order's category is where the product
+// was at checkout, and the cache also looks where it last saw the product.
+func RegisterCards(p *outbox.Projector, cards CardInvalidator) {
+	p.Handle(outbox.TopicProductChanged, func(_ context.Context, m outbox.Message) error {
+		var pr catalog.Product
+		if err := json.Unmarshal(m.Payload, &pr); err != nil {
+			return fmt.Errorf("decode product #%d: %w", m.Seq, err)
+		}
+		cards.Invalidate(pr.Ref())
+		return nil
+	})
+	byOrder := func(_ context.Context, m outbox.Message) error {
+		o, err := decodeOrder(m)
+		if err != nil {
+			return err
+		}
+		refs := make([]catalog.Ref, len(o.Items))
+		for i, it := range o.Items {
+			refs[i] = catalog.Ref{ID: it.ProductID, Category: it.Category}
+		}
+		cards.Invalidate(refs...)
+		return nil
+	}
+	p.Handle(outbox.TopicOrderPlaced, byOrder)
+	p.Handle(outbox.TopicOrderStatus, byOrder)
 }
 
 func decodeOrder(m outbox.Message) (order.Order, error) {

@@ -29,6 +29,10 @@ func keyVariants() map[string][]Collection {
 		Name: "category_price_id",
 		Key:  Key{asc("category"), asc("price"), asc("_id")},
 		Why:  "PRD-2: category search with a price range, pages sorted by (price, _id) without an in-memory sort",
+	}, {
+		Name: "category_created_id",
+		Key:  Key{asc("category"), desc("created_at"), desc("_id")},
+		Why:  "PRD-5: a category newest first (seed 002's products_by_category by created_at DESC), keyset on (created_at, _id)",
 	}}
 	// The active cart is found by its _id, derived from its owner (DESIGN note 8), so no
 	// index on session_id or user_id: it would cost a write on every cart change.

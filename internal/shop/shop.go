@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
@@ -24,6 +25,9 @@ type Config struct {
 	SessionTTL time.Duration
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// CacheCards bounds the product cards cached for search (catalog.CardCache); 0 is
+	// catalog.DefaultCacheCards, negative turns the cache off.
+	CacheCards int
 }
 
 // Shop is an open platform instance.
@@ -61,7 +65,13 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 		return nil, err
 	}
 	p := outbox.NewProjector(st.Outbox, projection.Consumer, c.Logger)
-	projection.Register(p, projection.Targets{Carts: st.Carts, History: st.History, Catalog: st.CatalogSink})
+	targets := projection.Targets{Carts: st.Carts, History: st.History, Catalog: st.CatalogSink, Products: st.Products}
+	if c.CacheCards >= 0 {
+		// Search reads cached cards wherever the catalog lives; the projector invalidates them.
+		cards := catalog.NewCardCache(st.Catalog, c.CacheCards)
+		st.Catalog, targets.Cards = cards, cards
+	}
+	projection.Register(p, targets)
 	// Carts check products against the transactional store, not the (lagging) catalog read
 	// model: a product created a moment ago must be addable at once. The order store settles
 	// checkouts that outlived their lease.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -25,17 +26,21 @@ type Catalog struct{ s *gocql.Session }
 const CategoryBuckets = 8
 
 const (
-	productCols    = `product_id, name, category, price, attributes, stock, created_at, updated_at`
+	productCols    = `product_id, name, description, active, category, price, attributes, stock, created_at, updated_at`
 	productSelect  = `SELECT ` + productCols + ` FROM products WHERE product_id = ?`
-	productVersion = `SELECT category, price, updated_at, WRITETIME(price) FROM products WHERE product_id = ?`
-	productInsert  = `INSERT INTO products (` + productCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	byCatInsert    = `INSERT INTO products_by_category (category, bucket, price, product_id, name, attributes, stock, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	byCatDelete = `DELETE FROM products_by_category USING TIMESTAMP ? WHERE category = ? AND bucket = ? AND price = ? AND product_id = ?`
+	productVersion = `SELECT category, price, created_at, active, updated_at, WRITETIME(price) FROM products WHERE product_id = ?`
+	productInsert  = `INSERT INTO products (` + productCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	byCatInsert    = `INSERT INTO products_by_category (bucket, ` + productCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	byCatDelete    = `DELETE FROM products_by_category USING TIMESTAMP ? WHERE category = ? AND bucket = ? AND price = ? AND product_id = ?`
+	newestInsert   = `INSERT INTO products_by_category_newest (bucket, ` + productCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
+	newestDelete   = `DELETE FROM products_by_category_newest USING TIMESTAMP ? WHERE category = ? AND bucket = ? AND created_at = ? AND product_id = ?`
 	// (price, product_id) > cursor resumes after the last product shown; (price) <= max
 	// bounds the range: both multi-column, since CQL cannot mix the two forms.
 	byCatSearch = `SELECT ` + productCols + ` FROM products_by_category
 		WHERE category = ? AND bucket = ? AND (price, product_id) > (?, ?) AND (price) <= (?) LIMIT ?`
+	newestFirst = `SELECT ` + productCols + ` FROM products_by_category_newest WHERE category = ? AND bucket = ? LIMIT ?`
+	newestAfter = `SELECT ` + productCols + ` FROM products_by_category_newest
+		WHERE category = ? AND bucket = ? AND (created_at, product_id) < (?, ?) LIMIT ?`
 )
 
 func bucketOfProduct(id string) int {
@@ -54,14 +59,15 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	var (
 		old                catalog.Product
 		oldPrice, oldWrite int64
+		oldActive          *bool
 		exists             bool
 	)
 	iter := c.s.Query(productVersion, p.ID).WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
-	exists = iter.Scan(&old.Category, &oldPrice, &old.UpdatedAt, &oldWrite)
+	exists = iter.Scan(&old.Category, &oldPrice, &old.CreatedAt, &oldActive, &old.UpdatedAt, &oldWrite)
 	if err := iter.Close(); err != nil {
 		return fmt.Errorf("read product %s: %w", p.ID, err)
 	}
-	old.Price = money.Amount(oldPrice)
+	old.Price, old.Inactive = money.Amount(oldPrice), oldActive != nil && !*oldActive
 	if exists && p.UpdatedAt.Before(old.UpdatedAt) {
 		return nil // an older version replayed after a newer one
 	}
@@ -84,11 +90,20 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	add := func(stmt string, args ...any) {
 		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: stmt, Args: args, Idempotent: true})
 	}
-	if exists && (old.Category != p.Category || old.Price != p.Price) {
-		add(byCatDelete, wt, old.Category, bucketOfProduct(p.ID), int64(old.Price), p.ID)
+	bucket := bucketOfProduct(p.ID)
+	// Search rows exist for active products only; a row under an old key is deleted.
+	if exists && !old.Inactive && (p.Inactive || old.Category != p.Category || old.Price != p.Price) {
+		add(byCatDelete, wt, old.Category, bucket, int64(old.Price), p.ID)
 	}
-	add(productInsert, p.ID, p.Name, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt), wt)
-	add(byCatInsert, p.Category, bucketOfProduct(p.ID), int64(p.Price), p.ID, p.Name, attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt), wt)
+	if exists && !old.Inactive && (p.Inactive || old.Category != p.Category || !old.CreatedAt.Equal(p.CreatedAt)) {
+		add(newestDelete, wt, old.Category, bucket, ts(old.CreatedAt), p.ID)
+	}
+	cols := []any{p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt)}
+	add(productInsert, append(cols, wt)...)
+	if !p.Inactive {
+		add(byCatInsert, append(append([]any{bucket}, cols...), wt)...)
+		add(newestInsert, append(append([]any{bucket}, cols...), wt)...)
+	}
 	if err := b.Exec(); err != nil {
 		return fmt.Errorf("upsert product %s: %w", p.ID, err)
 	}
@@ -97,8 +112,9 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 
 func scanProduct(iter *gocql.Iter, p *catalog.Product) bool {
 	var price int64
-	ok := iter.Scan(&p.ID, &p.Name, &p.Category, &price, &p.Attributes, &p.Stock, &p.CreatedAt, &p.UpdatedAt)
-	p.Price = money.Amount(price)
+	var active *bool // null in rows written before the flag: active
+	ok := iter.Scan(&p.ID, &p.Name, &p.Description, &active, &p.Category, &price, &p.Attributes, &p.Stock, &p.CreatedAt, &p.UpdatedAt)
+	p.Price, p.Inactive = money.Amount(price), active != nil && !*active
 	return ok
 }
 
@@ -124,12 +140,26 @@ type priceCursor struct {
 }
 
 // SearchProducts reads up to limit+1 rows from each bucket of the category, in parallel,
-// each from the cursor on and ordered by (price, id) by the clustering, and merges them.
+// each from the cursor on and ordered by the clustering ((price, id), or (created_at, id)
+// descending newest first), and merges them.
 func (c *Catalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error) {
 	var out paging.Page[catalog.Product]
 	q, err := q.Validate()
 	if err != nil {
 		return out, err
+	}
+	limit := q.Page.Limit + 1
+	if q.Sort == catalog.SortNewest {
+		stmt, args := newestFirst, []any{}
+		if q.Page.Cursor != "" {
+			pos, err := catalog.DecodeNewest(q.Page.Cursor)
+			if err != nil {
+				return out, err
+			}
+			stmt, args = newestAfter, []any{ts(time.Unix(0, pos.Created)), pos.ID}
+		}
+		return c.merged(ctx, q, stmt, func(b int) []any { return append(append([]any{q.Category, b}, args...), limit) },
+			newer, catalog.NewestCursor)
 	}
 	after := priceCursor{Price: int64(q.MinPrice)}
 	if q.Page.Cursor != "" {
@@ -144,7 +174,15 @@ func (c *Catalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.
 	if q.MaxPrice > 0 {
 		maxPrice = int64(q.MaxPrice)
 	}
+	return c.merged(ctx, q, byCatSearch, func(b int) []any { return []any{q.Category, b, after.Price, after.ID, maxPrice, limit} },
+		less, func(last catalog.Product) any { return priceCursor{Price: int64(last.Price), ID: last.ID} })
+}
+
+// merged runs stmt on every bucket in parallel and merges the sorted runs into one page.
+func (c *Catalog) merged(ctx context.Context, q catalog.Search, stmt string, args func(bucket int) []any,
+	before func(a, b catalog.Product) bool, position func(last catalog.Product) any) (paging.Page[catalog.Product], error) {
 	var (
+		out   paging.Page[catalog.Product]
 		wg    sync.WaitGroup
 		runs  [CategoryBuckets][]catalog.Product
 		errs  [CategoryBuckets]error
@@ -154,8 +192,7 @@ func (c *Catalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.
 		wg.Add(1)
 		go func(b int) {
 			defer wg.Done()
-			iter := c.s.Query(byCatSearch, q.Category, b, after.Price, after.ID, maxPrice, limit).
-				WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
+			iter := c.s.Query(stmt, args(b)...).WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
 			for {
 				var p catalog.Product
 				if !scanProduct(iter, &p) {
@@ -178,7 +215,7 @@ func (c *Catalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.
 			if pos[b] >= len(runs[b]) {
 				continue
 			}
-			if best < 0 || less(runs[b][pos[b]], runs[best][pos[best]]) {
+			if best < 0 || before(runs[b][pos[b]], runs[best][pos[best]]) {
 				best = b
 			}
 		}
@@ -188,12 +225,7 @@ func (c *Catalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.
 		out.Items = append(out.Items, runs[best][pos[best]])
 		pos[best]++
 	}
-	if len(out.Items) > q.Page.Limit {
-		out.Items = out.Items[:q.Page.Limit]
-		last := out.Items[len(out.Items)-1]
-		out.Next = paging.Encode(priceCursor{Price: int64(last.Price), ID: last.ID})
-	}
-	return out, nil
+	return paging.Build(out.Items, q.Page.Limit, position), nil
 }
 
 func less(a, b catalog.Product) bool {
@@ -201,4 +233,12 @@ func less(a, b catalog.Product) bool {
 		return a.Price < b.Price
 	}
 	return a.ID < b.ID
+}
+
+// newer orders newest first: created_at, then id, descending.
+func newer(a, b catalog.Product) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.After(b.CreatedAt)
+	}
+	return a.ID > b.ID
 }

@@ -26,12 +26,15 @@ func TestContract(t *testing.T) {
 		// (carts=cassandra, orders=sqlite), so the freeze and the order store's fence meet as
 		// they do in production.
 		Checkout: func(t *testing.T) storetest.CheckoutStore {
-			db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
+			db := ordersDB(t)
 			return storetest.CheckoutStore{Carts: st.Carts(), Orders: db.Orders(), Products: db.Products()}
+		},
+		// The catalog=cassandra placement: writes and orders in SQLite, search from the read
+		// model the projector feeds, the card cache over it.
+		CachedSearch: func(t *testing.T) storetest.CachedSearchStore {
+			db := ordersDB(t)
+			return storetest.CachedSearchStore{Orders: storetest.OrderStore{Orders: db.Orders(), Products: db.Products(), Outbox: db.Outbox()},
+				Reader: st.Catalog(), Sink: st.Catalog()}
 		},
 		NotHeld: map[string]string{
 			"products": "no multi-row transactions: products and their stock stay with the orders (SQLite or MongoDB); the catalog read model is tested instead",
@@ -39,4 +42,15 @@ func TestContract(t *testing.T) {
 			"users":    "accounts stay with the orders store (unique e-mails need a transaction or a claim)",
 		},
 	})
+}
+
+// ordersDB is an embedded order store beside the cluster, as placements pair them.
+func ordersDB(t *testing.T) *sqlitestore.DB {
+	t.Helper()
+	db, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

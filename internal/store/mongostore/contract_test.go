@@ -67,6 +67,10 @@ func TestContract(t *testing.T) {
 		Checkout: func(*testing.T) storetest.CheckoutStore {
 			return storetest.CheckoutStore{Carts: s.Carts(), Orders: s.Orders(), Products: s.Products()}
 		},
+		CachedSearch: func(*testing.T) storetest.CachedSearchStore {
+			return storetest.CachedSearchStore{Orders: storetest.OrderStore{Orders: s.Orders(), Products: s.Products(), Outbox: s.Outbox()},
+				Reader: s.Products()}
+		},
 		NotHeld: map[string]string{"catalog read model": "on MongoDB the catalog family is the products collection itself, not a projector-fed model"},
 	})
 }

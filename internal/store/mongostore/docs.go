@@ -65,14 +65,18 @@ func fromKV(kv []kvDoc) map[string]string {
 // zone; the array would need $elemMatch with a positional update plus a separate $push for a
 // new zone. Zone names are validated slugs, so they are safe field names.
 type productDoc struct {
-	ID         string           `bson:"_id"`
-	Category   string           `bson:"category"`
-	Name       string           `bson:"name"`
-	Price      int64            `bson:"price"`
-	Attributes []kvDoc          `bson:"attributes"`
-	Stock      map[string]int64 `bson:"stock"`
-	CreatedAt  time.Time        `bson:"created_at"`
-	UpdatedAt  time.Time        `bson:"updated_at"`
+	ID       string `bson:"_id"`
+	Category string `bson:"category"`
+	Name     string `bson:"name"`
+	// Description and Inactive are left out when empty: documents written before they existed
+	// read the same (active, no description).
+	Description string           `bson:"description,omitempty"`
+	Inactive    bool             `bson:"inactive,omitempty"`
+	Price       int64            `bson:"price"`
+	Attributes  []kvDoc          `bson:"attributes"`
+	Stock       map[string]int64 `bson:"stock"`
+	CreatedAt   time.Time        `bson:"created_at"`
+	UpdatedAt   time.Time        `bson:"updated_at"`
 }
 
 func toProductDoc(p catalog.Product) productDoc {
@@ -80,7 +84,7 @@ func toProductDoc(p catalog.Product) productDoc {
 	for z, q := range p.Stock {
 		stock[z] = q
 	}
-	return productDoc{ID: p.ID, Category: p.Category, Name: p.Name, Price: cents(p.Price),
+	return productDoc{ID: p.ID, Category: p.Category, Name: p.Name, Description: p.Description, Inactive: p.Inactive, Price: cents(p.Price),
 		Attributes: toKV(p.Attributes), Stock: stock, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
@@ -89,7 +93,7 @@ func (d productDoc) product() catalog.Product {
 	for z, q := range d.Stock {
 		stock[z] = q
 	}
-	return catalog.Product{ID: d.ID, Name: d.Name, Category: d.Category, Price: money.Amount(d.Price),
+	return catalog.Product{ID: d.ID, Name: d.Name, Description: d.Description, Inactive: d.Inactive, Category: d.Category, Price: money.Amount(d.Price),
 		Attributes: fromKV(d.Attributes), Stock: stock, CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC()}
 }
 

@@ -70,7 +70,7 @@ func searchFilter(q catalog.Search, after *priceCursor) bson.D {
 	if q.MaxPrice > 0 {
 		maxPrice = q.MaxPrice
 	}
-	f := d(e("category", q.Category), e("price", d(e("$gte", cents(q.MinPrice)), e("$lte", cents(maxPrice)))))
+	f := d(e("category", q.Category), e("price", d(e("$gte", cents(q.MinPrice)), e("$lte", cents(maxPrice)))), activeOnly)
 	if after != nil {
 		f = append(f, e("$or", bson.A{
 			d(e("price", d(e("$gt", after.Price)))),
@@ -81,6 +81,24 @@ func searchFilter(q catalog.Search, after *priceCursor) bson.D {
 }
 
 var searchSort = d(e("price", 1), e("_id", 1))
+
+// activeOnly leaves inactive products out of search; a document without the field is active.
+var activeOnly = e("inactive", d(e("$ne", true)))
+
+// newestFilter is one category newest first, after a cursor's (created_at, _id).
+func newestFilter(category string, after *catalog.NewestPosition) bson.D {
+	f := d(e("category", category), activeOnly)
+	if after != nil {
+		at := time.Unix(0, after.Created).UTC()
+		f = append(f, e("$or", bson.A{
+			d(e("created_at", d(e("$lt", at)))),
+			d(e("created_at", at), e("_id", d(e("$lt", after.ID)))),
+		}))
+	}
+	return f
+}
+
+var newestSort = d(e("created_at", -1), e("_id", -1))
 
 // --- orders ---
 

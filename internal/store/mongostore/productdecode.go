@@ -31,6 +31,14 @@ func (d *productDoc) UnmarshalBSON(b []byte) error {
 			err = decodeString(k, v, &d.Category)
 		case "name":
 			err = decodeString(k, v, &d.Name)
+		case "description":
+			err = decodeString(k, v, &d.Description)
+		case "inactive":
+			b, ok := v.BooleanOK()
+			if !ok {
+				err = fmt.Errorf("inactive: want a boolean, got %s", v.Type)
+			}
+			d.Inactive = b
 		case "price":
 			d.Price, err = wholeInt64(k, v)
 		case "created_at":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -30,11 +31,21 @@ func checkStockZones(p catalog.Product) error {
 }
 
 func (s *Store) appendProductChanged(ctx context.Context, p catalog.Product) error {
+	return s.appendProductAt(ctx, p, p.UpdatedAt)
+}
+
+// appendStockChanged is product.changed for a stock adjustment, which leaves UpdatedAt alone:
+// the row is stamped with the time of the change.
+func (s *Store) appendStockChanged(ctx context.Context, p catalog.Product) error {
+	return s.appendProductAt(ctx, p, time.Now())
+}
+
+func (s *Store) appendProductAt(ctx context.Context, p catalog.Product, at time.Time) error {
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	return s.appendOutbox(ctx, outbox.TopicProductChanged, p.ID, payload, p.UpdatedAt)
+	return s.appendOutbox(ctx, outbox.TopicProductChanged, p.ID, payload, at)
 }
 
 // CreateProduct inserts the product claim (global id uniqueness: _id alone is unique only per
@@ -165,6 +176,23 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 	if err != nil {
 		return page, err
 	}
+	coll, _ := r.store().reader(collProducts, readrouting.OpCategorySearch)
+	if q.Sort == catalog.SortNewest {
+		var after *catalog.NewestPosition
+		if q.Page.Cursor != "" {
+			pos, err := catalog.DecodeNewest(q.Page.Cursor)
+			if err != nil {
+				return page, err
+			}
+			after = &pos
+		}
+		page, err = findPage(ctx, coll, newestFilter(q.Category, after), newestSort, q.Page.Limit, productDoc.product,
+			func(doc productDoc) any { return catalog.NewestCursor(doc.product()) })
+		if err != nil {
+			return page, fmt.Errorf("mongo: list products newest first: %w", err)
+		}
+		return page, nil
+	}
 	var after *priceCursor
 	if q.Page.Cursor != "" {
 		after = &priceCursor{}
@@ -172,7 +200,6 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 			return page, err
 		}
 	}
-	coll, _ := r.store().reader(collProducts, readrouting.OpCategorySearch)
 	page, err = findPage(ctx, coll, searchFilter(q, after), searchSort, q.Page.Limit, productDoc.product,
 		func(doc productDoc) any { return priceCursor{Price: doc.Price, ID: doc.ID} })
 	if err != nil {
@@ -188,11 +215,19 @@ func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string
 	if err := checkZone(zone); err != nil {
 		return 0, err
 	}
-	doc, err := r.store().guardedStockChange(ctx, ref, zone, delta, true)
-	if err != nil {
-		return 0, err
-	}
-	return doc.Stock[zone], nil
+	// The change goes to the outbox with the product as it now is, so read models and the card
+	// cache see admin stock changes as they see every other product change.
+	s := r.store()
+	var level int64
+	err := s.inTxn(ctx, func(ctx context.Context) error {
+		doc, err := s.guardedStockChange(ctx, ref, zone, delta, true)
+		if err != nil {
+			return err
+		}
+		level = doc.Stock[zone]
+		return s.appendStockChanged(ctx, doc.product())
+	})
+	return level, err
 }
 
 // changeStock adds delta to one zone, refusing to go below zero, and returns the product after

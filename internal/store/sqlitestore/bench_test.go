@@ -14,8 +14,11 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/projection"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/store/storetest"
 )
 
 // latencies collects per-operation durations from parallel workers and reports p50/p99.
@@ -163,4 +166,68 @@ func BenchmarkSessionLookup(b *testing.B) {
 			return err
 		})
 	})
+}
+
+// BenchmarkSearchCardCache is issue 14's aim: the same search as
+// BenchmarkSearchCategoryPriceRange (mattn driver) through the card cache and straight from the
+// store, in alternating blocks of the same run (storetest.BenchVersus), reporting the speedup.
+// "writes" adds a writer changing one product's price every 5 ms with the projector draining
+// after each, so the cache refetches changed cards while it serves.
+func BenchmarkSearchCardCache(b *testing.B) {
+	for _, writes := range []bool{false, true} {
+		name := "read-only"
+		if writes {
+			name = "writes-200-per-s"
+		}
+		b.Run(name, func(b *testing.B) {
+			db, ps := benchDB(b, mattn)
+			ctx := context.Background()
+			cache := catalog.NewCardCache(db.Products(), 0)
+			proj := outbox.NewProjector(db.Outbox(), "bench-cards", nil)
+			projection.RegisterCards(proj, cache)
+			if _, err := proj.Drain(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if writes {
+				stop := make(chan struct{})
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					t := time.NewTicker(5 * time.Millisecond)
+					defer t.Stop()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						case <-t.C:
+						}
+						p := ps[(i*7919)%len(ps)]
+						if _, err := db.Products().UpdateProduct(ctx, p.ID, func(p *catalog.Product) error {
+							p.Price = money.Amount(100 + (i*104729)%100000)
+							return nil
+						}); err != nil {
+							b.Error(err)
+							return
+						}
+						if _, err := proj.Drain(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+				b.Cleanup(func() { close(stop); <-done })
+			}
+			search := func(r catalog.Reader) storetest.PairOp {
+				return func(ctx context.Context, i int64) error {
+					page, err := r.SearchProducts(ctx, catalog.Search{Category: fmt.Sprintf("cat%02d", i%benchCategories),
+						MinPrice: money.MustParse("100.00"), MaxPrice: money.MustParse("600.00"), Page: paging.Request{Limit: 20}})
+					if err == nil && len(page.Items) == 0 {
+						err = fmt.Errorf("empty page")
+					}
+					return err
+				}
+			}
+			storetest.BenchVersus(b, 2, [2]string{"cached", "store"}, [2]storetest.PairOp{search(cache), search(db.Products())})
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/money"
@@ -17,7 +18,7 @@ import (
 
 type products DB
 
-const baseColumns = `p.id, p.name, p.category, p.price, p.attributes, p.created_at, p.updated_at`
+const baseColumns = `p.id, p.name, p.description, p.active, p.category, p.price, p.attributes, p.created_at, p.updated_at`
 
 // For one product, its stock comes back as "zone=qty;zone=qty" beside the row. A search page
 // instead reads the stock of all its products in one query (stockFor): per-row subqueries were
@@ -54,10 +55,12 @@ func scanBase(row rowScanner, extra ...any) (catalog.Product, error) {
 	var p catalog.Product
 	var attrs string
 	var created, updated int64
-	dest := append([]any{&p.ID, &p.Name, &p.Category, &p.Price, &attrs, &created, &updated}, extra...)
+	var active bool
+	dest := append([]any{&p.ID, &p.Name, &p.Description, &active, &p.Category, &p.Price, &attrs, &created, &updated}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return p, err
 	}
+	p.Inactive = !active
 	p.CreatedAt, p.UpdatedAt = fromNanos(created), fromNanos(updated)
 	if attrs != "{}" {
 		if err := json.Unmarshal([]byte(attrs), &p.Attributes); err != nil {
@@ -112,9 +115,9 @@ func (r *products) CreateProduct(ctx context.Context, p catalog.Product) (err er
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO products (id, name, category, price, attributes, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			p.ID, p.Name, p.Category, int64(p.Price), string(attrs), nanos(p.CreatedAt), nanos(p.UpdatedAt))
+		res, err := tx.ExecContext(ctx, `INSERT INTO products (id, name, description, active, category, price, attributes, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), string(attrs), nanos(p.CreatedAt), nanos(p.UpdatedAt))
 		if err != nil {
 			return fmt.Errorf("insert product: %w", err)
 		}
@@ -169,8 +172,9 @@ func (r *products) UpdateProduct(ctx context.Context, id string, update func(*ca
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE products SET name = ?, category = ?, price = ?, attributes = ?, updated_at = ?
-			WHERE id = ?`, cur.Name, cur.Category, int64(cur.Price), string(attrs), nanos(cur.UpdatedAt), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE products SET name = ?, description = ?, active = ?, category = ?, price = ?,
+			attributes = ?, updated_at = ? WHERE id = ?`, cur.Name, cur.Description, !cur.Inactive, cur.Category, int64(cur.Price),
+			string(attrs), nanos(cur.UpdatedAt), id); err != nil {
 			return fmt.Errorf("update product: %w", err)
 		}
 		if err := writeStock(ctx, tx, id, cur.Stock); err != nil {
@@ -196,6 +200,9 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 	if err != nil {
 		return page, err
 	}
+	if q.Sort == catalog.SortNewest {
+		return r.newest(ctx, q)
+	}
 	maxPrice := int64(money.Max)
 	if q.MaxPrice > 0 {
 		maxPrice = int64(q.MaxPrice)
@@ -214,11 +221,35 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 		}
 	}
 	rows, err := r.r.QueryContext(ctx, `SELECT `+baseColumns+` FROM products p
-		WHERE p.category = ? AND `+lower+` AND p.price <= ? ORDER BY p.price, p.id LIMIT ?`,
+		WHERE p.category = ? AND `+lower+` AND p.price <= ? AND p.active ORDER BY p.price, p.id LIMIT ?`,
 		append(args, maxPrice, q.Page.Limit+1)...)
 	if err != nil {
 		return page, fmt.Errorf("search products: %w", err)
 	}
+	return r.page(ctx, rows, q, func(last catalog.Product) any { return priceCursor{Price: int64(last.Price), ID: last.ID} })
+}
+
+// newest lists a category newest first, on the (category, created_at DESC, id DESC) index.
+func (r *products) newest(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error) {
+	after, args := ``, []any{q.Category}
+	if q.Page.Cursor != "" {
+		pos, err := catalog.DecodeNewest(q.Page.Cursor)
+		if err != nil {
+			return paging.Page[catalog.Product]{}, err
+		}
+		after, args = ` AND (p.created_at, p.id) < (?, ?)`, append(args, pos.Created, pos.ID)
+	}
+	rows, err := r.r.QueryContext(ctx, `SELECT `+baseColumns+` FROM products p
+		WHERE p.category = ?`+after+` AND p.active ORDER BY p.created_at DESC, p.id DESC LIMIT ?`,
+		append(args, q.Page.Limit+1)...)
+	if err != nil {
+		return paging.Page[catalog.Product]{}, fmt.Errorf("list products newest first: %w", err)
+	}
+	return r.page(ctx, rows, q, catalog.NewestCursor)
+}
+
+// page reads a search's rows (limit+1 of them), then the page's stock.
+func (r *products) page(ctx context.Context, rows *sql.Rows, q catalog.Search, position func(catalog.Product) any) (page paging.Page[catalog.Product], err error) {
 	defer rows.Close()
 	for rows.Next() {
 		p, err := scanBase(rows)
@@ -231,7 +262,7 @@ func (r *products) SearchProducts(ctx context.Context, q catalog.Search) (page p
 		return page, err
 	}
 	rows.Close() // free the connection before the stock query
-	page = paging.Build(page.Items, q.Page.Limit, func(last catalog.Product) any { return priceCursor{Price: int64(last.Price), ID: last.ID} })
+	page = paging.Build(page.Items, q.Page.Limit, position)
 	return page, stockFor(ctx, r.r, page.Items)
 }
 
@@ -248,7 +279,20 @@ func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string
 		} else {
 			level, err = changeStock(ctx, tx, ref.ID, zone, delta)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// The product as it now is goes to the outbox, so read models and the card cache see
+		// admin stock changes; UpdatedAt is unchanged, the row carries the time of the change.
+		p, err := getProduct(ctx, tx, ref.ID)
+		if err != nil {
+			return err
+		}
+		payload, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		return appendOutbox(ctx, tx, outbox.TopicProductChanged, p.ID, payload, time.Now())
 	})
 	return level, err
 }

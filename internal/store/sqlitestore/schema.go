@@ -130,6 +130,12 @@ CREATE TABLE cart_fences (
 	cart_id TEXT PRIMARY KEY,
 	at      INTEGER NOT NULL
 ) WITHOUT ROWID;
+`, `
+-- Seeds 000 and 002: a description and an active flag; existing products stay active.
+ALTER TABLE products ADD COLUMN description TEXT NOT NULL DEFAULT '';
+ALTER TABLE products ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
+-- A category newest first (seed 002's products_by_category by created_at DESC), keyset on id.
+CREATE INDEX products_category_newest ON products (category, created_at DESC, id DESC);
 `}
 
 func migrate(ctx context.Context, w *sql.DB) error {

@@ -42,6 +42,10 @@ func TestContract(t *testing.T) {
 				Checkout: func(*testing.T) storetest.CheckoutStore {
 					return storetest.CheckoutStore{Carts: db.Carts(), Orders: db.Orders(), Products: db.Products()}
 				},
+				CachedSearch: func(*testing.T) storetest.CachedSearchStore {
+					return storetest.CachedSearchStore{Orders: storetest.OrderStore{Orders: db.Orders(), Products: db.Products(), Outbox: db.Outbox()},
+						Reader: db.Products()}
+				},
 				NotHeld: map[string]string{"catalog read model": "embedded, the catalog family is the products table itself, not a projector-fed model"},
 			})
 		})

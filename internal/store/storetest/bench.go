@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -82,8 +83,28 @@ func BenchPair(b *testing.B, parallelism int, repo, raw PairOp, key func(side in
 // repo-p99-ms, raw-p99-ms, overhead = raw ops/s / repo ops/s (repo cost per op / raw cost).
 func BenchBlocks(b *testing.B, workers, blocks int, repo, raw PairOp, key func(side int, i int64) int64) {
 	b.Helper()
+	if rate, ok := benchBlocks(b, workers, blocks, [2]string{"repo", "raw"}, [2]PairOp{repo, raw}, key); ok {
+		b.ReportMetric(rate[1]/rate[0], "overhead")
+	}
+}
+
+// BenchVersus is BenchBlocks for a speedup: names[0]'s operations against names[1]'s, 16
+// alternating blocks from parallelism×GOMAXPROCS goroutines, never both sides at once (both
+// use this process's CPU, as a cache and the store under it do), reporting each side's ops/s
+// and p99 and speedup = side 0's ops/s over side 1's.
+func BenchVersus(b *testing.B, parallelism int, names [2]string, ops [2]PairOp) {
+	b.Helper()
+	identity := func(_ int, i int64) int64 { return i }
+	if rate, ok := benchBlocks(b, parallelism*runtime.GOMAXPROCS(0), 16, names, ops, identity); ok {
+		b.ReportMetric(rate[0]/rate[1], "speedup")
+	}
+}
+
+// benchBlocks runs the alternating blocks and reports each side's ops/s and p99 under its
+// name; ok is false when an operation failed or a side ran nothing.
+func benchBlocks(b *testing.B, workers, blocks int, names [2]string, ops [2]PairOp, key func(side int, i int64) int64) (rate [2]float64, ok bool) {
+	b.Helper()
 	ctx := context.Background()
-	ops := [2]PairOp{repo, raw}
 	warmUp(b, ops, key)
 	perSide := int64(max(1, b.N/2))
 	blocks = max(2, min(blocks, 2*int(perSide))) &^ 1
@@ -136,17 +157,16 @@ func BenchBlocks(b *testing.B, workers, blocks int, repo, raw PairOp, key func(s
 	}
 	b.StopTimer()
 	if fails.Load() || len(lats[0]) == 0 || len(lats[1]) == 0 {
-		return
+		return rate, false
 	}
-	var rate [2]float64
-	for side, name := range []string{"repo", "raw"} {
+	for side, name := range names {
 		l := lats[side]
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 		rate[side] = float64(len(l)) / wall[side].Seconds()
 		b.ReportMetric(rate[side], name+"-ops/s")
 		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
 	}
-	b.ReportMetric(rate[1]/rate[0], "overhead")
+	return rate, true
 }
 
 // warmUp runs 64 untimed operations per side: connections, prepared statements and server

@@ -26,7 +26,7 @@ func readModelProduct(category, price string) catalog.Product {
 }
 
 // SearchAll follows the cursors of a search to the end, checking every page respects the limit.
-func SearchAll(t *testing.T, c ReadModel, q catalog.Search) []catalog.Product {
+func SearchAll(t *testing.T, c catalog.Reader, q catalog.Search) []catalog.Product {
 	t.Helper()
 	var got []catalog.Product
 	for i := 0; ; i++ {
@@ -106,6 +106,19 @@ func CatalogReadModel(t *testing.T, newModel func(t *testing.T) ReadModel) {
 		if _, err := c.SearchProducts(ctx, catalog.Search{Category: cat, Page: paging.Request{Limit: 2, Cursor: "garbage!"}}); err == nil {
 			t.Error("a foreign cursor was accepted")
 		}
+	})
+	t.Run("CAT-1 PRD-5 description, active flag and newest first", func(t *testing.T) {
+		t.Parallel()
+		c := newModel(t)
+		upsert := func(p catalog.Product) {
+			if err := c.UpsertProduct(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		newestAndActive(t, c, upsert, func(p catalog.Product) {
+			p.Inactive, p.UpdatedAt = false, p.UpdatedAt.Add(time.Second)
+			upsert(p)
+		})
 	})
 	t.Run("CAT-1 price and category changes move the search row; older replays are ignored", func(t *testing.T) {
 		t.Parallel()

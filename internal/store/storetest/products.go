@@ -3,8 +3,10 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/money"
@@ -130,6 +132,18 @@ func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 			t.Errorf("empty category: got %d items, next %q, err %v", len(none.Items), none.Next, err)
 		}
 	})
+	t.Run("PRD-5 description, active flag and newest first", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		newestAndActive(t, r, func(p catalog.Product) { mustCreate(t, r, p) }, func(p catalog.Product) {
+			if _, err := r.UpdateProduct(ctx, p.ID, func(p *catalog.Product) error {
+				p.Inactive = false
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
 	t.Run("PRD-1 stock adjust never below zero", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)
@@ -214,5 +228,61 @@ func mustCreate(t *testing.T, r catalog.Repository, p catalog.Product) {
 	t.Helper()
 	if err := r.CreateProduct(context.Background(), p); err != nil {
 		t.Fatalf("create product %s: %v", p.ID, err)
+	}
+}
+
+// newestAndActive is PRD-5 on any catalog reader (seeds 000 and 002): descriptions and the
+// active flag are kept, inactive products are in no search, and a category lists newest first
+// (created_at, then id, descending) with its own cursor. put stores a product; activate makes
+// a stored one active again, as the backend's write path does.
+func newestAndActive(t *testing.T, r catalog.Reader, put func(catalog.Product), activate func(catalog.Product)) {
+	ctx := context.Background()
+	cat := slug("c")
+	var ps []catalog.Product
+	for i := 0; i < 6; i++ {
+		p := newProduct(cat, fmt.Sprintf("%d.00", 10-i), nil)
+		p.CreatedAt = base.Add(time.Duration(i) * time.Second)
+		if i == 5 {
+			p.CreatedAt = ps[4].CreatedAt // a tie: id decides
+		}
+		p.UpdatedAt = p.CreatedAt
+		p.Description = fmt.Sprintf("Описание %d", i)
+		p.Inactive = i == 2
+		put(p)
+		ps = append(ps, p)
+	}
+	got, err := r.GetProduct(ctx, ps[2].ID)
+	if err != nil || got.Description != ps[2].Description || !got.Inactive {
+		t.Fatalf("get an inactive product: %+v, %v; want its description and inactive", got, err)
+	}
+	want := []catalog.Product{ps[4], ps[5], ps[3], ps[1], ps[0]}
+	if ps[5].ID > ps[4].ID {
+		want[0], want[1] = ps[5], ps[4]
+	}
+	listed := SearchAll(t, r, catalog.Search{Category: cat, Sort: catalog.SortNewest, Page: paging.Request{Limit: 2}})
+	if len(listed) != len(want) {
+		t.Fatalf("newest first: %d products, want %d (the inactive one left out)", len(listed), len(want))
+	}
+	for i := range want {
+		if listed[i].ID != want[i].ID || listed[i].Description != want[i].Description || listed[i].Inactive {
+			t.Errorf("newest first item %d: %s %q inactive=%v, want %s %q", i, listed[i].ID, listed[i].Description, listed[i].Inactive, want[i].ID, want[i].Description)
+		}
+	}
+	if byPrice := SearchAll(t, r, catalog.Search{Category: cat, Page: paging.Request{Limit: 10}}); len(byPrice) != 5 {
+		t.Errorf("price search lists %d products, want 5 (the inactive one left out)", len(byPrice))
+	}
+	pricePage, err := r.SearchProducts(ctx, catalog.Search{Category: cat, Page: paging.Request{Limit: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SearchProducts(ctx, catalog.Search{Category: cat, Sort: catalog.SortNewest, Page: paging.Request{Limit: 1, Cursor: pricePage.Next}}); err == nil {
+		t.Error("a price search's cursor was accepted by a newest-first listing")
+	}
+	if _, err := r.SearchProducts(ctx, catalog.Search{Category: cat, Sort: catalog.SortNewest, MinPrice: 100, Page: paging.Request{Limit: 1}}); err == nil {
+		t.Error("a price range with sort=newest was accepted")
+	}
+	activate(ps[2])
+	if listed := SearchAll(t, r, catalog.Search{Category: cat, Sort: catalog.SortNewest, Page: paging.Request{Limit: 10}}); len(listed) != 6 {
+		t.Errorf("after activating: %d products listed, want 6", len(listed))
 	}
 }

@@ -23,6 +23,8 @@ type Backend struct {
 	Events   func(t *testing.T) event.Repository
 	History  func(t *testing.T) history.Repository
 	Catalog  func(t *testing.T) ReadModel // a projector-fed catalog read model
+	// CachedSearch is the card cache over this backend's catalog reads.
+	CachedSearch func(t *testing.T) CachedSearchStore
 	// Checkout pairs this backend's carts with an order store (its own, or another backend's
 	// in a placement the product runs) for the whole-checkout races.
 	Checkout func(t *testing.T) CheckoutStore
@@ -49,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"events", func(t *testing.T) bool { return b.Events != nil && call(t, Events, b.Events) }},
 		{"history", func(t *testing.T) bool { return b.History != nil && call(t, History, b.History) }},
 		{"catalog read model", func(t *testing.T) bool { return b.Catalog != nil && call(t, CatalogReadModel, b.Catalog) }},
+		{"cached search", func(t *testing.T) bool { return b.CachedSearch != nil && call(t, CachedSearch, b.CachedSearch) }},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
