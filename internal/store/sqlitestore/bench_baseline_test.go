@@ -140,17 +140,18 @@ func appendCents(b []byte, c int64) []byte {
 // no products, no cursor.
 func rawSearch(ctx context.Context, r *sql.DB, category string, minPrice, maxPrice int64, limit int) (int, error) {
 	rows, err := r.QueryContext(ctx, `SELECT `+baseColumns+` FROM products p
-		WHERE p.category = ? AND p.price >= ? AND p.price <= ? ORDER BY p.price, p.id LIMIT ?`,
+		WHERE p.category = ? AND p.price >= ? AND p.price <= ? AND p.active ORDER BY p.price, p.id LIMIT ?`,
 		category, minPrice, maxPrice, limit+1)
 	if err != nil {
 		return 0, err
 	}
 	defer rows.Close()
 	ids := make([]any, 0, limit+1)
-	var id, name, cat, attrs string
+	var id, name, desc, cat, attrs string
+	var active bool
 	var price, created, updated int64
 	for rows.Next() {
-		if err := rows.Scan(&id, &name, &cat, &price, &attrs, &created, &updated); err != nil {
+		if err := rows.Scan(&id, &name, &desc, &active, &cat, &price, &attrs, &created, &updated); err != nil {
 			return 0, err
 		}
 		ids = append(ids, id)
