@@ -98,6 +98,11 @@ func (r observedProducts) UpdateProduct(ctx context.Context, id string, update f
 	return r.next.UpdateProduct(ctx, id, update)
 }
 
+func (r observedProducts) CreateProducts(ctx context.Context, ps []catalog.Product) (err error) {
+	defer r.t.done("products.create_products", time.Now(), &err)
+	return r.next.CreateProducts(ctx, ps)
+}
+
 func (r observedProducts) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
 	defer r.t.done("products.get_product", time.Now(), &err)
 	return r.next.GetProduct(ctx, id)

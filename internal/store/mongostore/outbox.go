@@ -86,6 +86,48 @@ func (s *Store) appendOutbox(ctx context.Context, topic, key string, payload []b
 	return nil
 }
 
+// pendingMessage is a message not yet given its partition and seq.
+type pendingMessage struct {
+	topic, key string
+	payload    []byte
+	at         time.Time
+}
+
+// appendOutboxMany writes many messages; ctx must carry the transaction's session. Each
+// partition's counter moves once, by the number of its messages, which keep their given order.
+func (s *Store) appendOutboxMany(ctx context.Context, msgs []pendingMessage) error {
+	byPart := map[int32][]pendingMessage{}
+	var order []int32
+	for _, m := range msgs {
+		p := s.outboxPartition(m.key)
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], m)
+	}
+	for _, p := range order {
+		ms := byPart[p]
+		var c counterDoc
+		err := s.coll(collCounters).FindOneAndUpdate(ctx, d(e("_id", counterID(p))), d(e("$inc", d(e("seq", int64(len(ms)))))),
+			options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return fmt.Errorf("mongo: outbox counter %s missing: run EnsureSchema (Open does)", counterID(p))
+		}
+		if err != nil {
+			return fmt.Errorf("mongo: outbox seq: %w", err)
+		}
+		docs := make([]any, len(ms))
+		first := c.Seq - int64(len(ms)) + 1
+		for i, m := range ms {
+			docs[i] = outboxDoc{Partition: p, Seq: first + int64(i), Topic: m.topic, Key: m.key, Payload: m.payload, At: m.at}
+		}
+		if _, err := s.coll(collOutbox).InsertMany(ctx, docs); err != nil {
+			return fmt.Errorf("mongo: append outbox partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // outboxLog is the whole outbox: its partitions are what the projector reads.
 type outboxLog Store
 
