@@ -33,6 +33,10 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Ready reports whether the backends answer (for /readyz).
 	Ready func(ctx context.Context) error
+	// Starting, when set and returning a non-empty string, says the server is still starting
+	// (seeding demo data): /readyz answers 503 with it as the problem's detail, so it must
+	// carry nothing secret. Every route serves meanwhile; reads may see part of the data.
+	Starting func() string
 	// OutboxLag, when set, is exported as the shardmart_outbox_lag_messages gauge
 	// (pass (*outbox.Projector).Lag).
 	OutboxLag func(ctx context.Context) (int64, error)
@@ -292,6 +296,11 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request, _ *caller) erro
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	if s.Starting != nil {
+		if detail := s.Starting(); detail != "" {
+			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready", detail)
+		}
+	}
 	if s.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
