@@ -18,6 +18,7 @@ import (
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/shop"
 )
 
@@ -151,6 +152,9 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	api := httpapi.New(httpapi.Deps{
 		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
 		Ready: s.Stores.Ready, Limits: o.limits(),
+		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
+			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
+		},
 		Starting: func() string {
 			if p := seeding.Load(); p != nil {
 				return *p
@@ -220,8 +224,8 @@ func seedInBackground(ctx context.Context, s *shop.Shop, opt demo.Options, seedi
 		"took", time.Since(start).Round(time.Millisecond))
 }
 
-// purge deletes expired sessions and guest carts (reads already hide them at once) and
-// events past the retention.
+// purge deletes expired sessions and guest carts (reads already hide them at once), events
+// past the retention, and the outbox rows every consumer has passed.
 func purge(ctx context.Context, s *shop.Shop, every, eventRetention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -246,6 +250,12 @@ func purge(ctx context.Context, s *shop.Shop, every, eventRetention time.Duratio
 			logger.Warn("purge events", "err", err)
 		} else if n > 0 {
 			logger.Info("purged events past the retention", "count", n, "retention", eventRetention)
+		}
+		if res, err := outbox.Prune(ctx, s.Stores.Outbox, s.OutboxConsumers()); err != nil {
+			logger.Warn("prune outbox", "err", err)
+		} else if res.Deleted > 0 || res.Behind > 0 {
+			// held_by names the consumer furthest behind: a stuck one keeps every row after it.
+			logger.Info("pruned outbox", "deleted", res.Deleted, "kept_unconsumed", res.Behind, "held_by", res.HeldBy)
 		}
 	}
 }

@@ -26,7 +26,7 @@ func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	o.backend.register(&cobra.Command{}) // fills the flag defaults
 	o.backend.dataDir = t.TempDir()
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", "short-token"
-	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
+	o.shutdownTimeout, o.purgeEvery = 10*time.Second, 50*time.Millisecond
 	o.demo = demo.Defaults()
 	o.demo.Products, o.demo.Users = 1200, 40
 	reached, release := make(chan struct{}), make(chan struct{})
@@ -97,6 +97,27 @@ func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	if code, _, body := get("/v1/products/electronics-00000"); code != http.StatusOK {
 		t.Errorf("a seeded product after ready: %d %v", code, body)
 	}
+	// The projector has passed every seeded row: the scheduled prune empties the outbox, and
+	// the metrics say so.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get(api + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := string(b)
+		if strings.Contains(m, "\nshardmart_outbox_rows 0\n") && strings.Contains(m, "\nshardmart_outbox_oldest_unconsumed_age_seconds 0\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbox was not pruned after the seed; metrics:\n%s\nlogs:\n%s", grepLines(m, "shardmart_outbox"), logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "pruned outbox") {
+		t.Errorf("no prune logged; logs:\n%s", logs.String())
+	}
 	if strings.Contains(logs.String(), "demo-password") || !strings.Contains(logs.String(), "password=") {
 		t.Errorf("demo password: want a random one logged once, not the published default; logs:\n%s", logs.String())
 	}
@@ -121,7 +142,7 @@ func TestServeShutsDownDuringSeeding(t *testing.T) {
 	o.backend.register(&cobra.Command{})
 	o.backend.dataDir = t.TempDir()
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", strings.Repeat("a", 32)
-	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
+	o.shutdownTimeout, o.purgeEvery = 10*time.Second, 50*time.Millisecond
 	o.demo = demo.Defaults()
 	o.demo.Products, o.demo.Users = 1200, 400
 	ctx, cancel := context.WithCancel(context.Background())
@@ -177,4 +198,14 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/placement"
 )
 
@@ -40,6 +41,9 @@ type Deps struct {
 	// OutboxLag, when set, is exported as the shardmart_outbox_lag_messages gauge
 	// (pass (*outbox.Projector).Lag).
 	OutboxLag func(ctx context.Context) (int64, error)
+	// OutboxStats, when set, is exported as shardmart_outbox_rows and
+	// shardmart_outbox_oldest_unconsumed_age_seconds (pass outbox.ReadStats for the consumers).
+	OutboxStats func(ctx context.Context) (outbox.Stats, error)
 	// Limits rate-limit logins, session creation and event posting; zero: none.
 	Limits Limits
 	// Now is the clock for events and rate limits; nil means time.Now.
@@ -143,6 +147,9 @@ func New(d Deps) http.Handler {
 	s.metrics = newHTTPMetrics(d.Registry)
 	if d.OutboxLag != nil {
 		registerOrReuse(d.Registry, &lagCollector{lag: d.OutboxLag, log: d.Logger})
+	}
+	if d.OutboxStats != nil {
+		registerOrReuse(d.Registry, &outboxCollector{stats: d.OutboxStats, now: d.Now, log: d.Logger})
 	}
 	s.promh = promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{ErrorLog: slogErrorLog{d.Logger}})
 	if d.AdminToken == "" {

@@ -34,7 +34,13 @@ type Log interface {
 	ReadOutbox(ctx context.Context, after int64, limit int) ([]Message, error)
 	Checkpoint(ctx context.Context, consumer string) (int64, error)
 	SaveCheckpoint(ctx context.Context, consumer string, seq int64) error
+	// LastSeq is the highest seq ever appended; pruning never lowers it.
 	LastSeq(ctx context.Context) (int64, error)
+	// CountOutbox is how many rows the log holds now.
+	CountOutbox(ctx context.Context) (int64, error)
+	// DeleteOutbox deletes the rows with seq <= through and returns how many it deleted. Only
+	// Prune calls it: it alone decides what every consumer has passed.
+	DeleteOutbox(ctx context.Context, through int64) (int64, error)
 }
 
 // Partitioned is a Log kept as independent partitions, each with its own sequence and its own

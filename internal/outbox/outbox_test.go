@@ -48,6 +48,15 @@ func (l *memLog) SaveCheckpoint(_ context.Context, c string, seq int64) error {
 	return nil
 }
 
+func (l *memLog) CountOutbox(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.msgs)), nil
+}
+
+// DeleteOutbox is not used by the projector's tests (pruning is in the contract suite).
+func (l *memLog) DeleteOutbox(context.Context, int64) (int64, error) { return 0, nil }
+
 func (l *memLog) LastSeq(context.Context) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -162,6 +162,16 @@ func (l observedOutbox) LastSeq(ctx context.Context) (seq int64, err error) {
 	return l.next.LastSeq(ctx)
 }
 
+func (l observedOutbox) CountOutbox(ctx context.Context) (n int64, err error) {
+	defer l.t.done("outbox.count_outbox", time.Now(), &err)
+	return l.next.CountOutbox(ctx)
+}
+
+func (l observedOutbox) DeleteOutbox(ctx context.Context, through int64) (n int64, err error) {
+	defer l.t.done("outbox.delete_outbox", time.Now(), &err)
+	return l.next.DeleteOutbox(ctx, through)
+}
+
 type observedUsers struct {
 	next account.Repository
 	t    timer

@@ -67,6 +67,10 @@ func TestContract(t *testing.T) {
 		Checkout: func(*testing.T) storetest.CheckoutStore {
 			return storetest.CheckoutStore{Carts: s.Carts(), Orders: s.Orders(), Products: s.Products()}
 		},
+		Outbox: func(t *testing.T) storetest.OutboxStore {
+			fresh, _ := liveStore(t)
+			return storetest.OutboxStore{Products: fresh.Products(), Outbox: fresh.Outbox()}
+		},
 		NotHeld: map[string]string{"catalog read model": "on MongoDB the catalog family is the products collection itself, not a projector-fed model"},
 	})
 }

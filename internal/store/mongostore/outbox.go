@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -145,7 +146,17 @@ func (l *outboxLog) Partitions() []outbox.Log {
 func (l *outboxLog) ReadOutbox(context.Context, int64, int) ([]outbox.Message, error) {
 	return nil, errPartitioned
 }
-func (l *outboxLog) Checkpoint(context.Context, string) (int64, error) { return 0, errPartitioned }
+func (l *outboxLog) Checkpoint(context.Context, string) (int64, error)  { return 0, errPartitioned }
+func (l *outboxLog) DeleteOutbox(context.Context, int64) (int64, error) { return 0, errPartitioned }
+
+// CountOutbox counts every partition's rows.
+func (l *outboxLog) CountOutbox(ctx context.Context) (int64, error) {
+	n, err := (*Store)(l).coll(collOutbox).CountDocuments(ctx, bson.D{})
+	if err != nil {
+		return 0, fmt.Errorf("mongo: count outbox: %w", err)
+	}
+	return n, nil
+}
 func (l *outboxLog) SaveCheckpoint(context.Context, string, int64) error {
 	return errPartitioned
 }
@@ -229,6 +240,26 @@ func (o outboxPart) LastSeq(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("mongo: read outbox counter %s: %w", counterID(o.p), err)
 	}
 	return c.Seq, nil
+}
+
+// CountOutbox counts the partition's rows (the {p, seq} index covers it).
+func (o outboxPart) CountOutbox(ctx context.Context) (int64, error) {
+	n, err := o.s.coll(collOutbox).CountDocuments(ctx, d(e("p", o.p)))
+	if err != nil {
+		return 0, fmt.Errorf("mongo: count outbox partition %d: %w", o.p, err)
+	}
+	return n, nil
+}
+
+// DeleteOutbox deletes the partition's rows through a seq with one deleteMany: the rows are
+// consumed, nothing else reads them, so no transaction is needed (a partial delete is retried
+// by the next prune). Majority write concern, like every write of the store.
+func (o outboxPart) DeleteOutbox(ctx context.Context, through int64) (int64, error) {
+	res, err := o.s.coll(collOutbox).DeleteMany(ctx, d(e("p", o.p), e("seq", d(e("$lte", through)))))
+	if err != nil {
+		return 0, fmt.Errorf("mongo: prune outbox partition %d through %d: %w", o.p, through, err)
+	}
+	return res.DeletedCount, nil
 }
 
 // decodeOne runs a findOne/findAndModify result into v, reporting found=false for no document.

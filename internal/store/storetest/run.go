@@ -23,6 +23,8 @@ type Backend struct {
 	Events   func(t *testing.T) event.Repository
 	History  func(t *testing.T) history.Repository
 	Catalog  func(t *testing.T) ReadModel // a projector-fed catalog read model
+	// Outbox returns a fresh, empty outbox (a new database) for the pruning contract.
+	Outbox func(t *testing.T) OutboxStore
 	// Checkout pairs this backend's carts with an order store (its own, or another backend's
 	// in a placement the product runs) for the whole-checkout races.
 	Checkout func(t *testing.T) CheckoutStore
@@ -48,6 +50,7 @@ func Run(t *testing.T, b Backend) {
 		{"sessions", func(t *testing.T) bool { return b.Sessions != nil && call(t, Sessions, b.Sessions) }},
 		{"events", func(t *testing.T) bool { return b.Events != nil && call(t, Events, b.Events) }},
 		{"history", func(t *testing.T) bool { return b.History != nil && call(t, History, b.History) }},
+		{"outbox", func(t *testing.T) bool { return b.Outbox != nil && call(t, Outbox, b.Outbox) }},
 		{"catalog read model", func(t *testing.T) bool { return b.Catalog != nil && call(t, CatalogReadModel, b.Catalog) }},
 	}
 	for _, f := range families {
