@@ -198,15 +198,26 @@ func (p *Projector) applyBatch(ctx context.Context, msgs []Message) (int, error)
 	ok := make([]bool, len(msgs))
 	errs := make([]error, len(keys))
 	var (
-		wg     sync.WaitGroup
-		obsMu  sync.Mutex
-		tokens = make(chan struct{}, max(p.Workers, 1))
+		wg       sync.WaitGroup
+		obsMu    sync.Mutex
+		panicked []any
+		tokens   = make(chan struct{}, max(p.Workers, 1))
 	)
 	for k, key := range keys {
 		wg.Add(1)
 		tokens <- struct{}{}
 		go func() {
-			defer func() { <-tokens; wg.Done() }()
+			defer func() {
+				// A handler's panic resurfaces in the caller, as when it ran there: nothing is
+				// checkpointed, as in a crash.
+				if r := recover(); r != nil {
+					obsMu.Lock()
+					panicked = append(panicked, r)
+					obsMu.Unlock()
+				}
+				<-tokens
+				wg.Done()
+			}()
 			for _, i := range byKey[key] {
 				m := msgs[i]
 				for _, h := range p.handlers[m.Topic] {
@@ -225,6 +236,9 @@ func (p *Projector) applyBatch(ctx context.Context, msgs []Message) (int, error)
 		}()
 	}
 	wg.Wait()
+	if len(panicked) > 0 {
+		panic(panicked[0])
+	}
 	done := 0
 	for done < len(msgs) && ok[done] {
 		done++
