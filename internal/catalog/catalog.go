@@ -102,6 +102,10 @@ func DecodeNewest(cursor string) (NewestPosition, error) {
 // Repository stores products. Implementations must keep stock non-negative atomically.
 type Repository interface {
 	CreateProduct(ctx context.Context, p Product) error
+	// CreateProducts creates many products, each with its outbox event, all or none: a bulk
+	// load (demo seeding) in a few round trips instead of one transaction per product. It
+	// fails with ErrExists, writing nothing, if any id is taken or repeated.
+	CreateProducts(ctx context.Context, ps []Product) error
 	// UpdateProduct loads the product, lets update change it and saves it in one atomic step.
 	UpdateProduct(ctx context.Context, id string, update func(*Product) error) (Product, error)
 	GetProduct(ctx context.Context, id string) (Product, error)

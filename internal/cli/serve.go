@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +18,7 @@ import (
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/shop"
 )
 
@@ -29,6 +32,8 @@ type serveOptions struct {
 	purgeEvery      time.Duration
 	// statementMetrics adds the per-backend statement/command detail below the store operations.
 	statementMetrics bool
+	// demo sizes the demo data seeded into an empty store (tests shrink or gate it).
+	demo demo.Options
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
 	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient float64
 }
@@ -42,7 +47,7 @@ func (o serveOptions) limits() httpapi.Limits {
 
 // newCmdServe builds `serve`; runF, if not nil, replaces runServe (tests).
 func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobra.Command {
-	var o serveOptions
+	o := serveOptions{demo: demo.Defaults()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP API (embedded store under ./data by default; seeds demo data into an empty store)",
@@ -108,22 +113,16 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		return err
 	}
 	defer s.Close()
+	if o.demo.Products == 0 {
+		o.demo = demo.Defaults()
+	}
+	seedNow := false
 	if o.seed {
 		empty, err := s.Empty(ctx)
 		if err != nil {
 			return err
 		}
-		if empty {
-			logger.Info("empty store: seeding demo data (disable with --seed=false)")
-			opt := demo.Defaults()
-			res, err := seedDemo(ctx, s, opt)
-			if err != nil {
-				return err
-			}
-			// Logged once, at seeding: the password is random per install, never published.
-			logger.Info("demo data ready", "products", res.Products, "users", res.Users, "orders", res.Orders,
-				"login", fmt.Sprintf("demo-0..%d@example.com", res.Users-1), "password", res.Password)
-		}
+		seedNow = empty
 	}
 	if n := len(o.adminToken); n > 0 && n < minAdminTokenLen {
 		logger.Warn("the admin token is short: anyone who guesses it can change prices, stock and orders; use at least 32 random characters",
@@ -143,27 +142,90 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	go func() { purge(bg, s, o.purgeEvery, o.backend.eventRetention, logger); done <- struct{}{} }()
 	defer func() { stopBG(); <-done; <-done }()
 
+	// Seeding runs behind a listening server: /readyz says 503 with its progress until the
+	// data is in, so an orchestrator routes no traffic yet while /healthz says the process lives.
+	var seeding atomic.Pointer[string]
+	if seedNow {
+		msg := "seeding demo data"
+		seeding.Store(&msg)
+	}
 	api := httpapi.New(httpapi.Deps{
 		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
 		Ready: s.Stores.Ready, Limits: o.limits(),
+		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
+			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
+		},
+		Starting: func() string {
+			if p := seeding.Load(); p != nil {
+				return *p
+			}
+			return ""
+		},
 	})
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "placement", cfg.Placement.String())
+	serveCtx, stopServing := context.WithCancelCause(ctx)
+	defer stopServing(nil)
+	seedDone := make(chan struct{})
+	if seedNow {
+		go func() {
+			defer close(seedDone)
+			seedInBackground(serveCtx, s, o.demo, &seeding, logger, stopServing)
+		}()
+	} else {
+		close(seedDone)
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	if err := httpapi.Serve(ctx, ln, api, o.shutdownTimeout, logger); err != nil {
-		return fmt.Errorf("serve: %w", err)
+	serveErr := httpapi.Serve(serveCtx, ln, api, o.shutdownTimeout, logger)
+	<-seedDone // a shutdown ended the seed's context: it stops before the stores close
+	if cause := context.Cause(serveCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
 	}
 	logger.Info("stopped")
 	return nil
 }
 
-// purge deletes expired sessions and guest carts (reads already hide them at once) and
-// events past the retention.
+// seedInBackground seeds the demo data and clears the seeding state when done. A failure stops
+// the server with the error; a shutdown interrupts it, leaving part of the data.
+func seedInBackground(ctx context.Context, s *shop.Shop, opt demo.Options, seeding *atomic.Pointer[string],
+	logger *slog.Logger, fail context.CancelCauseFunc) {
+	logger.Info("empty store: seeding demo data; /readyz answers 503 until it is done (disable with --seed=false)")
+	start := time.Now()
+	observe := opt.OnProgress
+	opt.OnProgress = func(stage string, done, total int) {
+		msg := fmt.Sprintf("seeding demo data: %s %d/%d", stage, done, total)
+		seeding.Store(&msg)
+		if observe != nil {
+			observe(stage, done, total)
+		}
+	}
+	res, err := seedDemo(ctx, s, opt)
+	if err != nil {
+		if ctx.Err() != nil {
+			logger.Warn("seeding interrupted by shutdown: the store holds part of the demo data and is not seeded again (start on an empty data directory to reseed)",
+				"products", res.Products, "users", res.Users)
+			return
+		}
+		fail(fmt.Errorf("seed demo data: %w", err))
+		return
+	}
+	seeding.Store(nil)
+	// Logged once, at seeding: the password is random per install, never published.
+	logger.Info("demo data ready", "products", res.Products, "users", res.Users, "orders", res.Orders,
+		"login", fmt.Sprintf("demo-0..%d@example.com", res.Users-1), "password", res.Password,
+		"took", time.Since(start).Round(time.Millisecond))
+}
+
+// purge deletes expired sessions and guest carts (reads already hide them at once), events
+// past the retention, and the outbox rows every consumer has passed.
 func purge(ctx context.Context, s *shop.Shop, every, eventRetention time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -188,6 +250,12 @@ func purge(ctx context.Context, s *shop.Shop, every, eventRetention time.Duratio
 			logger.Warn("purge events", "err", err)
 		} else if n > 0 {
 			logger.Info("purged events past the retention", "count", n, "retention", eventRetention)
+		}
+		if res, err := outbox.Prune(ctx, s.Stores.Outbox, s.OutboxConsumers()); err != nil {
+			logger.Warn("prune outbox", "err", err)
+		} else if res.Deleted > 0 || res.Behind > 0 {
+			// held_by names the consumer furthest behind: a stuck one keeps every row after it.
+			logger.Info("pruned outbox", "deleted", res.Deleted, "kept_unconsumed", res.Behind, "held_by", res.HeldBy)
 		}
 	}
 }

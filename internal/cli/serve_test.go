@@ -3,48 +3,125 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/shardmart/shardmart/internal/demo"
 )
 
-// TestServeSeedsAndShutsDownGracefully runs the real serve path on a temp dir: it seeds the
-// empty store, answers, and on cancel shuts the server down (http.Server.Shutdown) and returns.
+// TestServeSeedsAndShutsDownGracefully runs the real serve path on a temp dir: it listens at
+// once, answers /readyz 503 (problem+json, with the seeding progress) while it seeds the empty
+// store and 200 once the data is in, serves other routes meanwhile, and on cancel shuts down
+// (http.Server.Shutdown) and returns. The seed is held at its first step until the test has
+// seen the 503, so the test never races it.
 func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	var o serveOptions
 	o.backend.register(&cobra.Command{}) // fills the flag defaults
 	o.backend.dataDir = t.TempDir()
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", "short-token"
-	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
+	o.shutdownTimeout, o.purgeEvery = 10*time.Second, 50*time.Millisecond
+	o.demo = demo.Defaults()
+	o.demo.Products, o.demo.Users = 1200, 40
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	o.demo.OnProgress = func(string, int, int) { once.Do(func() { close(reached); <-release }) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)
-	var logs bytes.Buffer
+	var logs syncBuffer
 	errc := make(chan error, 1)
 	go func() { errc <- runServe(ctx, IO{Out: io.Discard, Err: &logs}, o, ready) }()
-	var addr string
+	var api string
 	select {
-	case addr = <-ready:
+	case addr := <-ready:
+		api = "http://" + addr
 	case err := <-errc:
 		t.Fatalf("serve failed: %v\n%s", err, logs.String())
 	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not start")
 	}
-	resp, err := http.Get("http://" + addr + "/healthz")
-	if err != nil || resp.StatusCode >= 300 {
-		t.Fatalf("healthz: %v %v", resp, err)
+	get := func(path string) (int, string, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(api + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), body
 	}
-	resp.Body.Close()
-	if !bytes.Contains(logs.Bytes(), []byte("demo data ready")) {
-		t.Errorf("an empty store was not seeded; logs:\n%s", logs.String())
+	if code, _, body := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz as soon as serve listens: %d %v, want 503", code, body)
 	}
-	if bytes.Contains(logs.Bytes(), []byte("demo-password")) || !bytes.Contains(logs.Bytes(), []byte("password=")) {
+	select {
+	case <-reached:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the seed made no progress")
+	}
+
+	code, ctype, body := get("/readyz")
+	if code != http.StatusServiceUnavailable || !strings.HasPrefix(ctype, "application/problem+json") ||
+		!strings.Contains(body["detail"].(string), "seeding demo data: products") {
+		t.Errorf("/readyz while seeding: %d %s %v; want 503 problem+json saying how far seeding is", code, ctype, body)
+	}
+	if code, _, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz while seeding: %d, want 200 (the process is alive)", code)
+	}
+	// Requests are served during seeding; reads see whatever is in so far (here: the first chunk).
+	if code, _, _ := get("/v1/products?category=electronics&limit=5"); code != http.StatusOK {
+		t.Errorf("search while seeding: %d, want 200", code)
+	}
+	close(release)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, _, body := get("/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d %v after 60 s; logs:\n%s", code, body, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "demo data ready") {
+		t.Errorf("ready before the seed said it was done; logs:\n%s", logs.String())
+	}
+	if code, _, body := get("/v1/products/electronics-00000"); code != http.StatusOK {
+		t.Errorf("a seeded product after ready: %d %v", code, body)
+	}
+	// The projector has passed every seeded row: the scheduled prune empties the outbox, and
+	// the metrics say so.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get(api + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := string(b)
+		if strings.Contains(m, "\nshardmart_outbox_rows 0\n") && strings.Contains(m, "\nshardmart_outbox_oldest_unconsumed_age_seconds 0\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbox was not pruned after the seed; metrics:\n%s\nlogs:\n%s", grepLines(m, "shardmart_outbox"), logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "pruned outbox") {
+		t.Errorf("no prune logged; logs:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "demo-password") || !strings.Contains(logs.String(), "password=") {
 		t.Errorf("demo password: want a random one logged once, not the published default; logs:\n%s", logs.String())
 	}
-	if !bytes.Contains(logs.Bytes(), []byte("the admin token is short")) {
+	if !strings.Contains(logs.String(), "the admin token is short") {
 		t.Errorf("an 11-character admin token was taken without a warning; logs:\n%s", logs.String())
 	}
 	cancel()
@@ -56,4 +133,79 @@ func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop after cancel")
 	}
+}
+
+// TestServeShutsDownDuringSeeding: a SIGTERM while the seed runs stops the seed and the server
+// promptly and cleanly, saying the data is partial.
+func TestServeShutsDownDuringSeeding(t *testing.T) {
+	var o serveOptions
+	o.backend.register(&cobra.Command{})
+	o.backend.dataDir = t.TempDir()
+	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", strings.Repeat("a", 32)
+	o.shutdownTimeout, o.purgeEvery = 10*time.Second, 50*time.Millisecond
+	o.demo = demo.Defaults()
+	o.demo.Products, o.demo.Users = 1200, 400
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	usersStarted := make(chan struct{})
+	var once sync.Once
+	o.demo.OnProgress = func(stage string, _, _ int) {
+		if stage == "users" {
+			once.Do(func() { close(usersStarted) })
+		}
+	}
+	var logs syncBuffer
+	errc := make(chan error, 1)
+	go func() { errc <- runServe(ctx, IO{Out: io.Discard, Err: &logs}, o, nil) }()
+	select {
+	case <-usersStarted:
+	case err := <-errc:
+		t.Fatalf("serve ended early: %v\n%s", err, logs.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("seeding never reached the users")
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("shutdown during seeding: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop after cancel during seeding")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("shutdown during seeding took %s", d)
+	}
+	if !strings.Contains(logs.String(), "seeding interrupted by shutdown") {
+		t.Errorf("an interrupted seed was not reported; logs:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer the server's goroutines may log to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

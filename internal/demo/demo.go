@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/account"
@@ -34,7 +35,19 @@ type Options struct {
 	// demo account of every install.
 	Password string
 	Progress io.Writer
+	// OnProgress, if set, is told how far seeding is: the stage ("products", "users") and the
+	// count done of its total. It may be called from several goroutines at once.
+	OnProgress func(stage string, done, total int)
+	// OneByOne writes each product in its own transaction and each user's data in turn, as
+	// seeding did before it was batched: the baseline docs/benchmarks.md compares against.
+	OneByOne bool
+	// Workers is how many users are seeded at once (default 16).
+	Workers int
 }
+
+// productChunk is how many products one CreateProducts call writes: big enough that a
+// transaction's fixed cost vanishes, small enough for any backend's transaction limits.
+const productChunk = 500
 
 // Defaults are big enough to show skew and pagination, small enough to seed in seconds.
 func Defaults() Options {
@@ -84,6 +97,11 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 		weights[k] = 1 / float64(k+1)
 		total += weights[k]
 	}
+	report := func(stage string, done, total int) {
+		if opt.OnProgress != nil {
+			opt.OnProgress(stage, done, total)
+		}
+	}
 	var products []catalog.Product
 	for k := 0; k < opt.Categories; k++ {
 		n := int(math.Round(float64(opt.Products) * weights[k] / total))
@@ -105,17 +123,23 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 			for _, z := range Zones {
 				p.Stock[z] = int64(rng.IntN(200))
 			}
-			if err := s.Products.CreateProduct(ctx, p); err != nil {
-				return res, fmt.Errorf("demo: product %s: %w", p.ID, err)
-			}
 			products = append(products, p)
-			res.Categories[p.Category]++
-			if len(products)%1000 == 0 {
-				progress("  products: %d/%d", len(products), opt.Products)
-			}
 		}
 	}
-	res.Products = len(products)
+	for from := 0; from < len(products); from += productChunk {
+		chunk := products[from:min(from+productChunk, len(products))]
+		if err := createProducts(ctx, s, chunk, opt.OneByOne); err != nil {
+			return res, err
+		}
+		for _, p := range chunk {
+			res.Categories[p.Category]++
+		}
+		res.Products += len(chunk)
+		report("products", res.Products, len(products))
+		if res.Products%1000 == 0 || res.Products == len(products) {
+			progress("  products: %d/%d", res.Products, len(products))
+		}
+	}
 	progress("seeded %d products in %d categories", res.Products, opt.Categories)
 
 	if opt.Password == "" {
@@ -126,49 +150,129 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 	if err != nil {
 		return res, err
 	}
+	workers := max(opt.Workers, 1)
+	if opt.Workers == 0 {
+		workers = 16
+	}
+	if opt.OneByOne {
+		workers = 1
+	}
+	// Users are independent of each other, so they are seeded concurrently; each draws from its
+	// own random stream, so what a user gets does not depend on scheduling. Only when two
+	// concurrent orders want the last units of a product does the order count vary by a few.
+	var (
+		mu     sync.Mutex
+		failed error
+		next   = make(chan int)
+		wg     sync.WaitGroup
+	)
+	uctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r, err := seedUser(uctx, s, orders, carts, products, hash, now, opt.Seed, i)
+				mu.Lock()
+				res.Users += r.Users
+				res.Orders += r.Orders
+				res.Carts += r.Carts
+				res.Events += r.Events
+				users := res.Users
+				if err != nil && failed == nil {
+					failed = err
+					cancel()
+				}
+				mu.Unlock()
+				if err == nil {
+					report("users", users, opt.Users)
+					if users%50 == 0 {
+						progress("  users: %d/%d", users, opt.Users)
+					}
+				}
+			}
+		}()
+	}
+feed:
 	for i := 0; i < opt.Users; i++ {
-		userID := fmt.Sprintf("demo-user-%04d", i)
-		u := account.User{ID: userID, Email: fmt.Sprintf("demo-%d@example.com", i), PasswordHash: hash, CreatedAt: now}
-		if err := s.Users.CreateUser(ctx, u); err != nil {
-			return res, fmt.Errorf("demo: user %d: %w", i, err)
-		}
-		res.Users++
-		owner := cart.User(userID)
-		// Most users have ordered a few times; each order starts as a cart.
-		for o := 0; o < rng.IntN(4); o++ {
-			if err := fillCart(ctx, carts, owner, products, rng, 1+rng.IntN(3)); err != nil {
-				return res, err
-			}
-			_, _, err := orders.PlaceFromCart(ctx, userID, Zones[rng.IntN(len(Zones))], fmt.Sprintf("demo-%d-%d", i, o))
-			if err != nil && !isShort(err) {
-				return res, fmt.Errorf("demo: order for %s: %w", userID, err)
-			}
-			if err == nil {
-				res.Orders++
-			}
-		}
-		if rng.IntN(2) == 0 { // half have something in the cart right now
-			if err := fillCart(ctx, carts, owner, products, rng, 1+rng.IntN(4)); err != nil {
-				return res, err
-			}
-			res.Carts++
-		}
-		for e := 0; e < 5+rng.IntN(20); e++ {
-			p := products[rng.IntN(len(products))]
-			typ := []event.Type{event.View, event.View, event.View, event.Click, event.Search, event.AddToCart}[rng.IntN(6)]
-			ev := event.Event{ID: fmt.Sprintf("demo-%d-%d", i, e), Actor: owner.Key(), Type: typ,
-				At: now.Add(-time.Duration(rng.IntN(86400)) * time.Second), ProductID: p.ID,
-				Details: map[string]string{"category": p.Category}}
-			if err := s.Events.AppendEvent(ctx, ev); err != nil {
-				return res, fmt.Errorf("demo: event: %w", err)
-			}
-			res.Events++
-		}
-		if (i+1)%50 == 0 {
-			progress("  users: %d/%d", i+1, opt.Users)
+		select {
+		case next <- i:
+		case <-uctx.Done():
+			break feed
 		}
 	}
+	close(next)
+	wg.Wait()
+	if failed != nil {
+		return res, failed
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("demo: %w", err)
+	}
 	progress("seeded %d users, %d orders, %d open carts, %d events", res.Users, res.Orders, res.Carts, res.Events)
+	return res, nil
+}
+
+// createProducts writes a chunk of products in one call, or one by one for the baseline.
+func createProducts(ctx context.Context, s *placement.Stores, ps []catalog.Product, oneByOne bool) error {
+	if !oneByOne {
+		if err := s.Products.CreateProducts(ctx, ps); err != nil {
+			return fmt.Errorf("demo: products %s..%s: %w", ps[0].ID, ps[len(ps)-1].ID, err)
+		}
+		return nil
+	}
+	for _, p := range ps {
+		if err := s.Products.CreateProduct(ctx, p); err != nil {
+			return fmt.Errorf("demo: product %s: %w", p.ID, err)
+		}
+	}
+	return nil
+}
+
+// seedUser writes user i with a few past orders, maybe an open cart, and click events, drawing
+// from a random stream of its own.
+func seedUser(ctx context.Context, s *placement.Stores, orders *order.Service, carts *cart.Service, products []catalog.Product,
+	hash string, now time.Time, seed uint64, i int) (Result, error) {
+	var res Result
+	rng := rand.New(rand.NewPCG(seed, uint64(i)+1))
+	userID := fmt.Sprintf("demo-user-%04d", i)
+	u := account.User{ID: userID, Email: fmt.Sprintf("demo-%d@example.com", i), PasswordHash: hash, CreatedAt: now}
+	if err := s.Users.CreateUser(ctx, u); err != nil {
+		return res, fmt.Errorf("demo: user %d: %w", i, err)
+	}
+	res.Users++
+	owner := cart.User(userID)
+	// Most users have ordered a few times; each order starts as a cart.
+	for o := 0; o < rng.IntN(4); o++ {
+		if err := fillCart(ctx, carts, owner, products, rng, 1+rng.IntN(3)); err != nil {
+			return res, err
+		}
+		_, _, err := orders.PlaceFromCart(ctx, userID, Zones[rng.IntN(len(Zones))], fmt.Sprintf("demo-%d-%d", i, o))
+		if err != nil && !isShort(err) {
+			return res, fmt.Errorf("demo: order for %s: %w", userID, err)
+		}
+		if err == nil {
+			res.Orders++
+		}
+	}
+	if rng.IntN(2) == 0 { // half have something in the cart right now
+		if err := fillCart(ctx, carts, owner, products, rng, 1+rng.IntN(4)); err != nil {
+			return res, err
+		}
+		res.Carts++
+	}
+	for e := 0; e < 5+rng.IntN(20); e++ {
+		p := products[rng.IntN(len(products))]
+		typ := []event.Type{event.View, event.View, event.View, event.Click, event.Search, event.AddToCart}[rng.IntN(6)]
+		ev := event.Event{ID: fmt.Sprintf("demo-%d-%d", i, e), Actor: owner.Key(), Type: typ,
+			At: now.Add(-time.Duration(rng.IntN(86400)) * time.Second), ProductID: p.ID,
+			Details: map[string]string{"category": p.Category}}
+		if err := s.Events.AppendEvent(ctx, ev); err != nil {
+			return res, fmt.Errorf("demo: event: %w", err)
+		}
+		res.Events++
+	}
 	return res, nil
 }
 

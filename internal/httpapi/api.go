@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/placement"
 )
 
@@ -33,9 +34,16 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Ready reports whether the backends answer (for /readyz).
 	Ready func(ctx context.Context) error
+	// Starting, when set and returning a non-empty string, says the server is still starting
+	// (seeding demo data): /readyz answers 503 with it as the problem's detail, so it must
+	// carry nothing secret. Every route serves meanwhile; reads may see part of the data.
+	Starting func() string
 	// OutboxLag, when set, is exported as the shardmart_outbox_lag_messages gauge
 	// (pass (*outbox.Projector).Lag).
 	OutboxLag func(ctx context.Context) (int64, error)
+	// OutboxStats, when set, is exported as shardmart_outbox_rows and
+	// shardmart_outbox_oldest_unconsumed_age_seconds (pass outbox.ReadStats for the consumers).
+	OutboxStats func(ctx context.Context) (outbox.Stats, error)
 	// Limits rate-limit logins, session creation and event posting; zero: none.
 	Limits Limits
 	// Now is the clock for events and rate limits; nil means time.Now.
@@ -139,6 +147,9 @@ func New(d Deps) http.Handler {
 	s.metrics = newHTTPMetrics(d.Registry)
 	if d.OutboxLag != nil {
 		registerOrReuse(d.Registry, &lagCollector{lag: d.OutboxLag, log: d.Logger})
+	}
+	if d.OutboxStats != nil {
+		registerOrReuse(d.Registry, &outboxCollector{stats: d.OutboxStats, now: d.Now, log: d.Logger})
 	}
 	s.promh = promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{ErrorLog: slogErrorLog{d.Logger}})
 	if d.AdminToken == "" {
@@ -292,6 +303,11 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request, _ *caller) erro
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	if s.Starting != nil {
+		if detail := s.Starting(); detail != "" {
+			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready", detail)
+		}
+	}
 	if s.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

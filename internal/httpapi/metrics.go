@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardmart/shardmart/internal/outbox"
 )
 
 // httpMetrics are per route pattern and status class ("2xx", ...): bounded label sets.
@@ -107,6 +109,42 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(n))
+}
+
+// outboxCollector reads the outbox's size and its oldest unconsumed row at scrape time: a
+// consumer that stops holds pruning back, and the age grows until someone looks.
+type outboxCollector struct {
+	stats func(ctx context.Context) (outbox.Stats, error)
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+var (
+	outboxRowsDesc = prometheus.NewDesc("shardmart_outbox_rows",
+		"Rows the outbox holds (pruned once every consumer has passed them).", nil, nil)
+	outboxAgeDesc = prometheus.NewDesc("shardmart_outbox_oldest_unconsumed_age_seconds",
+		"Age of the oldest outbox row some consumer has not passed yet; 0 when all are up to date.", nil, nil)
+)
+
+func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- outboxRowsDesc
+	ch <- outboxAgeDesc
+}
+
+func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := c.stats(ctx)
+	if err != nil {
+		c.log.Warn("outbox stats unavailable", "err", err)
+		return // absent series: unknown, not zero
+	}
+	age := 0.0
+	if !st.OldestUnconsumed.IsZero() {
+		age = max(c.now().Sub(st.OldestUnconsumed).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(outboxRowsDesc, prometheus.GaugeValue, float64(st.Rows))
+	ch <- prometheus.MustNewConstMetric(outboxAgeDesc, prometheus.GaugeValue, age)
 }
 
 // slogErrorLog adapts promhttp's error log to slog.

@@ -6,6 +6,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -33,7 +34,13 @@ type Log interface {
 	ReadOutbox(ctx context.Context, after int64, limit int) ([]Message, error)
 	Checkpoint(ctx context.Context, consumer string) (int64, error)
 	SaveCheckpoint(ctx context.Context, consumer string, seq int64) error
+	// LastSeq is the highest seq ever appended; pruning never lowers it.
 	LastSeq(ctx context.Context) (int64, error)
+	// CountOutbox is how many rows the log holds now.
+	CountOutbox(ctx context.Context) (int64, error)
+	// DeleteOutbox deletes the rows with seq <= through and returns how many it deleted. Only
+	// Prune calls it: it alone decides what every consumer has passed.
+	DeleteOutbox(ctx context.Context, through int64) (int64, error)
 }
 
 // Partitioned is a Log kept as independent partitions, each with its own sequence and its own
@@ -63,6 +70,9 @@ type Projector struct {
 	handlers map[string][]Handler
 	logger   *slog.Logger
 	batch    int
+	// Workers is how many keys of a batch are applied at once (default 16); 1 applies one
+	// message at a time.
+	Workers int
 
 	mu   sync.Mutex // one Drain at a time keeps messages in order
 	wake chan struct{}
@@ -84,7 +94,7 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 		logger = slog.Default()
 	}
 	p := &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
-		logger: logger, batch: 64, wake: make(chan struct{}, 1)}
+		logger: logger, batch: 256, Workers: 16, wake: make(chan struct{}, 1)}
 	p.syncCond = sync.NewCond(&p.syncMu)
 	return p
 }
@@ -118,9 +128,9 @@ func (p *Projector) Sync(ctx context.Context) error {
 func (p *Projector) Handle(topic string, h Handler) { p.handlers[topic] = append(p.handlers[topic], h) }
 
 // Drain applies every message after the checkpoint of every partition and returns how many it
-// applied. It checkpoints after every batch (64 messages), so a crash replays at most one batch
-// per partition. On a handler error it stops, keeping each checkpoint at the last fully applied
-// message of its partition.
+// applied. It checkpoints after every batch (256 messages), so a crash replays at most one
+// batch per partition. On a handler error it stops, keeping each checkpoint at the last message
+// of its partition before which every message is applied.
 func (p *Projector) Drain(ctx context.Context) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -135,7 +145,10 @@ func (p *Projector) Drain(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// drain applies one partition's messages in order.
+// drain applies one partition's messages, one key's in order. Different keys project different
+// aggregates, so a batch's keys are applied concurrently (up to Workers at once): a read model
+// in another store (Cassandra's catalog) then costs a round trip per Workers messages, not per
+// message.
 func (p *Projector) drain(ctx context.Context, log Log) (int, error) {
 	after, err := log.Checkpoint(ctx, p.consumer)
 	if err != nil {
@@ -150,28 +163,87 @@ func (p *Projector) drain(ctx context.Context, log Log) (int, error) {
 		if len(msgs) == 0 {
 			return applied, nil
 		}
-		for _, m := range msgs {
-			for _, h := range p.handlers[m.Topic] {
-				if err := h(ctx, m); err != nil {
-					if applied > 0 {
-						// Keep the progress made even when ctx is what failed the handler.
-						sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-						_ = log.SaveCheckpoint(sctx, p.consumer, after)
-						cancel()
-					}
-					return applied, fmt.Errorf("outbox: apply %s #%d: %w", m.Topic, m.Seq, err)
-				}
+		done, err := p.applyBatch(ctx, msgs)
+		if done > 0 {
+			after = msgs[done-1].Seq
+			applied += done
+		}
+		if err != nil {
+			if done > 0 {
+				// Keep the progress made even when ctx is what failed the handler.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				_ = log.SaveCheckpoint(sctx, p.consumer, after)
+				cancel()
 			}
-			after = m.Seq
-			applied++
-			if p.OnApplied != nil {
-				p.OnApplied(m)
-			}
+			return applied, err
 		}
 		if err := log.SaveCheckpoint(ctx, p.consumer, after); err != nil {
 			return applied, fmt.Errorf("outbox: save checkpoint %d: %w", after, err)
 		}
 	}
+}
+
+// applyBatch applies msgs (in seq order) and returns how long a prefix of them is applied: all
+// of them, or on an error the messages before the first one not applied, so the checkpoint
+// never passes a message that was not.
+func (p *Projector) applyBatch(ctx context.Context, msgs []Message) (int, error) {
+	byKey := map[string][]int{}
+	var keys []string
+	for i, m := range msgs {
+		if _, ok := byKey[m.Key]; !ok {
+			keys = append(keys, m.Key)
+		}
+		byKey[m.Key] = append(byKey[m.Key], i)
+	}
+	ok := make([]bool, len(msgs))
+	errs := make([]error, len(keys))
+	var (
+		wg       sync.WaitGroup
+		obsMu    sync.Mutex
+		panicked []any
+		tokens   = make(chan struct{}, max(p.Workers, 1))
+	)
+	for k, key := range keys {
+		wg.Add(1)
+		tokens <- struct{}{}
+		go func() {
+			defer func() {
+				// A handler's panic resurfaces in the caller, as when it ran there: nothing is
+				// checkpointed, as in a crash.
+				if r := recover(); r != nil {
+					obsMu.Lock()
+					panicked = append(panicked, r)
+					obsMu.Unlock()
+				}
+				<-tokens
+				wg.Done()
+			}()
+			for _, i := range byKey[key] {
+				m := msgs[i]
+				for _, h := range p.handlers[m.Topic] {
+					if err := h(ctx, m); err != nil {
+						errs[k] = fmt.Errorf("outbox: apply %s #%d: %w", m.Topic, m.Seq, err)
+						return // later messages of this key wait for this one
+					}
+				}
+				ok[i] = true
+				if p.OnApplied != nil {
+					obsMu.Lock()
+					p.OnApplied(m)
+					obsMu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(panicked) > 0 {
+		panic(panicked[0])
+	}
+	done := 0
+	for done < len(msgs) && ok[done] {
+		done++
+	}
+	return done, errors.Join(errs...)
 }
 
 // Notify wakes Run early; it never blocks.

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,15 @@ func (l *memLog) SaveCheckpoint(_ context.Context, c string, seq int64) error {
 	l.cp[c] = seq
 	return nil
 }
+
+func (l *memLog) CountOutbox(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.msgs)), nil
+}
+
+// DeleteOutbox is not used by the projector's tests (pruning is in the contract suite).
+func (l *memLog) DeleteOutbox(context.Context, int64) (int64, error) { return 0, nil }
 
 func (l *memLog) LastSeq(context.Context) (int64, error) {
 	l.mu.Lock()
@@ -181,5 +191,51 @@ func TestProjectorDrainsEveryPartition(t *testing.T) {
 	b.commit("t")
 	if lag, _ := p.Lag(ctx); lag != 1 {
 		t.Errorf("lag after one more message: %d, want 1", lag)
+	}
+}
+
+// TestDrainAppliesKeysConcurrentlyInOrderPerKey: messages of one key are applied in seq order
+// even though keys run concurrently, and when one key fails the checkpoint stops before its
+// message (later messages of other keys, applied or not, are replayed: handlers are idempotent).
+func TestDrainAppliesKeysConcurrentlyInOrderPerKey(t *testing.T) {
+	log := &memLog{cp: map[string]int64{}}
+	for i := range 300 {
+		log.msgs = append(log.msgs, Message{Seq: int64(i + 1), Topic: "t", Key: string(rune('a' + i%7))})
+	}
+	log.msgs[150].Topic = "bad" // key of message 151 fails once
+	p := NewProjector(log, "c", nil)
+	var (
+		mu      sync.Mutex
+		lastSeq map[string]int64 // per drain
+		failed  bool
+	)
+	apply := func(_ context.Context, m Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if m.Topic == "bad" && !failed {
+			failed = true
+			return errors.New("boom")
+		}
+		if m.Seq <= lastSeq[m.Key] {
+			t.Errorf("key %s: #%d applied after #%d in one drain", m.Key, m.Seq, lastSeq[m.Key])
+		}
+		lastSeq[m.Key] = m.Seq
+		return nil
+	}
+	p.Handle("t", apply)
+	p.Handle("bad", apply)
+	lastSeq = map[string]int64{}
+	if _, err := p.Drain(context.Background()); err == nil {
+		t.Fatal("drain with a failing handler: want the error")
+	}
+	lastSeq = map[string]int64{}
+	if cp := log.cp["c"]; cp != 150 {
+		t.Errorf("checkpoint after the failure at #151: %d, want 150", cp)
+	}
+	if _, err := p.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if cp := log.cp["c"]; cp != 300 {
+		t.Errorf("checkpoint after the retry: %d, want 300", cp)
 	}
 }

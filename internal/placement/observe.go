@@ -98,6 +98,11 @@ func (r observedProducts) UpdateProduct(ctx context.Context, id string, update f
 	return r.next.UpdateProduct(ctx, id, update)
 }
 
+func (r observedProducts) CreateProducts(ctx context.Context, ps []catalog.Product) (err error) {
+	defer r.t.done("products.create_products", time.Now(), &err)
+	return r.next.CreateProducts(ctx, ps)
+}
+
 func (r observedProducts) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
 	defer r.t.done("products.get_product", time.Now(), &err)
 	return r.next.GetProduct(ctx, id)
@@ -155,6 +160,16 @@ func (l observedOutbox) SaveCheckpoint(ctx context.Context, consumer string, seq
 func (l observedOutbox) LastSeq(ctx context.Context) (seq int64, err error) {
 	defer l.t.done("outbox.last_seq", time.Now(), &err)
 	return l.next.LastSeq(ctx)
+}
+
+func (l observedOutbox) CountOutbox(ctx context.Context) (n int64, err error) {
+	defer l.t.done("outbox.count_outbox", time.Now(), &err)
+	return l.next.CountOutbox(ctx)
+}
+
+func (l observedOutbox) DeleteOutbox(ctx context.Context, through int64) (n int64, err error) {
+	defer l.t.done("outbox.delete_outbox", time.Now(), &err)
+	return l.next.DeleteOutbox(ctx, through)
 }
 
 type observedUsers struct {

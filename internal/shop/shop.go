@@ -93,5 +93,9 @@ func (s *Shop) Empty(ctx context.Context) (bool, error) {
 	return last == 0, err
 }
 
+// OutboxConsumers are the consumers of the outbox: pruning keeps every row one of them has not
+// passed. A new consumer of the outbox must be added here.
+func (s *Shop) OutboxConsumers() []string { return []string{projection.Consumer} }
+
 // Close closes the stores.
 func (s *Shop) Close() error { return s.Stores.Close() }

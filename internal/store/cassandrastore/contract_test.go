@@ -39,6 +39,7 @@ func TestContract(t *testing.T) {
 		NotHeld: map[string]string{
 			"products": "no multi-row transactions: products and their stock stay with the orders (SQLite or MongoDB); the catalog read model is tested instead",
 			"orders":   "no multi-row transactions for stock, order and outbox together (placement refuses orders=cassandra)",
+			"outbox":   "the outbox commits with the orders, which Cassandra cannot hold; it feeds the catalog read model from SQLite or MongoDB",
 			"users":    "accounts stay with the orders store (unique e-mails need a transaction or a claim)",
 		},
 	})

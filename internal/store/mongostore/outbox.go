@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -86,6 +87,48 @@ func (s *Store) appendOutbox(ctx context.Context, topic, key string, payload []b
 	return nil
 }
 
+// pendingMessage is a message not yet given its partition and seq.
+type pendingMessage struct {
+	topic, key string
+	payload    []byte
+	at         time.Time
+}
+
+// appendOutboxMany writes many messages; ctx must carry the transaction's session. Each
+// partition's counter moves once, by the number of its messages, which keep their given order.
+func (s *Store) appendOutboxMany(ctx context.Context, msgs []pendingMessage) error {
+	byPart := map[int32][]pendingMessage{}
+	var order []int32
+	for _, m := range msgs {
+		p := s.outboxPartition(m.key)
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], m)
+	}
+	for _, p := range order {
+		ms := byPart[p]
+		var c counterDoc
+		err := s.coll(collCounters).FindOneAndUpdate(ctx, d(e("_id", counterID(p))), d(e("$inc", d(e("seq", int64(len(ms)))))),
+			options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return fmt.Errorf("mongo: outbox counter %s missing: run EnsureSchema (Open does)", counterID(p))
+		}
+		if err != nil {
+			return fmt.Errorf("mongo: outbox seq: %w", err)
+		}
+		docs := make([]any, len(ms))
+		first := c.Seq - int64(len(ms)) + 1
+		for i, m := range ms {
+			docs[i] = outboxDoc{Partition: p, Seq: first + int64(i), Topic: m.topic, Key: m.key, Payload: m.payload, At: m.at}
+		}
+		if _, err := s.coll(collOutbox).InsertMany(ctx, docs); err != nil {
+			return fmt.Errorf("mongo: append outbox partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // outboxLog is the whole outbox: its partitions are what the projector reads.
 type outboxLog Store
 
@@ -103,7 +146,17 @@ func (l *outboxLog) Partitions() []outbox.Log {
 func (l *outboxLog) ReadOutbox(context.Context, int64, int) ([]outbox.Message, error) {
 	return nil, errPartitioned
 }
-func (l *outboxLog) Checkpoint(context.Context, string) (int64, error) { return 0, errPartitioned }
+func (l *outboxLog) Checkpoint(context.Context, string) (int64, error)  { return 0, errPartitioned }
+func (l *outboxLog) DeleteOutbox(context.Context, int64) (int64, error) { return 0, errPartitioned }
+
+// CountOutbox counts every partition's rows.
+func (l *outboxLog) CountOutbox(ctx context.Context) (int64, error) {
+	n, err := (*Store)(l).coll(collOutbox).CountDocuments(ctx, bson.D{})
+	if err != nil {
+		return 0, fmt.Errorf("mongo: count outbox: %w", err)
+	}
+	return n, nil
+}
 func (l *outboxLog) SaveCheckpoint(context.Context, string, int64) error {
 	return errPartitioned
 }
@@ -187,6 +240,26 @@ func (o outboxPart) LastSeq(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("mongo: read outbox counter %s: %w", counterID(o.p), err)
 	}
 	return c.Seq, nil
+}
+
+// CountOutbox counts the partition's rows (the {p, seq} index covers it).
+func (o outboxPart) CountOutbox(ctx context.Context) (int64, error) {
+	n, err := o.s.coll(collOutbox).CountDocuments(ctx, d(e("p", o.p)))
+	if err != nil {
+		return 0, fmt.Errorf("mongo: count outbox partition %d: %w", o.p, err)
+	}
+	return n, nil
+}
+
+// DeleteOutbox deletes the partition's rows through a seq with one deleteMany: the rows are
+// consumed, nothing else reads them, so no transaction is needed (a partial delete is retried
+// by the next prune). Majority write concern, like every write of the store.
+func (o outboxPart) DeleteOutbox(ctx context.Context, through int64) (int64, error) {
+	res, err := o.s.coll(collOutbox).DeleteMany(ctx, d(e("p", o.p), e("seq", d(e("$lte", through)))))
+	if err != nil {
+		return 0, fmt.Errorf("mongo: prune outbox partition %d through %d: %w", o.p, through, err)
+	}
+	return res.DeletedCount, nil
 }
 
 // decodeOne runs a findOne/findAndModify result into v, reporting found=false for no document.

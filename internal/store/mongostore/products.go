@@ -73,6 +73,46 @@ func (r *products) CreateProduct(ctx context.Context, p catalog.Product) error {
 	})
 }
 
+// CreateProducts inserts the claims, the products and their outbox events of many products in
+// one transaction, each collection with one insertMany and each outbox partition's counter
+// moved once: a handful of commands per call instead of four per product.
+func (r *products) CreateProducts(ctx context.Context, ps []catalog.Product) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	claims := make([]any, len(ps))
+	docs := make([]any, len(ps))
+	msgs := make([]pendingMessage, len(ps))
+	for i, p := range ps {
+		if err := checkStockZones(p); err != nil {
+			return fmt.Errorf("product %s: %w", p.ID, err)
+		}
+		payload, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		claims[i] = claimDoc{ID: productClaimID(p.ID), Category: p.Category, At: p.CreatedAt}
+		docs[i] = toProductDoc(p)
+		msgs[i] = pendingMessage{topic: outbox.TopicProductChanged, key: p.ID, payload: payload, at: p.UpdatedAt}
+	}
+	s := r.store()
+	return s.inTxn(ctx, func(ctx context.Context) error {
+		if _, err := s.coll(collClaims).InsertMany(ctx, claims); err != nil {
+			if mongo.IsDuplicateKeyError(err) {
+				return catalog.ErrExists
+			}
+			return fmt.Errorf("mongo: claim product ids: %w", err)
+		}
+		if _, err := s.coll(collProducts).InsertMany(ctx, docs); err != nil {
+			if mongo.IsDuplicateKeyError(err) {
+				return catalog.ErrExists
+			}
+			return fmt.Errorf("mongo: insert products: %w", err)
+		}
+		return s.appendOutboxMany(ctx, msgs)
+	})
+}
+
 // categoryOf reads the product claim: where product id lives. coll decides the read preference.
 func categoryOf(ctx context.Context, claims *mongo.Collection, id string) (string, error) {
 	var c claimDoc

@@ -55,8 +55,43 @@ func (l *outboxLog) SaveCheckpoint(ctx context.Context, consumer string, seq int
 	return err
 }
 
+// LastSeq reads AUTOINCREMENT's high-water mark, not max(seq): pruning deletes the newest rows
+// too once everything is consumed, and "the store is empty" must not come back then.
 func (l *outboxLog) LastSeq(ctx context.Context) (int64, error) {
 	var seq int64
-	err := l.r.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM outbox`).Scan(&seq)
+	err := l.r.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'outbox'), 0)`).Scan(&seq)
 	return seq, err
+}
+
+func (l *outboxLog) CountOutbox(ctx context.Context) (int64, error) {
+	var n int64
+	if err := l.r.QueryRowContext(ctx, `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count outbox: %w", err)
+	}
+	return n, nil
+}
+
+// DeleteOutbox deletes in chunks, each its own transaction, so the single writer is never held
+// for long behind a big backlog.
+func (l *outboxLog) DeleteOutbox(ctx context.Context, through int64) (int64, error) {
+	const chunk = 5000
+	var total int64
+	for {
+		var n int64
+		err := (*DB)(l).tx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE seq <= ? ORDER BY seq LIMIT ?)`, through, chunk)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("delete outbox through %d: %w", through, err)
+		}
+		if n < chunk {
+			return total, nil
+		}
+	}
 }

@@ -45,6 +45,33 @@ func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 			t.Errorf("get missing: got %v, want ErrNotFound", err)
 		}
 	})
+	t.Run("create many, all or none", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t)
+		cat := slug("c")
+		var ps []catalog.Product
+		for range 30 {
+			ps = append(ps, newProduct(cat, "5.00", map[string]int64{"eu": 3}))
+		}
+		if err := r.CreateProducts(ctx, ps); err != nil {
+			t.Fatalf("create many: %v", err)
+		}
+		page, err := r.SearchProducts(ctx, catalog.Search{Category: cat, Page: paging.Request{Limit: 100}})
+		if err != nil || len(page.Items) != len(ps) {
+			t.Fatalf("search: got %d items, err %v; want %d", len(page.Items), err, len(ps))
+		}
+		if got, _ := r.GetProduct(ctx, ps[7].ID); got.Stock["eu"] != 3 || got.Name != ps[7].Name {
+			t.Errorf("got %+v, want %+v", got, ps[7])
+		}
+		// One taken id refuses the whole call: none of the new products may appear.
+		fresh := newProduct(slug("c"), "6.00", nil)
+		if err := r.CreateProducts(ctx, []catalog.Product{fresh, ps[0]}); !errors.Is(err, catalog.ErrExists) {
+			t.Errorf("create with a taken id: got %v, want ErrExists", err)
+		}
+		if _, err := r.GetProduct(ctx, fresh.ID); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("a refused batch left %s behind (err %v)", fresh.ID, err)
+		}
+	})
 	t.Run("update", func(t *testing.T) {
 		t.Parallel()
 		r := newRepo(t)

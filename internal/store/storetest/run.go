@@ -25,6 +25,8 @@ type Backend struct {
 	Catalog  func(t *testing.T) ReadModel // a projector-fed catalog read model
 	// CachedSearch is the card cache over this backend's catalog reads.
 	CachedSearch func(t *testing.T) CachedSearchStore
+	// Outbox returns a fresh, empty outbox (a new database) for the pruning contract.
+	Outbox func(t *testing.T) OutboxStore
 	// Checkout pairs this backend's carts with an order store (its own, or another backend's
 	// in a placement the product runs) for the whole-checkout races.
 	Checkout func(t *testing.T) CheckoutStore
@@ -50,6 +52,7 @@ func Run(t *testing.T, b Backend) {
 		{"sessions", func(t *testing.T) bool { return b.Sessions != nil && call(t, Sessions, b.Sessions) }},
 		{"events", func(t *testing.T) bool { return b.Events != nil && call(t, Events, b.Events) }},
 		{"history", func(t *testing.T) bool { return b.History != nil && call(t, History, b.History) }},
+		{"outbox", func(t *testing.T) bool { return b.Outbox != nil && call(t, Outbox, b.Outbox) }},
 		{"catalog read model", func(t *testing.T) bool { return b.Catalog != nil && call(t, CatalogReadModel, b.Catalog) }},
 		{"cached search", func(t *testing.T) bool { return b.CachedSearch != nil && call(t, CachedSearch, b.CachedSearch) }},
 	}
