@@ -21,6 +21,8 @@ var (
 	// ErrGuestMerged refuses a change to a guest cart after its session logged in: its lines
 	// now belong to the user's cart, and a new guest cart would never be seen again.
 	ErrGuestMerged = errors.New("this session has logged in; its cart was merged into the user's cart")
+	// ErrProductInactive refuses to put a product that is no longer on sale into a cart.
+	ErrProductInactive = errors.New("product is not on sale (inactive)")
 )
 
 // StaleCheckoutError reports a cart still frozen by a checkout whose lease ran out (its process

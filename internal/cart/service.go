@@ -84,6 +84,9 @@ func (s *Service) Put(ctx context.Context, owner Owner, expiresAt time.Time, pro
 	if err != nil {
 		return Cart{}, fmt.Errorf("look up product: %w", err)
 	}
+	if p.Inactive {
+		return Cart{}, fmt.Errorf("%s: %w", productID, ErrProductInactive)
+	}
 	if !owner.IsGuest() {
 		expiresAt = time.Time{}
 	}

@@ -28,7 +28,14 @@ func TestProductsNewestAndActive(t *testing.T) {
 	if len(list.Items) != 2 {
 		t.Errorf("by price: %d items, want 2 (off-1 left out)", len(list.Items))
 	}
+	// Not on sale: a cart refuses it, naming the product; once reactivated it is accepted.
+	token, _ := e.user(t)
+	pr := e.must(t, http.StatusConflict, req{method: "PUT", path: "/v1/cart/items/off-1", token: token, body: map[string]int64{"quantity": 1}}).problem(t)
+	if len(pr.Errors) == 0 || pr.Errors[0].Field != "product_id" {
+		t.Errorf("inactive product into a cart: %+v, want a problem naming product_id", pr)
+	}
 	e.must(t, http.StatusOK, req{method: "PATCH", path: "/v1/products/off-1", admin: testAdminToken, body: map[string]any{"active": true}})
+	e.must(t, http.StatusOK, req{method: "PUT", path: "/v1/cart/items/off-1", token: token, body: map[string]int64{"quantity": 1}})
 	for _, bad := range []struct{ query, field string }{
 		{"category=lamps&sort=cheapest", "sort"},
 		{"category=lamps&sort=newest&min_price=1.00", "min_price"},

@@ -116,6 +116,9 @@ func toProblem(err error) (p *Problem, internal bool) {
 		return problem(http.StatusConflict, "checkout-in-progress", "Checkout in progress",
 			"an order is being placed from this cart; it cannot change until that ends (retry shortly)",
 			validation.FieldError{Field: "cart", Detail: "checkout in progress"}), false
+	case errors.Is(err, cart.ErrProductInactive):
+		return problem(http.StatusConflict, "product-inactive", "Product not on sale", err.Error(),
+			validation.FieldError{Field: "product_id", Detail: "is not on sale"}), false
 	case errors.Is(err, cart.ErrGuestMerged):
 		return problem(http.StatusConflict, "cart-merged", "Cart merged at login", err.Error(),
 			validation.FieldError{Field: "cart", Detail: "use the token the login returned"}), false
