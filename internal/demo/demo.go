@@ -110,13 +110,16 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 		}
 		n = max(n, 1)
 		for i := 0; i < n && len(products) < opt.Products; i++ {
+			name := adjectives[rng.IntN(len(adjectives))] + " " + nouns[rng.IntN(len(nouns))]
+			attrs := map[string]string{"color": []string{"red", "blue", "black", "white"}[rng.IntN(4)], "brand": fmt.Sprintf("brand-%d", rng.IntN(40))}
 			p := catalog.Product{
-				ID:       fmt.Sprintf("%s-%05d", categoryNames[k], i),
-				Name:     adjectives[rng.IntN(len(adjectives))] + " " + nouns[rng.IntN(len(nouns))],
-				Category: categoryNames[k],
+				ID:          fmt.Sprintf("%s-%05d", categoryNames[k], i),
+				Name:        name,
+				Description: fmt.Sprintf("%s by %s, in %s (%s).", name, attrs["brand"], attrs["color"], categoryNames[k]),
+				Category:    categoryNames[k],
 				// Log-normal-ish prices from about 1 to 2000, in cents.
 				Price:      money.Amount(100 + int64(math.Exp(rng.Float64()*7.6)*100)/5*5),
-				Attributes: map[string]string{"color": []string{"red", "blue", "black", "white"}[rng.IntN(4)], "brand": fmt.Sprintf("brand-%d", rng.IntN(40))},
+				Attributes: attrs,
 				Stock:      map[string]int64{},
 				CreatedAt:  now, UpdatedAt: now,
 			}
