@@ -23,6 +23,7 @@ const (
 	LauncherTestAddr = "127.0.0.31" // this package's own tests
 	MonitorTestAddr  = "127.0.0.41" // internal/monitor/cassandracollect, nodes .41-.42
 	AlertingTestAddr = "127.0.0.51" // deploy/monitoring's end-to-end alert test, nodes .51-.52
+	MigrateTestAddr  = "127.0.0.61" // internal/migrate's backfill tests, 1 node
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns

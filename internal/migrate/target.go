@@ -1,0 +1,318 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/session"
+)
+
+// Target writes into the Cassandra keyspace of s (schema applied by cassandrastore.ApplySchema,
+// version 4 or later for the checkpoints table). Writes are at QUORUM, so a range's
+// checkpoint follows writes a quorum acknowledged.
+//
+// Carts are edited with lightweight transactions in Cassandra, and the backfill writes them
+// with plain timestamped writes (USING TIMESTAMP is not even allowed on an LWT). Mixing the two
+// on one partition is safe here because, and only while, nothing reads or conditions on the
+// backfilled partitions through Paxos before they are complete: until cutover the embedded
+// store is the source of truth and Cassandra's carts are not served. What mixing breaks is
+// linearizability of a plain write racing an LWT's read-then-write; a backfilled cell is
+// older (its timestamp is the source's last change) than any later LWT's ballot timestamp,
+// so the LWT's write wins and the backfill can only fill cells nobody has written since.
+// It requires clocks kept in sync (NTP): a source clock ahead of the Cassandra coordinators
+// by more than the time between a change and its dual write could let a backfilled value win.
+type Target struct{ s *gocql.Session }
+
+// NewTarget uses s, whose keyspace is the shop's.
+func NewTarget(s *gocql.Session) *Target { return &Target{s: s} }
+
+const sessionWrite = `INSERT INTO sessions (session_id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ? AND TTL ?`
+
+// ttlLeft is the seconds left until exp, rounded up so a row never dies before its expiry;
+// 0 (no TTL) for exp zero; -1 for a row already expired.
+func ttlLeft(exp, now time.Time) int {
+	if exp.IsZero() {
+		return 0
+	}
+	d := exp.Sub(now)
+	if d <= 0 {
+		return -1
+	}
+	return int(min(math.Ceil(d.Seconds()), 630720000)) // Cassandra's limit, 20 years
+}
+
+func ms(t time.Time) any {
+	if t.IsZero() {
+		return gocql.UnsetValue
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
+func unsetIfEmpty(s string) any {
+	if s == "" {
+		return gocql.UnsetValue
+	}
+	return s
+}
+
+func canonIP(s string) net.IP {
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		s = host
+	}
+	return net.ParseIP(s)
+}
+
+// Write upserts rows, skipping the already expired ones, and returns how many it skipped.
+// Every write is an idempotent upsert, so writing a range again changes nothing.
+func (t *Target) Write(ctx context.Context, f Family, rows []Row, now time.Time) (skipped int, err error) {
+	for _, r := range rows {
+		ttl := ttlLeft(r.Expires, now)
+		if ttl < 0 {
+			skipped++
+			continue
+		}
+		switch {
+		case f == Sessions && r.Session != nil:
+			err = t.writeSession(ctx, r, ttl)
+		case f == Carts && r.Cart != nil:
+			err = t.writeCart(ctx, r, ttl)
+		default:
+			err = fmt.Errorf("row %s is not a %s row", r.Key, f)
+		}
+		if err != nil {
+			return skipped, fmt.Errorf("migrate: write %s %s: %w", f, r.Key, err)
+		}
+	}
+	return skipped, nil
+}
+
+func (t *Target) writeSession(ctx context.Context, r Row, ttl int) error {
+	s := r.Session
+	var ip any = gocql.UnsetValue
+	if v := canonIP(s.IP); v != nil {
+		ip = v
+	}
+	data := s.Data
+	if data == nil {
+		data = map[string]string{}
+	}
+	return t.s.Query(sessionWrite, s.ID, unsetIfEmpty(s.UserID), ms(s.CreatedAt), ms(s.LastActive), ms(s.ExpiresAt),
+		ip, s.UserAgent, string(s.Status), data, r.Modified.UnixMicro(), ttl).
+		WithContext(ctx).Consistency(gocql.Quorum).Idempotent(true).Exec()
+}
+
+func cartTable(o cart.Owner) (table, key, val string) {
+	if o.IsGuest() {
+		return "guest_carts", "session_id", o.SessionID
+	}
+	return "user_carts", "user_id", o.UserID
+}
+
+// writeCart writes a cart's header row, its lines and, for the active cart, the partition's
+// active_cart, in one single-partition unlogged batch (atomic on the partition, no batchlog).
+func (t *Target) writeCart(ctx context.Context, r Row, ttl int) error {
+	c := r.Cart
+	id, err := TimeUUID(c.ID)
+	if err != nil {
+		return err
+	}
+	table, key, owner := cartTable(c.Owner)
+	tsv := r.Modified.UnixMicro()
+	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
+	b.Query(fmt.Sprintf(`UPDATE %s USING TIMESTAMP ? AND TTL ? SET status = ?, order_id = ?, created_at = ?, updated_at = ?,
+		expires_at = ?, checkout_order = ?, checkout_until = ? WHERE %s = ? AND cart_id = ? AND product_id = ''`, table, key),
+		tsv, ttl, string(c.Status), unsetIfEmpty(c.OrderID), ms(c.CreatedAt), ms(c.UpdatedAt), ms(c.ExpiresAt),
+		unsetIfEmpty(c.CheckoutOrder), ms(c.CheckoutUntil), owner, id)
+	if c.Status == cart.Active {
+		b.Query(fmt.Sprintf(`UPDATE %s USING TIMESTAMP ? AND TTL ? SET active_cart = ? WHERE %s = ?`, table, key), tsv, ttl, id, owner)
+	}
+	for _, it := range c.Items {
+		b.Query(fmt.Sprintf(`UPDATE %s USING TIMESTAMP ? AND TTL ? SET category = ?, quantity = ?, added_at = ?
+			WHERE %s = ? AND cart_id = ? AND product_id = ?`, table, key), tsv, ttl, it.Category, it.Quantity, ms(it.AddedAt), owner, id, it.ProductID)
+	}
+	return b.ExecContext(ctx)
+}
+
+// uuidEpoch is 1970-01-01 in 100 ns ticks since the Gregorian epoch of version 1 UUIDs.
+const uuidEpoch = 0x01B21DD213814000
+
+// TimeUUID maps the embedded store's version 7 cart id onto the version 1 UUID (timeuuid)
+// Cassandra's cart_id column requires, losslessly: the v7 millisecond becomes the v1 time,
+// its 12 random bits the sub-millisecond ticks (4096 < 10,000 per ms), and its last 8 bytes
+// (variant and 62 random bits) the clock sequence and node. Carts stay ordered by creation.
+func TimeUUID(v7 string) (gocql.UUID, error) {
+	u, err := uuid.Parse(v7)
+	if err != nil || u.Version() != 7 {
+		return gocql.UUID{}, fmt.Errorf("cart id %q: want a version 7 UUID", v7)
+	}
+	msec := uint64(u[0])<<40 | uint64(u[1])<<32 | uint64(u[2])<<24 | uint64(u[3])<<16 | uint64(u[4])<<8 | uint64(u[5])
+	randA := uint64(u[6]&0x0f)<<8 | uint64(u[7])
+	ts := msec*10000 + randA + uuidEpoch
+	var g gocql.UUID
+	g[0], g[1], g[2], g[3] = byte(ts>>24), byte(ts>>16), byte(ts>>8), byte(ts)
+	g[4], g[5] = byte(ts>>40), byte(ts>>32)
+	g[6], g[7] = byte(ts>>56)&0x0f|0x10, byte(ts>>48)
+	copy(g[8:], u[8:])
+	return g, nil
+}
+
+// SourceID reverses TimeUUID; a timeuuid that no v7 id maps to (a cart created in Cassandra)
+// is returned as it is.
+func SourceID(g gocql.UUID) string {
+	ts := uint64(g[6]&0x0f)<<56 | uint64(g[7])<<48 | uint64(g[4])<<40 | uint64(g[5])<<32 |
+		uint64(g[0])<<24 | uint64(g[1])<<16 | uint64(g[2])<<8 | uint64(g[3])
+	if g.Version() != 1 || ts < uuidEpoch || (ts-uuidEpoch)%10000 >= 4096 {
+		return g.String()
+	}
+	msec, randA := (ts-uuidEpoch)/10000, (ts-uuidEpoch)%10000
+	var u uuid.UUID
+	u[0], u[1], u[2], u[3], u[4], u[5] = byte(msec>>40), byte(msec>>32), byte(msec>>24), byte(msec>>16), byte(msec>>8), byte(msec)
+	u[6], u[7] = 0x70|byte(randA>>8), byte(randA)
+	copy(u[8:], g[8:])
+	return u.String()
+}
+
+// Scan reads every row of family f back from Cassandra, in the shape Source.Read returns, for
+// Verify. It is a full-table scan (paged), once per verify, not once per range: the tables are
+// partitioned by owner or session, not by the source's key ranges.
+func (t *Target) Scan(ctx context.Context, f Family, fn func(Row) error) error {
+	switch f {
+	case Sessions:
+		return t.scanSessions(ctx, fn)
+	case Carts:
+		for _, g := range []bool{false, true} {
+			if err := t.scanCarts(ctx, g, fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return f.valid()
+}
+
+func (t *Target) scanSessions(ctx context.Context, fn func(Row) error) error {
+	iter := t.s.Query(`SELECT session_id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data FROM sessions`).
+		WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
+	for {
+		var s session.Session
+		var user, status *string
+		var ip net.IP
+		if !iter.Scan(&s.ID, &user, &s.CreatedAt, &s.LastActive, &s.ExpiresAt, &ip, &s.UserAgent, &status, &s.Data) {
+			break
+		}
+		if user != nil {
+			s.UserID = *user
+		}
+		if status != nil {
+			s.Status = session.Status(*status)
+		}
+		if ip != nil {
+			s.IP = ip.String()
+		}
+		if err := fn(Row{Key: s.ID, Expires: s.ExpiresAt, Session: &s}); err != nil {
+			iter.Close()
+			return err
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("migrate: scan sessions: %w", err)
+	}
+	return nil
+}
+
+func (t *Target) scanCarts(ctx context.Context, guest bool, fn func(Row) error) error {
+	table, key, _ := cartTable(cart.User("x"))
+	if guest {
+		table, key, _ = cartTable(cart.Guest("x"))
+	}
+	// Rows come partition by partition, a cart's rows together: emit a cart when the next begins.
+	iter := t.s.Query(fmt.Sprintf(`SELECT %s, cart_id, product_id, status, order_id, created_at, updated_at, expires_at,
+		checkout_order, checkout_until, category, quantity, added_at FROM %s`, key, table)).
+		WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
+	var cur *cart.Cart
+	var curID gocql.UUID
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		c := cur
+		cur = nil
+		return fn(Row{Key: c.ID, Expires: c.ExpiresAt, Cart: c})
+	}
+	for {
+		var owner, pid, status, orderID, co, category string
+		var id gocql.UUID
+		var created, updated, expires, until, added time.Time
+		var qty int64
+		if !iter.Scan(&owner, &id, &pid, &status, &orderID, &created, &updated, &expires, &co, &until, &category, &qty, &added) {
+			break
+		}
+		if id == (gocql.UUID{}) { // a partition holding only its static column
+			continue
+		}
+		if cur == nil || id != curID {
+			if err := flush(); err != nil {
+				iter.Close()
+				return err
+			}
+			o := cart.User(owner)
+			if guest {
+				o = cart.Guest(owner)
+			}
+			cur, curID = &cart.Cart{ID: SourceID(id), Owner: o}, id
+		}
+		if pid == "" {
+			cur.Status, cur.OrderID, cur.CheckoutOrder = cart.Status(status), orderID, co
+			cur.CreatedAt, cur.UpdatedAt, cur.ExpiresAt, cur.CheckoutUntil = created, updated, expires, until
+			continue
+		}
+		if qty > 0 {
+			cur.Items = append(cur.Items, cart.Item{ProductID: pid, Category: category, Quantity: qty, AddedAt: added})
+		}
+	}
+	err := flush()
+	if cerr := iter.Close(); cerr != nil {
+		return fmt.Errorf("migrate: scan %s: %w", table, cerr)
+	}
+	return err
+}
+
+// Checkpoint is a range a run has copied.
+type Checkpoint struct {
+	Range         Range
+	Rows, Skipped int64
+	At            time.Time
+}
+
+// Checkpoints returns run's copied ranges of f by range id.
+func (t *Target) Checkpoints(ctx context.Context, run string, f Family) (map[int]Checkpoint, error) {
+	iter := t.s.Query(`SELECT range_id, lo, hi, rows, skipped, done_at FROM migration_checkpoints WHERE run = ? AND family = ?`, run, string(f)).
+		WithContext(ctx).Consistency(gocql.Quorum).Iter()
+	out := map[int]Checkpoint{}
+	var c Checkpoint
+	for iter.Scan(&c.Range.ID, &c.Range.Lo, &c.Range.Hi, &c.Rows, &c.Skipped, &c.At) {
+		out[c.Range.ID] = c
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("migrate: read checkpoints: %w", err)
+	}
+	return out, nil
+}
+
+func (t *Target) checkpoint(ctx context.Context, run string, f Family, c Checkpoint) error {
+	err := t.s.Query(`INSERT INTO migration_checkpoints (run, family, range_id, lo, hi, rows, skipped, done_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		run, string(f), c.Range.ID, c.Range.Lo, c.Range.Hi, c.Rows, c.Skipped, c.At).
+		WithContext(ctx).Consistency(gocql.Quorum).Idempotent(true).Exec()
+	if err != nil {
+		return fmt.Errorf("migrate: checkpoint %s range %d: %w", f, c.Range.ID, err)
+	}
+	return nil
+}
