@@ -162,6 +162,8 @@ func TestTimeUUIDRoundTrip(t *testing.T) {
 	}
 }
 
+// MIG-1 (engine): sessions and carts copied SQLite → Cassandra, verified with 0 differences, TTLs
+// kept, expired rows skipped, and a newer write in Cassandra never overwritten by a replay.
 func TestBackfillVerifyTTLAndNewerWins(t *testing.T) {
 	ctx := context.Background()
 	_, s := keyspace(t)
@@ -250,6 +252,8 @@ func helperMain() int {
 	return 0
 }
 
+// MIG-1 (engine): a backfill SIGKILLed after some checkpoints resumes, skipping exactly the
+// checkpointed ranges, with 0 differences and every live row once.
 func TestResumeAfterSIGKILL(t *testing.T) {
 	ctx := context.Background()
 	ks, s := keyspace(t)
