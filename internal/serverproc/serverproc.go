@@ -172,3 +172,51 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// TestServer is a throwaway server a test binary starts and kills: a replica set, a sharded
+// cluster, a Cassandra cluster.
+type TestServer interface {
+	Up(ctx context.Context) error
+	KillAll()
+}
+
+// StartShared is the one recipe for a test binary's shared server. With dir "" it uses a
+// temporary directory (named after what) that stop removes; a cross-process lock on lockName
+// (in $TMPDIR) makes a second test binary wanting the same addresses wait instead of clash;
+// build lays the server out in the directory; Up starts it. stop SIGKILLs it (the data is
+// thrown away, so no drain: fast and certain) and releases the lock.
+func StartShared[S TestServer](ctx context.Context, what, dir, lockName string, build func(dir string) (S, error)) (s S, stop func(), err error) {
+	var tmp string
+	if dir == "" {
+		if tmp, err = os.MkdirTemp("", "shardmart-"+what+"-"); err != nil {
+			return s, nil, fmt.Errorf("start test %s: %w", what, err)
+		}
+		dir = tmp
+	}
+	unlock, err := Lock(ctx, filepath.Join(os.TempDir(), lockName))
+	if err != nil {
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+		return s, nil, err
+	}
+	cleanup := func() {
+		unlock()
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+	}
+	if s, err = build(dir); err != nil {
+		cleanup()
+		return s, nil, err
+	}
+	stop = func() {
+		s.KillAll()
+		cleanup()
+	}
+	if err := s.Up(ctx); err != nil {
+		stop()
+		return s, nil, fmt.Errorf("start test %s: %w", what, err)
+	}
+	return s, stop, nil
+}

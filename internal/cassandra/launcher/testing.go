@@ -3,9 +3,6 @@ package launcher
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,43 +30,14 @@ const (
 // With an empty opts.Dir a temporary directory is used and removed by stop.
 func StartShared(ctx context.Context, opts Options) (c *Cluster, stop func(), err error) {
 	opts.DieWithParent = true
-	var tmp string
-	if opts.Dir == "" {
-		tmp, err = os.MkdirTemp("", "shardmart-cassandra-")
-		if err != nil {
-			return nil, nil, fmt.Errorf("launcher: %w", err)
-		}
-		opts.Dir = tmp
-	}
 	base := opts.BaseAddr
 	if base == "" {
 		base = UserAddr
 	}
-	unlock, err := serverproc.Lock(ctx, filepath.Join(os.TempDir(), "shardmart-cassandra-"+base+".lock"))
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup := func() {
-		unlock()
-		if tmp != "" {
-			_ = os.RemoveAll(tmp)
-		}
-	}
-	c, err = New(opts)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	stop = func() {
-		// The data is thrown away, so no drain: SIGKILL is fast and certain.
-		c.KillAll()
-		cleanup()
-	}
-	if err := c.Up(ctx); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("start test cluster: %w", err)
-	}
-	return c, stop, nil
+	return serverproc.StartShared(ctx, "cassandra", opts.Dir, "shardmart-cassandra-"+base+".lock", func(dir string) (*Cluster, error) {
+		opts.Dir = dir
+		return New(opts)
+	})
 }
 
 // ForTest starts a cluster for one test and stops it in t.Cleanup, even when the test fails

@@ -3,9 +3,6 @@ package launcher
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -39,42 +36,18 @@ const (
 // by stop.
 func StartShared(ctx context.Context, opts Options) (s *Set, stop func(), err error) {
 	opts.DieWithParent = true
-	var tmp string
-	if opts.Dir == "" {
-		tmp, err = os.MkdirTemp("", "shardmart-mongod-")
-		if err != nil {
-			return nil, nil, fmt.Errorf("launcher: %w", err)
-		}
-		opts.Dir = tmp
-	}
-	port := opts.BasePort
+	return serverproc.StartShared(ctx, "mongod", opts.Dir, portLock(opts.BasePort), func(dir string) (*Set, error) {
+		opts.Dir = dir
+		return New(opts)
+	})
+}
+
+// portLock names the cross-process lock of a test port range (UserPort when 0).
+func portLock(port int) string {
 	if port == 0 {
 		port = UserPort
 	}
-	unlock, err := serverproc.Lock(ctx, filepath.Join(os.TempDir(), "shardmart-mongod-"+strconv.Itoa(port)+".lock"))
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup := func() {
-		unlock()
-		if tmp != "" {
-			_ = os.RemoveAll(tmp)
-		}
-	}
-	s, err = New(opts)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	stop = func() {
-		s.KillAll() // throwaway data: SIGKILL is fast and certain
-		cleanup()
-	}
-	if err := s.Up(ctx); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("start test replica set: %w", err)
-	}
-	return s, stop, nil
+	return "shardmart-mongod-" + strconv.Itoa(port) + ".lock"
 }
 
 // ForTest starts a set for one test and stops it in t.Cleanup, even when the test fails or
@@ -114,36 +87,10 @@ func StartSharedCluster(ctx context.Context, opts ClusterOptions) (c *Cluster, s
 	if opts.BasePort == 0 {
 		opts.BasePort = ShardedTestPort
 	}
-	var tmp string
-	if opts.Dir == "" {
-		if tmp, err = os.MkdirTemp("", "shardmart-cluster-"); err != nil {
-			return nil, nil, fmt.Errorf("launcher: %w", err)
-		}
-		opts.Dir = tmp
-	}
-	unlock, err := serverproc.Lock(ctx, filepath.Join(os.TempDir(), "shardmart-mongod-"+strconv.Itoa(opts.BasePort)+".lock"))
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup := func() {
-		unlock()
-		if tmp != "" {
-			_ = os.RemoveAll(tmp)
-		}
-	}
-	if c, err = NewCluster(opts); err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	stop = func() {
-		c.KillAll()
-		cleanup()
-	}
-	if err := c.Up(ctx); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("start test cluster: %w", err)
-	}
-	return c, stop, nil
+	return serverproc.StartShared(ctx, "cluster", opts.Dir, portLock(opts.BasePort), func(dir string) (*Cluster, error) {
+		opts.Dir = dir
+		return NewCluster(opts)
+	})
 }
 
 // ClusterForTest starts a sharded cluster (config server and shards, no router) for one test
