@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/store/sqlitestore"
+	"github.com/shardmart/shardmart/internal/store/storetest"
 )
 
 // BenchmarkOrdersVsSQLite places orders of 3 items on the MongoDB store (the test replica set,
@@ -21,9 +21,10 @@ import (
 // a temporary directory) in the same run: the same 5,000 products over 20 categories (as
 // internal/store/sqlitestore's benchmark) created through each store's CreateProduct, the same
 // placements (3 distinct random products, quantity 1, zone eu), the same 16 concurrent callers
-// (8 x GOMAXPROCS). b.N orders are split in blocks that alternate between the stores (8 blocks,
-// 4 per store, each store alone on the machine during its block), so both see the same drift of
-// a shared machine. orders/s per store = its orders / the wall time of its blocks.
+// (8 x GOMAXPROCS). b.N orders are split in blocks that alternate between the stores
+// (storetest.BenchSides: 8 blocks, 4 per store, each store alone on the machine during its
+// block), so both see the same drift of a shared machine. orders/s per store (mongo-ops/s,
+// sqlite-ops/s) = its orders / the wall time of its blocks.
 //
 //	go test ./internal/store/mongostore -run '^$' -bench 'Pairs|VsSQLite' -benchtime 4000x -count 3
 func BenchmarkOrdersVsSQLite(b *testing.B) {
@@ -72,60 +73,15 @@ func BenchmarkOrdersVsSQLite(b *testing.B) {
 			}
 			return err
 		}
-		// Warm-up, untimed: connections, statement caches, server caches.
-		for range 32 {
-			for _, repo := range stores {
-				if err := place(repo); err != nil {
-					b.Fatal(err)
-				}
-			}
+		ops := [2]storetest.PairOp{
+			func(context.Context, int64) error { return place(stores[0]) },
+			func(context.Context, int64) error { return place(stores[1]) },
 		}
-		workers := benchParallelism * runtime.GOMAXPROCS(0)
-		const blocks = 8
-		var elapsed [2]time.Duration
-		var done [2]int
-		b.ResetTimer()
-		for blk := range blocks {
-			side := blk % 2
-			n := b.N/blocks + benchBoolInt(blk < b.N%blocks)
-			if n == 0 {
-				continue
-			}
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			t0 := time.Now()
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for next.Add(1) <= int64(n) {
-						if err := place(stores[side]); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed[side] += time.Since(t0)
-			done[side] += n
-		}
-		b.StopTimer()
-		if done[0] == 0 || done[1] == 0 {
+		rate, ok := storetest.BenchSides(b, benchParallelism*runtime.GOMAXPROCS(0), 8, [2]string{"mongo", "sqlite"}, ops,
+			func(_ int, i int64) int64 { return i })
+		if !ok {
 			return
-		}
-		var rate [2]float64
-		for side, name := range []string{"mongo", "sqlite"} {
-			rate[side] = float64(done[side]) / elapsed[side].Seconds()
-			b.ReportMetric(rate[side], name+"-orders/s")
 		}
 		b.ReportMetric(rate[1]/rate[0], "sqlite/mongo")
 	})
-}
-
-func benchBoolInt(v bool) int {
-	if v {
-		return 1
-	}
-	return 0
 }

@@ -83,7 +83,7 @@ func BenchPair(b *testing.B, parallelism int, repo, raw PairOp, key func(side in
 // repo-p99-ms, raw-p99-ms, overhead = raw ops/s / repo ops/s (repo cost per op / raw cost).
 func BenchBlocks(b *testing.B, workers, blocks int, repo, raw PairOp, key func(side int, i int64) int64) {
 	b.Helper()
-	if rate, ok := benchBlocks(b, workers, blocks, [2]string{"repo", "raw"}, [2]PairOp{repo, raw}, key); ok {
+	if rate, ok := BenchSides(b, workers, blocks, [2]string{"repo", "raw"}, [2]PairOp{repo, raw}, key); ok {
 		b.ReportMetric(rate[1]/rate[0], "overhead")
 	}
 }
@@ -95,14 +95,15 @@ func BenchBlocks(b *testing.B, workers, blocks int, repo, raw PairOp, key func(s
 func BenchVersus(b *testing.B, parallelism int, names [2]string, ops [2]PairOp) {
 	b.Helper()
 	identity := func(_ int, i int64) int64 { return i }
-	if rate, ok := benchBlocks(b, parallelism*runtime.GOMAXPROCS(0), 16, names, ops, identity); ok {
+	if rate, ok := BenchSides(b, parallelism*runtime.GOMAXPROCS(0), 16, names, ops, identity); ok {
 		b.ReportMetric(rate[0]/rate[1], "speedup")
 	}
 }
 
-// benchBlocks runs the alternating blocks and reports each side's ops/s and p99 under its
-// name; ok is false when an operation failed or a side ran nothing.
-func benchBlocks(b *testing.B, workers, blocks int, names [2]string, ops [2]PairOp, key func(side int, i int64) int64) (rate [2]float64, ok bool) {
+// BenchSides runs the alternating blocks and reports each side's ops/s and p99 under its
+// name, returning both rates for the caller's own ratio; ok is false when an operation failed
+// or a side ran nothing.
+func BenchSides(b *testing.B, workers, blocks int, names [2]string, ops [2]PairOp, key func(side int, i int64) int64) (rate [2]float64, ok bool) {
 	b.Helper()
 	ctx := context.Background()
 	warmUp(b, ops, key)
