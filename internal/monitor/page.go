@@ -73,15 +73,21 @@ func (p *Page) Run(ctx context.Context) {
 func (p *Page) Sample() error {
 	mfs, err := p.g.Gather()
 	now := time.Now()
+	if err != nil && len(mfs) == 0 {
+		p.mu.Lock()
+		p.lastErr = err
+		p.mu.Unlock()
+		return fmt.Errorf("monitor page: gather: %w", err)
+	}
+	// Judged and sampled outside the lock: a page request never waits for it.
+	s := index(mfs)
+	r := buildReport(s, p.o.FloorBytes)
+	sn := takeSnapshot(s, now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lastErr = err
-	if err != nil && len(mfs) == 0 {
-		return fmt.Errorf("monitor page: gather: %w", err)
-	}
-	r := BuildReport(mfs, p.o.FloorBytes)
 	p.report, p.at = &r, now
-	p.hist.add(takeSnapshot(index(mfs), now))
+	p.hist.add(sn)
 	return err
 }
 

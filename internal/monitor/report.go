@@ -58,7 +58,11 @@ type CassandraReport struct {
 
 // BuildReport judges one gather.
 func BuildReport(mfs []*dto.MetricFamily, floorBytes float64) Report {
-	s := index(mfs)
+	return buildReport(index(mfs), floorBytes)
+}
+
+// buildReport judges an indexed gather (the page indexes once for its report and its history).
+func buildReport(s series, floorBytes float64) Report {
 	r := Report{FloorBytes: floorBytes}
 	for _, c := range s["shardmart_monitor_collector_success"] {
 		if c.value != 1 {
