@@ -62,7 +62,7 @@ type Stats struct {
 // checkpoint is written only after all its writes were acknowledged, so a run killed at any
 // point resumes with the ranges without a checkpoint, rewriting at most the ranges in flight;
 // their writes are upserts of the same cells with the same timestamps, so nothing is duplicated.
-func Backfill(ctx context.Context, src *Source, dst *Target, f Family, opts Options) (Stats, error) {
+func Backfill(ctx context.Context, src Reader, dst *Target, f Family, opts Options) (Stats, error) {
 	opts.defaults()
 	if err := f.valid(); err != nil {
 		return Stats{}, err
@@ -133,7 +133,7 @@ feed:
 	return st, nil
 }
 
-func copyRange(ctx context.Context, src *Source, dst *Target, f Family, r Range, opts Options) (rows, skipped int64, err error) {
+func copyRange(ctx context.Context, src Reader, dst *Target, f Family, r Range, opts Options) (rows, skipped int64, err error) {
 	rs, err := src.Read(ctx, f, r)
 	if err != nil {
 		return 0, 0, err

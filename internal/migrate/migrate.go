@@ -17,11 +17,15 @@
 package migrate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/session"
 )
 
@@ -31,14 +35,36 @@ type Family string
 const (
 	Sessions Family = "sessions"
 	Carts    Family = "carts"
+	History  Family = "history"
+	Events   Family = "events"
+	Catalog  Family = "catalog"
 )
 
+// Families lists every family the engine moves, in the order a full migration takes them.
+var Families = []Family{Sessions, Carts, History, Events, Catalog}
+
+// ParseFamily accepts a family name.
+func ParseFamily(s string) (Family, error) {
+	f := Family(s)
+	return f, f.valid()
+}
+
 func (f Family) valid() error {
-	switch f {
-	case Sessions, Carts:
-		return nil
+	for _, g := range Families {
+		if f == g {
+			return nil
+		}
 	}
-	return fmt.Errorf("migrate: family %q: want sessions or carts", f)
+	return fmt.Errorf("migrate: family %q: want one of sessions, carts, history, events, catalog", f)
+}
+
+// Reader is the old store's side of a migration: the embedded store (Source) or MongoDB.
+type Reader interface {
+	// Read returns the rows of family f whose keys are in r, ordered by key, from one
+	// consistent snapshot of each row (a cart with its lines).
+	Read(ctx context.Context, f Family, r Range) ([]Row, error)
+	// Count is the number of rows of f, for a plan's estimate (expired rows included).
+	Count(ctx context.Context, f Family) (int64, error)
 }
 
 // Range is the half-open key interval [Lo, Hi); Hi "" is unbounded.
@@ -83,13 +109,16 @@ func rangeOf(rs []Range, key string) int {
 	return lo
 }
 
-// Row is one source row: a session, or a cart with its lines.
+// Row is one source row; exactly one of the family pointers is set.
 type Row struct {
 	Key      string
 	Modified time.Time // the timestamp its Cassandra cells get
 	Expires  time.Time // zero: never
 	Session  *session.Session
 	Cart     *cart.Cart
+	Entry    *history.Entry   // history
+	Event    *event.Event     // events
+	Product  *catalog.Product // catalog
 }
 
 // expired reports a row that must not be copied (or compared): it is gone, or goes within margin.

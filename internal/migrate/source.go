@@ -158,3 +158,18 @@ func readCarts(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
 	}
 	return out, nil
 }
+
+// sourceTables is the table holding each family's rows in the embedded store.
+var sourceTables = map[Family]string{Sessions: "sessions", Carts: "carts", History: "order_history", Events: "events", Catalog: "products"}
+
+// Count returns the number of rows of f.
+func (s *Source) Count(ctx context.Context, f Family) (int64, error) {
+	if err := f.valid(); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+sourceTables[f]).Scan(&n); err != nil {
+		return 0, fmt.Errorf("migrate: count %s: %w", f, err)
+	}
+	return n, nil
+}

@@ -34,7 +34,7 @@ type Report struct {
 // are left out on both sides (Cassandra drops them by TTL during the scan). Any difference
 // returns the report with an error wrapping ErrDifferences, for a non-zero exit status.
 // It holds one hash per row in memory (16 bytes a key plus the key).
-func Verify(ctx context.Context, src *Source, dst *Target, f Family, opts Options) (Report, error) {
+func Verify(ctx context.Context, src Reader, dst *Target, f Family, opts Options) (Report, error) {
 	opts.defaults()
 	const margin = time.Minute
 	rep := Report{Family: f}
