@@ -65,6 +65,25 @@ type Reader interface {
 	Read(ctx context.Context, f Family, r Range) ([]Row, error)
 	// Count is the number of rows of f, for a plan's estimate (expired rows included).
 	Count(ctx context.Context, f Family) (int64, error)
+	// Split returns up to n ranges holding about the same number of rows of f, from the
+	// keys' quantiles (SplitKeys): UUID v7 keys start with their time, so fixed hex-prefix
+	// ranges would put a whole table in one or two ranges.
+	Split(ctx context.Context, f Family, n int) ([]Range, error)
+}
+
+// SplitKeys turns sorted, distinct split points into contiguous ranges covering every key:
+// the first starts at "" and the last is unbounded, so a key written after the split still
+// falls in exactly one range.
+func SplitKeys(points []string) []Range {
+	rs := []Range{{ID: 0}}
+	for _, p := range points {
+		if p == "" || p <= rs[len(rs)-1].Lo {
+			continue
+		}
+		rs[len(rs)-1].Hi = p
+		rs = append(rs, Range{ID: len(rs), Lo: p})
+	}
+	return rs
 }
 
 // Range is the half-open key interval [Lo, Hi); Hi "" is unbounded.

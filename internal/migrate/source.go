@@ -173,3 +173,40 @@ func (s *Source) Count(ctx context.Context, f Family) (int64, error) {
 	}
 	return n, nil
 }
+
+// sourceKeys is the column holding each family's row key in the embedded store.
+var sourceKeys = map[Family]string{Sessions: "id", Carts: "id", History: "order_id", Events: "id", Catalog: "id"}
+
+// Split reads every (count/n)-th key of f in key order, in one pass over the key's index.
+func (s *Source) Split(ctx context.Context, f Family, n int) ([]Range, error) {
+	if err := f.valid(); err != nil {
+		return nil, err
+	}
+	total, err := s.Count(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	step := total / int64(max(n, 1))
+	if n <= 1 || step == 0 {
+		return SplitKeys(nil), nil
+	}
+	key, table := sourceKeys[f], sourceTables[f]
+	q := fmt.Sprintf(`SELECT k FROM (SELECT %s AS k, row_number() OVER (ORDER BY %s) AS rn FROM %s) WHERE rn %% ? = 0 ORDER BY k LIMIT ?`, key, key, table)
+	rows, err := s.db.QueryContext(ctx, q, step, n-1)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: split %s: %w", f, err)
+	}
+	defer rows.Close()
+	var points []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		points = append(points, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("migrate: split %s: %w", f, err)
+	}
+	return SplitKeys(points), nil
+}
