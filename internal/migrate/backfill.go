@@ -16,8 +16,10 @@ import (
 // Options tune a backfill or a verify.
 type Options struct {
 	// Run names the checkpoints: a new name copies everything again (a replay), the same name resumes.
-	Run     string
-	Digits  int // hex digits per range: 1 (16 ranges) or 2 (256, the default)
+	Run string
+	// Split is how many ranges a new run cuts the keys into (default 256), from the source's
+	// key quantiles; a resumed run keeps the ranges of its first start.
+	Split   int
 	Workers int // ranges copied at once, default 4
 	// Progress, if set, is called after each range, from one goroutine at a time.
 	Progress func(Progress)
@@ -31,8 +33,8 @@ func (o *Options) defaults() {
 	if o.Run == "" {
 		o.Run = "default"
 	}
-	if o.Digits == 0 {
-		o.Digits = 2
+	if o.Split <= 0 {
+		o.Split = 256
 	}
 	if o.Workers <= 0 {
 		o.Workers = 4
@@ -67,7 +69,7 @@ func Backfill(ctx context.Context, src Reader, dst *Target, f Family, opts Optio
 	if err := f.valid(); err != nil {
 		return Stats{}, err
 	}
-	ranges, err := Ranges(opts.Digits)
+	ranges, err := runRanges(ctx, src, dst, f, opts)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -131,6 +133,24 @@ feed:
 		return st, fmt.Errorf("migrate: backfill %s: %w", f, err)
 	}
 	return st, nil
+}
+
+// runRanges returns the ranges of opts.Run: cut from the source's key quantiles at its first
+// start and stored with the run, read back when it resumes.
+func runRanges(ctx context.Context, src Reader, dst *Target, f Family, opts Options) ([]Range, error) {
+	rs, err := src.Split(ctx, f, opts.Split)
+	if err != nil {
+		return nil, err
+	}
+	points := make([]string, 0, len(rs))
+	for _, r := range rs[1:] {
+		points = append(points, r.Lo)
+	}
+	points, err = dst.Plan(ctx, opts.Run, f, points)
+	if err != nil {
+		return nil, err
+	}
+	return SplitKeys(points), nil
 }
 
 func copyRange(ctx context.Context, src Reader, dst *Target, f Family, r Range, opts Options) (rows, skipped int64, err error) {

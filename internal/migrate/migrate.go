@@ -96,24 +96,6 @@ func (r Range) contains(key string) bool {
 	return key >= r.Lo && (r.Hi == "" || key < r.Hi)
 }
 
-// Ranges splits the key space by the first digits hex digits of the key: 16 ranges for 1
-// digit, 256 for 2.
-func Ranges(digits int) ([]Range, error) {
-	if digits < 1 || digits > 3 {
-		return nil, fmt.Errorf("migrate: %d hex digits per range: want 1 to 3", digits)
-	}
-	n := 1 << (4 * digits)
-	rs := make([]Range, n)
-	for i := range rs {
-		rs[i] = Range{ID: i, Lo: fmt.Sprintf("%0*x", digits, i)}
-		if i > 0 {
-			rs[i-1].Hi = rs[i].Lo
-		}
-	}
-	rs[0].Lo = ""
-	return rs, nil
-}
-
 func rangeOf(rs []Range, key string) int {
 	// Ranges are sorted and contiguous: binary search on Lo.
 	lo, hi := 0, len(rs)-1

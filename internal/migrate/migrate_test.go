@@ -176,7 +176,7 @@ func TestBackfillVerifyTTLAndNewerWins(t *testing.T) {
 	dst := NewTarget(s)
 	var last Progress
 	for _, f := range []Family{Sessions, Carts} {
-		st, err := Backfill(ctx, src, dst, f, Options{Digits: 1, Workers: 4, Progress: func(p Progress) { last = p }})
+		st, err := Backfill(ctx, src, dst, f, Options{Split: 16, Workers: 4, Progress: func(p Progress) { last = p }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestBackfillVerifyTTLAndNewerWins(t *testing.T) {
 		if f == Sessions && (st.Rows != int64(live) || st.Skipped != int64(400-live)) {
 			t.Fatalf("sessions copied %d skipped %d, want %d and %d", st.Rows, st.Skipped, live, 400-live)
 		}
-		if rep, err := Verify(ctx, src, dst, f, Options{Digits: 1}); err != nil {
+		if rep, err := Verify(ctx, src, dst, f, Options{Split: 16}); err != nil {
 			t.Fatalf("verify %s: %v (%v)", f, err, rep.Diffs)
 		}
 	}
@@ -217,14 +217,14 @@ func TestBackfillVerifyTTLAndNewerWins(t *testing.T) {
 	if err := s.Query(`UPDATE sessions SET user_agent = 'newer' WHERE session_id = ?`, key).Exec(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Backfill(ctx, src, dst, Sessions, Options{Run: "replay", Digits: 1}); err != nil {
+	if _, err := Backfill(ctx, src, dst, Sessions, Options{Run: "replay", Split: 16}); err != nil {
 		t.Fatal(err)
 	}
 	var ua string
 	if err := s.Query(`SELECT user_agent FROM sessions WHERE session_id = ?`, key).Scan(&ua); err != nil || ua != "newer" {
 		t.Fatalf("after replay user_agent = %q (%v), want the newer write kept", ua, err)
 	}
-	rep, err := Verify(ctx, src, dst, Sessions, Options{Digits: 1})
+	rep, err := Verify(ctx, src, dst, Sessions, Options{Split: 16})
 	if !errors.Is(err, ErrDifferences) || len(rep.Diffs) != 1 || rep.Diffs[0].Key != key {
 		t.Fatalf("verify after a target-side change: %v %+v", err, rep.Diffs)
 	}
@@ -243,7 +243,7 @@ func helperMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	_, err = Backfill(ctx, src, NewTarget(s.Session()), Sessions, Options{Run: "r1", Digits: 1, Workers: 2,
+	_, err = Backfill(ctx, src, NewTarget(s.Session()), Sessions, Options{Run: "r1", Split: 16, Workers: 2,
 		AfterCheckpoint: func(Range) { time.Sleep(300 * time.Millisecond) }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -291,7 +291,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	st, err := Backfill(ctx, src, dst, Sessions, Options{Run: "r1", Digits: 1})
+	st, err := Backfill(ctx, src, dst, Sessions, Options{Run: "r1", Split: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 		t.Fatalf("resumed run skipped %d ranges, %d were checkpointed", st.Resume, len(cps))
 	}
 	// No row lost (verify) and none twice: the checkpoints account for every live row once.
-	if rep, err := Verify(ctx, src, dst, Sessions, Options{Digits: 1}); err != nil || rep.TargetRows != live {
+	if rep, err := Verify(ctx, src, dst, Sessions, Options{Split: 16}); err != nil || rep.TargetRows != live {
 		t.Fatalf("verify: %v, target %d rows, want %d (%v)", err, rep.TargetRows, live, rep.Diffs)
 	}
 	cps, _ = dst.Checkpoints(ctx, "r1", Sessions)
@@ -325,7 +325,7 @@ func TestShopReadsBackfilledRows(t *testing.T) {
 	defer src.Close()
 	dst := NewTarget(st.Session())
 	for _, f := range []Family{Sessions, Carts} {
-		if _, err := Backfill(ctx, src, dst, f, Options{Digits: 1}); err != nil {
+		if _, err := Backfill(ctx, src, dst, f, Options{Split: 16}); err != nil {
 			t.Fatal(err)
 		}
 	}

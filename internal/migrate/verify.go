@@ -41,7 +41,7 @@ func Verify(ctx context.Context, src Reader, dst *Target, f Family, opts Options
 	if err := f.valid(); err != nil {
 		return rep, err
 	}
-	ranges, err := Ranges(opts.Digits)
+	ranges, err := src.Split(ctx, f, opts.Split)
 	if err != nil {
 		return rep, err
 	}
