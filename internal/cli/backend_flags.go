@@ -28,6 +28,8 @@ type backendFlags struct {
 	// The replication-lag monitor's own login (placement.Options.MongoMonitorUser/Password).
 	mongoMonitorUser     string
 	mongoMonitorPassword string
+	// migrations: follow the migration state in Cassandra (placement.Options.Migrations).
+	migrations bool
 }
 
 func (b *backendFlags) register(cmd *cobra.Command) {
@@ -42,6 +44,8 @@ func (b *backendFlags) register(cmd *cobra.Command) {
 	f.StringVar(&b.mongoMonitorPassword, "mongo-monitor-password", "", "password of --mongo-monitor-user; prefer the environment to the command line")
 	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime (seed 003: 7 days; seed 002: 24h); guest carts expire with their session")
 	f.DurationVar(&b.eventRetention, "event-retention", event.DefaultRetention, "how long click events are kept (Cassandra: the rows' TTL; elsewhere: deleted by the purge loop)")
+	f.BoolVar(&b.migrations, "migrations", false, "follow the migration state in the Cassandra keyspace (shardmart migrate): dual-write the families being migrated, serve those cut over from Cassandra. Every shop process must run with it before `migrate run`")
+	fromEnv(f, "migrations", "SHARDMART_MIGRATIONS")
 	fromEnv(f, "data-dir", "SHARDMART_DATA_DIR")
 	fromEnv(f, "placement", "SHARDMART_PLACEMENT")
 	fromEnv(f, "cassandra-hosts", "SHARDMART_CASSANDRA_HOSTS")
@@ -81,6 +85,7 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 			MongoMonitorUser:     b.mongoMonitorUser,
 			MongoMonitorPassword: b.mongoMonitorPassword,
 			EventRetention:       b.eventRetention,
+			Migrations:           b.migrations,
 		},
 		SessionTTL: b.sessionTTL,
 		Logger:     logger,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/shop"
 )
 
@@ -30,6 +33,7 @@ type serveOptions struct {
 	logFormat       string
 	shutdownTimeout time.Duration
 	purgeEvery      time.Duration
+	migrationPoll   time.Duration
 	// statementMetrics adds the per-backend statement/command detail below the store operations.
 	statementMetrics bool
 	// demo sizes the demo data seeded into an empty store (tests shrink or gate it).
@@ -67,6 +71,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
 	f.DurationVar(&o.purgeEvery, "purge-every", time.Minute, "how often expired sessions and guest carts are deleted")
+	f.DurationVar(&o.migrationPoll, "migration-poll", 2*time.Second, "with --migrations: how often the migration state is read (a phase change reaches this process within it)")
 	f.BoolVar(&o.statementMetrics, "statement-metrics", true, "also export each Cassandra statement's and MongoDB command's latency (shardmart_store_statement_duration_seconds)")
 	d := httpapi.DefaultLimits()
 	f.Float64Var(&o.limitLoginClient, "limit-login-client", d.LoginPerClient.PerMinute, "login attempts per minute per client address (0: no limit)")
@@ -108,6 +113,15 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		cfg.Backends.ObserveStatement = httpapi.NewStatementObserver(reg)
 	}
 
+	if cfg.Backends.Migrations {
+		mirrorErrors := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardmart_migration_mirror_errors_total",
+			Help: "Changes the dual write could not copy to Cassandra (the old store committed them; verify lists the keys)."}, []string{"family"})
+		reg.MustRegister(mirrorErrors)
+		cfg.Backends.MigrationError = func(f placement.Family, key string, err error) {
+			mirrorErrors.WithLabelValues(string(f)).Inc()
+			logger.Error("dual write: change not copied to Cassandra; `shardmart migrate verify --repair` copies it", "family", f, "key", key, "err", err)
+		}
+	}
 	s, err := shop.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -137,10 +151,11 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 
 	// Background work stops before the stores close (deferred above, so it runs last).
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 3)
 	go func() { s.Projector.Run(bg, time.Second); done <- struct{}{} }()
 	go func() { purge(bg, s, o.purgeEvery, o.backend.eventRetention, logger); done <- struct{}{} }()
-	defer func() { stopBG(); <-done; <-done }()
+	go func() { watchMigrations(bg, s, o.migrationPoll, logger); done <- struct{}{} }()
+	defer func() { stopBG(); <-done; <-done; <-done }()
 
 	// Seeding runs behind a listening server: /readyz says 503 with its progress until the
 	// data is in, so an orchestrator routes no traffic yet while /healthz says the process lives.
@@ -222,6 +237,32 @@ func seedInBackground(ctx context.Context, s *shop.Shop, opt demo.Options, seedi
 	logger.Info("demo data ready", "products", res.Products, "users", res.Users, "orders", res.Orders,
 		"login", fmt.Sprintf("demo-0..%d@example.com", res.Users-1), "password", res.Password,
 		"took", time.Since(start).Round(time.Millisecond))
+}
+
+// watchMigrations applies the migration state every poll and heartbeats the applied phases
+// under this process's writer id, until ctx ends. Without --migrations it returns at once.
+func watchMigrations(ctx context.Context, s *shop.Shop, poll time.Duration, logger *slog.Logger) {
+	phases := s.Stores.MigrationPhases()
+	if len(phases) == 0 {
+		return
+	}
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	writer := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	logger.Info("following the migration state", "writer", writer, "phases", phases)
+	if err := s.Stores.RefreshMigrations(ctx, writer); err != nil {
+		logger.Warn("migration state", "err", err)
+	}
+	last := s.Stores.MigrationPhases()
+	s.Stores.WatchMigrations(ctx, writer, poll, func(err error) { logger.Warn("migration state", "err", err) }, func(now map[placement.Family]migrate.Phase) {
+		for f, p := range now {
+			if last[f] != p {
+				logger.Info("migration phase changed", "family", f, "from", last[f], "to", p)
+			}
+		}
+		last = now
+	})
 }
 
 // purge deletes expired sessions and guest carts (reads already hide them at once), events

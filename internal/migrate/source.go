@@ -210,3 +210,25 @@ func (s *Source) Split(ctx context.Context, f Family, n int) ([]Range, error) {
 	}
 	return SplitKeys(points), nil
 }
+
+// ReadCarts reads the carts ids of owner and the owner's active cart id in one snapshot
+// (the dual-write mirror).
+func (s *Source) ReadCarts(ctx context.Context, owner cart.Owner, ids []string) (rows []Row, active string, err error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, "", fmt.Errorf("migrate: read %s carts: %w", owner.Key(), err)
+	}
+	defer tx.Rollback()
+	for _, id := range ids {
+		rs, err := readCarts(ctx, tx, Range{Lo: id, Hi: id + "\x00"})
+		if err != nil {
+			return nil, "", fmt.Errorf("migrate: read cart %s: %w", id, err)
+		}
+		rows = append(rows, rs...)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT id FROM carts WHERE owner = ? AND status = 'active'`, owner.Key()).Scan(&active)
+	if err != nil && err != sql.ErrNoRows {
+		return nil, "", fmt.Errorf("migrate: read %s active cart: %w", owner.Key(), err)
+	}
+	return rows, active, nil
+}

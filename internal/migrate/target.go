@@ -95,6 +95,13 @@ func (t *Target) Write(ctx context.Context, f Family, rows []Row, now time.Time)
 }
 
 func (t *Target) writeSession(ctx context.Context, r Row, ttl int) error {
+	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
+	t.sessionStatement(b, r, ttl)
+	return b.ExecContext(ctx)
+}
+
+// sessionStatement adds the write of session row r to b.
+func (t *Target) sessionStatement(b *gocql.Batch, r Row, ttl int) {
 	s := r.Session
 	var ip any = gocql.UnsetValue
 	if v := canonIP(s.IP); v != nil {
@@ -104,9 +111,8 @@ func (t *Target) writeSession(ctx context.Context, r Row, ttl int) error {
 	if data == nil {
 		data = map[string]string{}
 	}
-	return t.s.Query(sessionWrite, s.ID, unsetIfEmpty(s.UserID), ms(s.CreatedAt), ms(s.LastActive), ms(s.ExpiresAt),
-		ip, s.UserAgent, string(s.Status), data, r.Modified.UnixMicro(), ttl).
-		WithContext(ctx).Consistency(gocql.Quorum).Idempotent(true).Exec()
+	b.Query(sessionWrite, s.ID, unsetIfEmpty(s.UserID), ms(s.CreatedAt), ms(s.LastActive), ms(s.ExpiresAt),
+		ip, s.UserAgent, string(s.Status), data, r.Modified.UnixMicro(), ttl)
 }
 
 func cartTable(o cart.Owner) (table, key, val string) {
@@ -119,6 +125,16 @@ func cartTable(o cart.Owner) (table, key, val string) {
 // writeCart writes a cart's header row, its lines and, for the active cart, the partition's
 // active_cart, in one single-partition unlogged batch (atomic on the partition, no batchlog).
 func (t *Target) writeCart(ctx context.Context, r Row, ttl int) error {
+	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
+	if err := t.cartStatements(b, r, ttl, true); err != nil {
+		return err
+	}
+	return b.ExecContext(ctx)
+}
+
+// cartStatements adds the writes of cart row r to b: its header row, its lines and, with
+// active set and an active cart, the partition's active_cart.
+func (t *Target) cartStatements(b *gocql.Batch, r Row, ttl int, active bool) error {
 	c := r.Cart
 	id, err := TimeUUID(c.ID)
 	if err != nil {
@@ -126,19 +142,18 @@ func (t *Target) writeCart(ctx context.Context, r Row, ttl int) error {
 	}
 	table, key, owner := cartTable(c.Owner)
 	tsv := r.Modified.UnixMicro()
-	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
 	b.Query(fmt.Sprintf(`UPDATE %s USING TIMESTAMP ? AND TTL ? SET status = ?, order_id = ?, created_at = ?, updated_at = ?,
 		expires_at = ?, checkout_order = ?, checkout_until = ? WHERE %s = ? AND cart_id = ? AND product_id = ''`, table, key),
 		tsv, ttl, string(c.Status), unsetIfEmpty(c.OrderID), ms(c.CreatedAt), ms(c.UpdatedAt), ms(c.ExpiresAt),
 		unsetIfEmpty(c.CheckoutOrder), ms(c.CheckoutUntil), owner, id)
-	if c.Status == cart.Active {
+	if active && c.Status == cart.Active {
 		b.Query(fmt.Sprintf(`UPDATE %s USING TIMESTAMP ? AND TTL ? SET active_cart = ? WHERE %s = ?`, table, key), tsv, ttl, id, owner)
 	}
 	for _, it := range c.Items {
 		b.Query(fmt.Sprintf(`UPDATE %s USING TIMESTAMP ? AND TTL ? SET category = ?, quantity = ?, added_at = ?
 			WHERE %s = ? AND cart_id = ? AND product_id = ?`, table, key), tsv, ttl, it.Category, it.Quantity, ms(it.AddedAt), owner, id, it.ProductID)
 	}
-	return b.ExecContext(ctx)
+	return nil
 }
 
 // uuidEpoch is 1970-01-01 in 100 ns ticks since the Gregorian epoch of version 1 UUIDs.

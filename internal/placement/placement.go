@@ -142,8 +142,9 @@ type Stores struct {
 	Catalog     CatalogReader
 	CatalogSink projection.CatalogSink
 
-	closers []func() error
-	pings   []namedPing
+	closers   []func() error
+	pings     []namedPing
+	migration *migration // nil unless Options.Migrations
 }
 
 type namedPing struct {
@@ -232,6 +233,12 @@ type Options struct {
 	// ObserveStatement, when set, receives the backend-specific detail below the operations:
 	// each Cassandra statement ("select.user_carts") and MongoDB wire command ("find").
 	ObserveStatement func(backend, statement string, d time.Duration, err error)
+	// Migrations turns on the migration layer (MIG-1, migration.go): families in an old store
+	// follow their phase in Cassandra's migration_state (dual writes, then cutover).
+	Migrations bool
+	// MigrationError, when set, receives each change the dual write could not copy to
+	// Cassandra (the request succeeded: the old store is the source of truth).
+	MigrationError func(f Family, key string, err error)
 }
 
 // statements binds ObserveStatement to one backend; nil when it is not set.
@@ -336,6 +343,12 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 	if err := errors.Join(errs...); err != nil {
 		_ = s.Close()
 		return nil, err
+	}
+	if o.Migrations {
+		if err := s.openMigrations(ctx, cfg, o, opened); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
 	}
 	if o.Observe != nil {
 		s.observe(cfg, o.Observe)
