@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/placement"
@@ -32,8 +33,10 @@ type backendFlags struct {
 	migrations bool
 }
 
-func (b *backendFlags) register(cmd *cobra.Command) {
-	f := cmd.Flags()
+func (b *backendFlags) register(cmd *cobra.Command) { b.registerOn(cmd.Flags()) }
+
+// registerOn adds the flags to f (a command's own or persistent flags).
+func (b *backendFlags) registerOn(f *pflag.FlagSet) {
 	f.StringVar(&b.dataDir, "data-dir", "./data", "directory of the embedded store")
 	f.StringVar(&b.placement, "placement", "", `which backend holds which family, over the embedded default, e.g. "carts=cassandra,sessions=cassandra" (families: orders, carts, sessions, events, history, catalog)`)
 	f.StringVar(&b.cassandraHosts, "cassandra-hosts", "127.0.0.1", "Cassandra contact points, comma-separated")
@@ -67,16 +70,11 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 	if b.eventRetention < time.Hour {
 		return shop.Config{}, fmt.Errorf("--event-retention must be at least 1h, got %s", b.eventRetention)
 	}
-	var hosts []string
-	for _, h := range strings.Split(b.cassandraHosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			hosts = append(hosts, h)
-		}
-	}
+	hosts := b.hosts()
 	return shop.Config{
 		Placement: pl,
 		Backends: placement.Options{
-			SQLitePath:        filepath.Join(b.dataDir, "shardmart.db"),
+			SQLitePath:        b.sqlitePath(),
 			CassandraHosts:    hosts,
 			CassandraKeyspace: b.cassandraKeyspace,
 			MongoURI:          b.mongoURI,
@@ -91,3 +89,17 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 		Logger:     logger,
 	}, nil
 }
+
+// hosts are the Cassandra contact points.
+func (b *backendFlags) hosts() []string {
+	var hosts []string
+	for _, h := range strings.Split(b.cassandraHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// sqlitePath is the embedded store's file.
+func (b *backendFlags) sqlitePath() string { return filepath.Join(b.dataDir, "shardmart.db") }

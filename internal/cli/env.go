@@ -27,6 +27,7 @@ var deploymentEnv = []string{
 	"SHARDMART_MONGO_MONITOR_PASSWORD",
 	"SHARDMART_CASSANDRA_HOSTS",
 	"SHARDMART_CASSANDRA_KEYSPACE",
+	"SHARDMART_MIGRATIONS",
 }
 
 // envAnnotation is the flag annotation naming the variable that may set the flag.

@@ -28,6 +28,7 @@ func NewRootCmd(stdio IO) *cobra.Command {
 		newCmdAdvise(stdio, nil),
 		newCmdBench(stdio, nil),
 		newCmdMonitor(stdio, nil),
+		newCmdMigrate(stdio),
 	)
 	return root
 }

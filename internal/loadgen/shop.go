@@ -94,6 +94,8 @@ type Config struct {
 	// create the flash-sale products; without it the mix runs on the stock there is.
 	AdminToken string
 	Scenario   string
+	// Mix, when set, replaces the mix scenario's DefaultMix.
+	Mix Mix
 	// Users are registered and logged in before the run (two bcrypt operations each).
 	Users int
 	// Seed fixes every random choice: the same seed gives the same request sequence.
@@ -165,6 +167,9 @@ func Prepare(ctx context.Context, cfg Config) (*Shop, error) {
 	switch cfg.Scenario {
 	case ScenarioMix, "":
 		s.picker = NewPicker(DefaultMix)
+		if cfg.Mix != nil {
+			s.picker = NewPicker(cfg.Mix)
+		}
 		ids, err := DiscoverProducts(ctx, cfg.Client, cfg.BaseURL, cfg.Categories, cfg.PerCategory)
 		if err != nil {
 			return nil, err

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Options tune a backfill or a verify.
@@ -21,6 +23,11 @@ type Options struct {
 	// key quantiles; a resumed run keeps the ranges of its first start.
 	Split   int
 	Workers int // ranges copied at once, default 4
+	// Retention is how long events are kept (their TTL from the event's time); 0 is
+	// event.DefaultRetention.
+	Retention time.Duration
+	// MaxRate caps the rows written per second (0: no cap), to spare a busy production store.
+	MaxRate float64
 	// Progress, if set, is called after each range, from one goroutine at a time.
 	Progress func(Progress)
 	// AfterCheckpoint, if set, runs after each range's checkpoint is written (tests use it to
@@ -87,6 +94,10 @@ func Backfill(ctx context.Context, src Reader, dst *Target, f Family, opts Optio
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var lim *rate.Limiter
+	if opts.MaxRate > 0 {
+		lim = rate.NewLimiter(rate.Limit(opts.MaxRate), max(1, int(opts.MaxRate)))
+	}
 	work := make(chan Range)
 	var rows, skipped atomic.Int64
 	var mu sync.Mutex
@@ -97,7 +108,7 @@ func Backfill(ctx context.Context, src Reader, dst *Target, f Family, opts Optio
 		go func() {
 			defer wg.Done()
 			for r := range work {
-				n, sk, err := copyRange(ctx, src, dst, f, r, opts)
+				n, sk, err := copyRange(ctx, src, dst, f, r, opts, lim)
 				if err != nil {
 					cancel(err)
 					return
@@ -153,10 +164,19 @@ func runRanges(ctx context.Context, src Reader, dst *Target, f Family, opts Opti
 	return SplitKeys(points), nil
 }
 
-func copyRange(ctx context.Context, src Reader, dst *Target, f Family, r Range, opts Options) (rows, skipped int64, err error) {
+func copyRange(ctx context.Context, src Reader, dst *Target, f Family, r Range, opts Options, lim *rate.Limiter) (rows, skipped int64, err error) {
 	rs, err := src.Read(ctx, f, r)
 	if err != nil {
 		return 0, 0, err
+	}
+	if lim != nil {
+		for left := len(rs); left > 0; {
+			n := min(left, lim.Burst())
+			if err := lim.WaitN(ctx, n); err != nil {
+				return 0, 0, err
+			}
+			left -= n
+		}
 	}
 	sk, err := dst.Write(ctx, f, rs, opts.Now())
 	if err != nil {

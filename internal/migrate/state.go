@@ -213,3 +213,17 @@ func (t *Target) WaitWriters(ctx context.Context, f Family, poll time.Duration, 
 		}
 	}
 }
+
+// PlannedRanges is the number of ranges run cut f into (0 before it started).
+func (t *Target) PlannedRanges(ctx context.Context, run string, f Family) (int, error) {
+	var points []string
+	err := t.s.Query(`SELECT points FROM migration_runs WHERE run = ? AND family = ?`, run, string(f)).
+		WithContext(ctx).Consistency(gocql.Quorum).Scan(&points)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("migrate: read the ranges of run %s: %w", run, err)
+	}
+	return len(points) + 1, nil
+}

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -330,4 +331,26 @@ func (t *Target) checkpoint(ctx context.Context, run string, f Family, c Checkpo
 		return fmt.Errorf("migrate: checkpoint %s range %d: %w", f, c.Range.ID, err)
 	}
 	return nil
+}
+
+// CartOwner finds who owns cart id in Cassandra (a repair of a cart only Cassandra holds):
+// a full scan, for the few keys a verify lists.
+func (t *Target) CartOwner(ctx context.Context, id string) (cart.Owner, error) {
+	var found *cart.Owner
+	errStop := errors.New("found")
+	err := t.Scan(ctx, Carts, func(r Row) error {
+		if r.Key == id {
+			o := r.Cart.Owner
+			found = &o
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return cart.Owner{}, err
+	}
+	if found == nil {
+		return cart.Owner{}, fmt.Errorf("migrate: cart %s is in neither store", id)
+	}
+	return *found, nil
 }

@@ -1,0 +1,385 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/spf13/cobra"
+
+	cassandralauncher "github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/demo"
+	"github.com/shardmart/shardmart/internal/loadgen"
+	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
+)
+
+// cliHelperEnv makes this test binary run the shardmart command line given in it (arguments
+// separated by \x1f) instead of the tests: the migration tests SIGKILL `migrate run` as a
+// separate process, as an operator's would die.
+const cliHelperEnv = "SHARDMART_CLI_HELPER"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(cliHelperEnv); args != "" {
+		root := NewRootCmd(IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+		root.SetArgs(strings.Split(args, "\x1f"))
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// liveShop is a shop under test: serve in this process, following the migration state.
+type liveShop struct {
+	t      *testing.T
+	o      serveOptions
+	api    string
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	errc   chan error
+}
+
+func startLiveShop(t *testing.T, o serveOptions) *liveShop {
+	t.Helper()
+	s := &liveShop{t: t, o: o, logs: &syncBuffer{}, errc: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	ready := make(chan string, 1)
+	go func() { s.errc <- runServe(ctx, IO{Out: io.Discard, Err: s.logs}, o, ready) }()
+	select {
+	case addr := <-ready:
+		s.api = "http://" + addr
+	case err := <-s.errc:
+		t.Fatalf("serve failed: %v\n%s", err, s.logs.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatal("serve did not start")
+	}
+	waitFor(t, 3*time.Minute, "the shop to be ready", func() bool {
+		resp, err := http.Get(s.api + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return s
+}
+
+func (s *liveShop) stop() {
+	s.cancel()
+	if err := <-s.errc; err != nil {
+		s.t.Errorf("shutdown: %v\n%s", err, s.logs.String())
+	}
+}
+
+// outboxDrained waits until the projector has applied every outbox row (history and the
+// catalog are fed from it).
+func (s *liveShop) outboxDrained() {
+	s.t.Helper()
+	re := regexp.MustCompile(`(?m)^shardmart_outbox_lag_messages (\d+)`)
+	waitFor(s.t, time.Minute, "the outbox to drain", func() bool {
+		resp, err := http.Get(s.api + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		m := re.FindSubmatch(b)
+		return m != nil && string(m[1]) == "0"
+	})
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// shardmartCmd runs this binary as `shardmart args...`.
+func shardmartCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), cliHelperEnv+"="+strings.Join(args, "\x1f"))
+	return cmd
+}
+
+// migrateCLI runs `shardmart migrate verb` with the store flags and returns its output.
+func migrateCLI(t *testing.T, store []string, verb string, args ...string) (string, error) {
+	t.Helper()
+	cmd := shardmartCmd(append(append([]string{"migrate", verb}, store...), args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// migrationTraffic is the live traffic of a migration test: cart edits, checkouts feeding the
+// history, events, and new sessions with logins, against the shop's HTTP API.
+var migrationTraffic = loadgen.Mix{{Kind: loadgen.Cart, Share: 40}, {Kind: loadgen.Checkout, Share: 15},
+	{Kind: loadgen.Event, Share: 30}, {Kind: loadgen.Login, Share: 10}, {Kind: loadgen.Product, Share: 5}}
+
+// startTraffic runs the mix at rate until the returned stop is called, which returns the report.
+func startTraffic(t *testing.T, api, admin string, rate float64) func() loadgen.Report {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sh, err := loadgen.Prepare(ctx, loadgen.Config{BaseURL: api, AdminToken: admin, Mix: migrationTraffic, Users: 12, Seed: 7,
+		ZipfS: 1.2, Categories: []string{"electronics", "books", "clothing"}, PerCategory: 30, Zone: demo.Zones[0]})
+	if err != nil {
+		cancel()
+		t.Fatalf("prepare traffic: %v", err)
+	}
+	done := make(chan loadgen.Report, 1)
+	go func() {
+		rep, _ := loadgen.Run(ctx, loadgen.Schedule{Rate: rate, Duration: 30 * time.Minute, MaxInFlight: 64}, sh.Next)
+		done <- rep
+	}()
+	return func() loadgen.Report { cancel(); return <-done }
+}
+
+// checkpointsDone counts the checkpoints of run over every family.
+func checkpointsDone(t *testing.T, dst *migrate.Target, run string) int {
+	n := 0
+	for _, f := range migrate.Families {
+		cps, err := dst.Checkpoints(context.Background(), run, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(cps)
+	}
+	return n
+}
+
+// MIG-1: the demo shop (embedded store) moves every family to Cassandra with traffic running:
+// dual writes on, the backfill SIGKILLed twice and resumed, verify with 0 differences and TTLs
+// kept, cutover that a restart keeps, and a rollback that finds the writes made since.
+func TestMigrateEmbeddedShopWithTraffic(t *testing.T) {
+	c := cassandralauncher.ForTest(t, cassandralauncher.Options{Nodes: 1, BaseAddr: cassandralauncher.MigrateLiveTestAddr, HeapMB: 768})
+	migrateLiveShop(t, c.Hosts(), 1, nil)
+}
+
+// migrateLiveShop runs the whole procedure against the Cassandra at hosts with rf replicas;
+// mongo, when set, is the MongoDB shop's URI (everything placed there), else the embedded store.
+func migrateLiveShop(t *testing.T, hosts []string, rf int, mongoPlacement func(o *serveOptions)) {
+	ctx := context.Background()
+	const ks = "live"
+	if _, err := cassandrastore.ApplySchema(ctx, hosts, cassandrastore.SchemaOptions{Keyspace: ks, RF: rf}); err != nil {
+		t.Fatalf("apply schema: %v", err)
+	}
+	cst, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: hosts, Keyspace: ks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cst.Close()
+	dst := migrate.NewTarget(cst.Session())
+
+	var o serveOptions
+	o.backend.register(&cobra.Command{})
+	o.backend.dataDir = t.TempDir()
+	o.backend.cassandraHosts, o.backend.cassandraKeyspace, o.backend.migrations = strings.Join(hosts, ","), ks, true
+	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", "migrate-live-admin-token"
+	o.shutdownTimeout, o.purgeEvery, o.migrationPoll = 10*time.Second, time.Hour, 200*time.Millisecond
+	o.demo = demo.Options{Products: 1500, Categories: 5, Users: 40, Seed: 3}
+	from := "sqlite"
+	if mongoPlacement != nil {
+		mongoPlacement(&o)
+		from = "mongo"
+	}
+	store := []string{"--data-dir", o.backend.dataDir, "--mongo-uri", o.backend.mongoURI, "--cassandra-hosts", o.backend.cassandraHosts,
+		"--cassandra-keyspace", ks, "--from", from, "--progress", "lines"}
+
+	shop := startLiveShop(t, o)
+	defer func() { shop.stop() }()
+	stopTraffic := startTraffic(t, shop.api, o.adminToken, 30)
+	trafficStopped := false
+	defer func() {
+		if !trafficStopped {
+			stopTraffic()
+		}
+	}()
+
+	out, err := migrateCLI(t, store, "plan", "--family", "all")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	for _, f := range migrate.Families {
+		if !regexp.MustCompile(`(?m)^` + string(f) + `\s+[1-9]\d*\s`).MatchString(out) {
+			t.Errorf("plan shows no rows for %s:\n%s", f, out)
+		}
+	}
+
+	// Two runs SIGKILLed mid-way, each after it checkpointed a few more ranges.
+	runArgs := []string{"--family", "all", "--ranges", "24", "--workers", "2", "--max-rows-per-sec", "800", "--writers-wait", "30s"}
+	for kill := range 2 {
+		before := checkpointsDone(t, dst, "1")
+		cmd := shardmartCmd(append(append([]string{"migrate", "run"}, store...), runArgs...)...)
+		var outb syncBuffer
+		cmd.Stdout, cmd.Stderr = &outb, &outb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		deadline := time.After(3 * time.Minute)
+	wait:
+		for checkpointsDone(t, dst, "1") < before+3 {
+			select {
+			case err := <-exited:
+				t.Fatalf("run %d ended before it was killed (%v):\n%s", kill+1, err, outb.String())
+			case <-deadline:
+				t.Fatalf("run %d made no progress:\n%s", kill+1, outb.String())
+			case <-time.After(20 * time.Millisecond):
+				continue wait
+			}
+		}
+		_ = cmd.Process.Kill() // SIGKILL
+		<-exited
+		t.Logf("run %d killed after %d checkpoints:\n%s", kill+1, checkpointsDone(t, dst, "1"), lastLines(outb.String(), 4))
+	}
+	out, err = migrateCLI(t, store, "run", runArgs...)
+	if err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "resuming run 1") {
+		t.Errorf("the third run did not resume run 1:\n%s", out)
+	}
+	t.Logf("resumed run:\n%s", lastLines(out, 12))
+
+	// Traffic stops only now: everything it wrote during the copy went through the dual write.
+	rep := stopTraffic()
+	trafficStopped = true
+	sent := rep.Total.OK + rep.Total.Expected
+	t.Logf("traffic during the migration: %d requests answered, %d failed (first: %s)", sent, rep.Total.Failed, rep.Total.FirstError)
+	if sent < 100 {
+		t.Fatalf("only %d requests of traffic ran during the migration", sent)
+	}
+	shop.outboxDrained()
+
+	out, err = migrateCLI(t, store, "verify", "--family", "all")
+	if err != nil {
+		t.Fatalf("verify: %v\n%s", err, out)
+	}
+	for _, f := range migrate.Families {
+		m := regexp.MustCompile(`(?m)^` + string(f) + `: source (\d+) rows, target (\d+) rows, \d+ ranges, 0 differing ranges, 0 differing keys$`).FindStringSubmatch(out)
+		if m == nil || m[1] != m[2] || m[1] == "0" {
+			t.Errorf("verify of %s is not a clean, non-empty match:\n%s", f, out)
+		}
+	}
+	checkTTLs(t, cst.Session(), shop)
+
+	out, err = migrateCLI(t, store, "cutover", "--family", "all", "--writers-wait", "30s")
+	if err != nil {
+		t.Fatalf("cutover: %v\n%s", err, out)
+	}
+	// Served from Cassandra now: a cart line added after cutover is in Cassandra's user_carts.
+	c := flowClient{t: t, api: shop.api, admin: o.adminToken}
+	var sess struct{ Token string }
+	c.do("POST", "/v1/sessions", "", "", 201, &sess)
+	c.do("PUT", "/v1/cart/items/"+firstProduct(t, c), sess.Token, `{"quantity":2}`, 200, nil)
+	var n int
+	if err := cst.Session().Query(`SELECT count(*) FROM guest_carts WHERE session_id = ?`, session.IDFromToken(sess.Token)).Scan(&n); err != nil || n == 0 {
+		t.Fatalf("the cart written after cutover is not in Cassandra (rows %d, err %v)", n, err)
+	}
+
+	// A restart keeps the cutover: the cart only Cassandra holds is served.
+	shop.stop()
+	shop = startLiveShop(t, o)
+	c.api = shop.api
+	var got struct{ Items []struct{ ProductID string `json:"product_id"` } }
+	c.do("GET", "/v1/cart", sess.Token, "", 200, &got)
+	if len(got.Items) != 1 {
+		t.Fatalf("after a restart the cart shows %d lines, want the 1 written after cutover", len(got.Items))
+	}
+
+	// Rollback of sessions: the session created after cutover was written back to the old
+	// store, so it still authenticates when the old store serves again.
+	out, err = migrateCLI(t, store, "cutover", "--rollback", "--family", "sessions", "--writers-wait", "30s")
+	if err != nil {
+		t.Fatalf("rollback: %v\n%s", err, out)
+	}
+	c.do("GET", "/v1/cart", sess.Token, "", 200, nil)
+	if shop.o.backend.mongoURI == "" {
+		db, err := sql.Open("sqlite3", "file:"+shop.o.backend.sqlitePath()+"?mode=ro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.QueryRow(`SELECT count(*) FROM sessions WHERE id = ?`, session.IDFromToken(sess.Token)).Scan(&n); err != nil || n != 1 {
+			t.Errorf("the session created after cutover is not in the embedded store (%d rows, %v)", n, err)
+		}
+	}
+
+	out, err = migrateCLI(t, store, "status")
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	for _, want := range []string{`(?m)^sessions\s+dual_write\s`, `(?m)^carts\s+cutover\s`, `(?m)^catalog\s+cutover\s`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("status does not match %s:\n%s", want, out)
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// checkTTLs compares the time left of a few sessions in Cassandra with their expiry in the
+// embedded store (or, for a MongoDB shop, with the expires_at Cassandra holds).
+func checkTTLs(t *testing.T, s *gocql.Session, shop *liveShop) {
+	t.Helper()
+	iter := s.Query(`SELECT session_id, expires_at, TTL(user_agent) FROM sessions LIMIT 20`).Iter()
+	var id string
+	var exp time.Time
+	var ttl int
+	checked := 0
+	for iter.Scan(&id, &exp, &ttl) {
+		left := time.Until(exp).Seconds()
+		if d := left - float64(ttl); d < -5 || d > 5 {
+			t.Errorf("session %s: TTL %d s, but %0.f s left until its expiry", id, ttl, left)
+		}
+		checked++
+	}
+	if err := iter.Close(); err != nil || checked == 0 {
+		t.Fatalf("read session TTLs: %v (%d rows)", err, checked)
+	}
+	if shop.o.backend.mongoURI != "" {
+		return
+	}
+	db, err := sql.Open("sqlite3", "file:"+shop.o.backend.sqlitePath()+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var srcExp int64
+	if err := db.QueryRow(`SELECT expires_at FROM sessions WHERE id = ?`, id).Scan(&srcExp); err != nil {
+		t.Fatalf("session %s in the embedded store: %v", id, err)
+	}
+	if d := time.Unix(0, srcExp).Sub(exp); d < -time.Millisecond || d > time.Millisecond {
+		t.Errorf("session %s expires at %s in the embedded store, %s in Cassandra", id, time.Unix(0, srcExp).UTC(), exp)
+	}
+}
+
+func firstProduct(t *testing.T, c flowClient) string {
+	var page struct{ Items []struct{ ID string } }
+	c.do("GET", "/v1/products?category=books&limit=5", "", "", 200, &page)
+	if len(page.Items) == 0 {
+		t.Fatal("no products in books")
+	}
+	return page.Items[0].ID
+}
