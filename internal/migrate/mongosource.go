@@ -193,12 +193,11 @@ func (s *MongoSource) Split(ctx context.Context, f Family, n int) ([]Range, erro
 	if err != nil {
 		return nil, err
 	}
-	total, err := s.Count(ctx, f)
+	step, err := splitStep(ctx, s, f, n)
 	if err != nil {
 		return nil, err
 	}
-	step := total / int64(max(n, 1))
-	if n <= 1 || step == 0 {
+	if step == 0 {
 		return SplitKeys(nil), nil
 	}
 	proj := bson.D{{Key: "_id", Value: 0}, {Key: mf.key, Value: 1}}

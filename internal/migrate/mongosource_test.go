@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,6 +212,18 @@ func TestMongoSourceReadCountSplit(t *testing.T) {
 		if indexed {
 			if err := src.EnsureIndexes(ctx); err != nil {
 				t.Fatal(err)
+			}
+			// Every family's range read is now an index range scan, sorted by the index.
+			for f, mf := range mongoFamilies {
+				q := bson.D{{Key: mf.key, Value: bson.D{{Key: "$gte", Value: "1"}, {Key: "$lt", Value: "8"}}}}
+				plan, err := st.Database().RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: mf.coll},
+					{Key: "filter", Value: q}, {Key: "sort", Value: bson.D{{Key: mf.key, Value: 1}}}}}}).Raw()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := plan.Lookup("queryPlanner", "winningPlan").String(); !strings.Contains(w, "IXSCAN") || strings.Contains(w, `"SORT"`) {
+					t.Fatalf("%s: range read plan %s, want an index scan without a sort", f, w)
+				}
 			}
 		}
 		for _, f := range Families {
