@@ -86,6 +86,15 @@ func SplitKeys(points []string) []Range {
 	return rs
 }
 
+// splitStep is how many keys of f each of n ranges holds (Count/n), 0 when f fits in one.
+func splitStep(ctx context.Context, r Reader, f Family, n int) (int64, error) {
+	if n <= 1 {
+		return 0, nil
+	}
+	total, err := r.Count(ctx, f)
+	return total / int64(n), err
+}
+
 // Range is the half-open key interval [Lo, Hi); Hi "" is unbounded.
 type Range struct {
 	ID     int

@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 		testHosts = c.Hosts()
 		return m.Run()
 	}()
+	stopMongo()
 	os.Exit(code)
 }
 

@@ -1,0 +1,228 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/store/mongostore"
+)
+
+// MongoSource reads the collections internal/store/mongostore writes (a replica set or a
+// mongos), from the primary at readConcern "majority": a row is a state that survives a
+// failover, never one a rollback could take back after it reached Cassandra.
+//
+// Keys: sessions, order history and products are keyed by their _id (the session id, order id
+// and product id), whose index every collection has. Carts and events are not: a cart's _id is
+// its owner's slot ("active:u:<user>") until it is retired to _id = cart_id, and an event's _id
+// is a time-ordered ObjectId. Their keys (cart_id, event_id) have no index in the shop's schema
+// on purpose (each would cost a write per cart change or event, for no shop query), so Read and
+// Split still work without one, by a collection scan per range, and EnsureIndexes builds the
+// two indexes for the length of the migration (DropIndexes removes them).
+type MongoSource struct {
+	client *mongo.Client
+	db     *mongo.Database
+	// Retention is the events' retention, for their Expires (0: event.DefaultRetention).
+	Retention time.Duration
+}
+
+// mongoFamily is where a family lives and which field holds its key.
+type mongoFamily struct{ coll, key string }
+
+var mongoFamilies = map[Family]mongoFamily{
+	Sessions: {mongostore.SessionsCollection, "_id"},
+	Carts:    {mongostore.CartsCollection, "cart_id"},
+	History:  {mongostore.HistoryCollection, "_id"},
+	Events:   {mongostore.EventsCollection, "event_id"},
+	Catalog:  {mongostore.ProductsCollection, "_id"},
+}
+
+// migrationIndexes are the key indexes EnsureIndexes builds, by family.
+var migrationIndexes = map[Family]string{Carts: "migrate_cart_id", Events: "migrate_event_id"}
+
+// OpenMongoSource connects to uri and reads database.
+func OpenMongoSource(ctx context.Context, uri, database string) (*MongoSource, error) {
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).
+		SetReadPreference(readpref.Primary()).SetReadConcern(readconcern.Majority()))
+	if err != nil {
+		return nil, fmt.Errorf("migrate: connect to MongoDB: %w", err)
+	}
+	if err := c.Ping(ctx, readpref.Primary()); err != nil {
+		_ = c.Disconnect(context.Background())
+		return nil, fmt.Errorf("migrate: connect to MongoDB: %w", err)
+	}
+	return &MongoSource{client: c, db: c.Database(database)}, nil
+}
+
+func (s *MongoSource) Close() error { return s.client.Disconnect(context.Background()) }
+
+func (s *MongoSource) family(f Family) (mongoFamily, error) {
+	if err := f.valid(); err != nil {
+		return mongoFamily{}, err
+	}
+	return mongoFamilies[f], nil
+}
+
+// EnsureIndexes builds {cart_id: 1} and {event_id: 1}, so the carts' and events' ranges are
+// index range scans. On a large events collection the build takes a while (it runs online).
+func (s *MongoSource) EnsureIndexes(ctx context.Context) error {
+	for _, f := range []Family{Carts, Events} {
+		mf := mongoFamilies[f]
+		_, err := s.db.Collection(mf.coll).Indexes().CreateOne(ctx, mongo.IndexModel{
+			Keys: bson.D{{Key: mf.key, Value: 1}}, Options: options.Index().SetName(migrationIndexes[f])})
+		if err != nil {
+			return fmt.Errorf("migrate: index %s.%s: %w", mf.coll, mf.key, err)
+		}
+	}
+	return nil
+}
+
+// DropIndexes removes what EnsureIndexes built, once the migration no longer reads MongoDB.
+func (s *MongoSource) DropIndexes(ctx context.Context) error {
+	for _, f := range []Family{Carts, Events} {
+		err := s.db.Collection(mongoFamilies[f].coll).Indexes().DropOne(ctx, migrationIndexes[f])
+		var ce mongo.CommandError
+		if err != nil && !(errors.As(err, &ce) && ce.Code == 27) { // IndexNotFound
+			return fmt.Errorf("migrate: drop index %s: %w", migrationIndexes[f], err)
+		}
+	}
+	return nil
+}
+
+// collection is f's collection. A cart's lines live in its document, so majority gives one
+// consistent cart; carts read at "snapshot" all the same, so a cart caught between its slot and
+// its retired copy (retire writes one, then the other) is seen in both at one instant.
+func (s *MongoSource) collection(f Family, mf mongoFamily) *mongo.Collection {
+	if f == Carts {
+		return s.db.Collection(mf.coll, options.Collection().SetReadConcern(readconcern.Snapshot()))
+	}
+	return s.db.Collection(mf.coll)
+}
+
+// Read returns the rows of f with keys in r, ordered by key: a range query on the key field.
+func (s *MongoSource) Read(ctx context.Context, f Family, r Range) ([]Row, error) {
+	mf, err := s.family(f)
+	if err != nil {
+		return nil, err
+	}
+	bounds := bson.D{{Key: "$gte", Value: r.Lo}}
+	if r.Hi != "" {
+		bounds = append(bounds, bson.E{Key: "$lt", Value: r.Hi})
+	}
+	cur, err := s.collection(f, mf).Find(ctx, bson.D{{Key: mf.key, Value: bounds}},
+		options.Find().SetSort(bson.D{{Key: mf.key, Value: 1}}).SetAllowDiskUse(true))
+	if err != nil {
+		return nil, fmt.Errorf("migrate: read %s range %d: %w", f, r.ID, err)
+	}
+	defer cur.Close(ctx)
+	var out []Row
+	for cur.Next(ctx) {
+		row, retired, err := s.decode(f, cur.Current)
+		if err != nil {
+			return nil, fmt.Errorf("migrate: read %s range %d: %w", f, r.ID, err)
+		}
+		if n := len(out); n > 0 && out[n-1].Key == row.Key {
+			// Only a cart has two documents (slot and retired copy) for a moment: keep the
+			// later state; on a tie the retired copy, which retire writes second.
+			if f == Carts && (row.Modified.After(out[n-1].Modified) || retired && !row.Modified.Before(out[n-1].Modified)) {
+				out[n-1] = row
+			}
+			continue
+		}
+		out = append(out, row)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("migrate: read %s range %d: %w", f, r.ID, err)
+	}
+	return out, nil
+}
+
+// decode turns a document into its Row, with Modified and Expires by source.go's rules.
+func (s *MongoSource) decode(f Family, raw bson.Raw) (row Row, retired bool, err error) {
+	switch f {
+	case Sessions:
+		v, err := mongostore.DecodeSession(raw)
+		return Row{Key: v.ID, Modified: latest(v.CreatedAt, v.LastActive), Expires: v.ExpiresAt, Session: &v}, false, err
+	case Carts:
+		v, retired, err := mongostore.DecodeCart(raw)
+		m := latest(v.CreatedAt, v.UpdatedAt)
+		for _, it := range v.Items {
+			m = latest(m, it.AddedAt)
+		}
+		return Row{Key: v.ID, Modified: m, Expires: v.ExpiresAt, Cart: &v}, retired, err
+	case History:
+		v, err := mongostore.DecodeHistoryEntry(raw)
+		return Row{Key: v.OrderID, Modified: v.UpdatedAt, Entry: &v}, false, err
+	case Events:
+		v, err := mongostore.DecodeEvent(raw)
+		return Row{Key: v.ID, Modified: v.At, Expires: event.Expiry(v.At, s.Retention), Event: &v}, false, err
+	default:
+		v, err := mongostore.DecodeProduct(raw)
+		return Row{Key: v.ID, Modified: v.UpdatedAt, Product: &v}, false, err
+	}
+}
+
+// Count is the exact number of documents of f (CountDocuments, not the metadata estimate,
+// which is off after an unclean shutdown and on sharded clusters with orphans). A cart caught
+// mid-retire counts twice.
+func (s *MongoSource) Count(ctx context.Context, f Family) (int64, error) {
+	mf, err := s.family(f)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.db.Collection(mf.coll).CountDocuments(ctx, bson.D{})
+	if err != nil {
+		return 0, fmt.Errorf("migrate: count %s: %w", f, err)
+	}
+	return n, nil
+}
+
+// Split walks f's keys once in key order (an index scan returning only the key) and keeps every
+// (count/n)-th. $bucketAuto would send back only the n boundaries, but it sorts every key in
+// memory (spilling to disk past 100 MB) instead of reading them in index order.
+func (s *MongoSource) Split(ctx context.Context, f Family, n int) ([]Range, error) {
+	mf, err := s.family(f)
+	if err != nil {
+		return nil, err
+	}
+	step, err := splitStep(ctx, s, f, n)
+	if err != nil {
+		return nil, err
+	}
+	if step == 0 {
+		return SplitKeys(nil), nil
+	}
+	proj := bson.D{{Key: "_id", Value: 0}, {Key: mf.key, Value: 1}}
+	if mf.key == "_id" {
+		proj = bson.D{{Key: "_id", Value: 1}}
+	}
+	cur, err := s.db.Collection(mf.coll).Find(ctx, bson.D{},
+		options.Find().SetSort(bson.D{{Key: mf.key, Value: 1}}).SetProjection(proj).SetAllowDiskUse(true).SetBatchSize(10000))
+	if err != nil {
+		return nil, fmt.Errorf("migrate: split %s: %w", f, err)
+	}
+	defer cur.Close(ctx)
+	var points []string
+	for i := int64(1); cur.Next(ctx) && len(points) < n-1; i++ {
+		if i%step != 0 {
+			continue
+		}
+		k, ok := cur.Current.Lookup(mf.key).StringValueOK()
+		if !ok {
+			return nil, fmt.Errorf("migrate: split %s: key %s is a %s, want a string", f, mf.key, cur.Current.Lookup(mf.key).Type)
+		}
+		points = append(points, k)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("migrate: split %s: %w", f, err)
+	}
+	return SplitKeys(points), nil
+}
