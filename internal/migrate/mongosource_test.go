@@ -293,7 +293,7 @@ func TestMongoSourceBackfillAndRows(t *testing.T) {
 	_, s := keyspace(t)
 	dst := NewTarget(s)
 	for _, f := range []Family{Sessions, Carts} {
-		stats, err := Backfill(ctx, src, dst, f, Options{Digits: 1, Workers: 4})
+		stats, err := Backfill(ctx, src, dst, f, Options{Split: 16, Workers: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +303,7 @@ func TestMongoSourceBackfillAndRows(t *testing.T) {
 		if f == Carts && stats.Rows != int64(sd.carts) {
 			t.Fatalf("carts copied %d, want %d", stats.Rows, sd.carts)
 		}
-		if rep, err := Verify(ctx, src, dst, f, Options{Digits: 1}); err != nil {
+		if rep, err := Verify(ctx, src, dst, f, Options{Split: 16}); err != nil {
 			t.Fatalf("verify %s: %v (%v)", f, err, rep.Diffs)
 		}
 	}
