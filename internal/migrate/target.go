@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -71,26 +72,54 @@ func canonIP(s string) net.IP {
 	return net.ParseIP(s)
 }
 
+// writeConcurrency bounds the writes one Write keeps in flight; the driver pipelines them on
+// its connections, so a range costs about len(rows)/writeConcurrency round trips, not len(rows).
+const writeConcurrency = 32
+
 // Write upserts rows, skipping the already expired ones, and returns how many it skipped.
-// Every write is an idempotent upsert, so writing a range again changes nothing.
+// Every write is an idempotent upsert, so writing a range again changes nothing. Writes run
+// concurrently; Write returns once every one was acknowledged, or the first error.
 func (t *Target) Write(ctx context.Context, f Family, rows []Row, now time.Time) (skipped int, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, writeConcurrency)
+	var wg sync.WaitGroup
 	for _, r := range rows {
 		ttl := ttlLeft(r.Expires, now)
 		if ttl < 0 {
 			skipped++
 			continue
 		}
+		var write func() error
 		switch {
 		case f == Sessions && r.Session != nil:
-			err = t.writeSession(ctx, r, ttl)
+			write = func() error { return t.writeSession(ctx, r, ttl) }
 		case f == Carts && r.Cart != nil:
-			err = t.writeCart(ctx, r, ttl)
+			write = func() error { return t.writeCart(ctx, r, ttl) }
 		default:
-			err = fmt.Errorf("row %s is not a %s row", r.Key, f)
+			cancel(fmt.Errorf("migrate: write %s %s: row is not a %s row", f, r.Key, f))
 		}
-		if err != nil {
-			return skipped, fmt.Errorf("migrate: write %s %s: %w", f, r.Key, err)
+		if write != nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
 		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := write(); err != nil {
+				cancel(fmt.Errorf("migrate: write %s %s: %w", f, r.Key, err))
+			}
+			<-sem
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return skipped, err
 	}
 	return skipped, nil
 }

@@ -86,7 +86,12 @@ const pomTemplate = `<project xmlns="http://maven.apache.org/POM/4.0.0">
 // from Maven Central with `mvn dependency:copy-dependencies` on first use. A file lock makes
 // concurrent callers (parallel test packages) fetch once.
 func EnsureJars(ctx context.Context, cacheDir, version string) (string, error) {
-	base := filepath.Join(cacheDir, "cassandra-"+version)
+	return ensureMaven(ctx, filepath.Join(cacheDir, "cassandra-"+version), fmt.Sprintf(pomTemplate, version), "cassandra-all "+version, nil)
+}
+
+// ensureMaven fetches pom's runtime dependencies into base/lib once (mvn -C: Maven Central's
+// checksums must match), runs check on the fresh lib, and marks base complete.
+func ensureMaven(ctx context.Context, base, pom, what string, check func(lib string) error) (string, error) {
 	lib := filepath.Join(base, "lib")
 	done := filepath.Join(base, "complete")
 	if _, err := os.Stat(done); err == nil {
@@ -106,22 +111,27 @@ func EnsureJars(ctx context.Context, cacheDir, version string) (string, error) {
 	if err := CheckPrerequisites(ctx); err != nil {
 		return "", err
 	}
-	pom := filepath.Join(base, "pom.xml")
-	if err := os.WriteFile(pom, fmt.Appendf(nil, pomTemplate, version), 0o644); err != nil {
+	pomPath := filepath.Join(base, "pom.xml")
+	if err := os.WriteFile(pomPath, []byte(pom), 0o644); err != nil {
 		return "", fmt.Errorf("jar cache: %w", err)
 	}
 	tmp := lib + ".tmp"
 	_ = os.RemoveAll(tmp)
-	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", pom,
+	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-C", "-f", pomPath,
 		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("fetch cassandra-all %s from Maven Central: %w\n%s", version, err, out)
+		return "", fmt.Errorf("fetch %s from Maven Central: %w\n%s", what, err, out)
+	}
+	if check != nil {
+		if err := check(tmp); err != nil {
+			return "", fmt.Errorf("fetch %s: %w", what, err)
+		}
 	}
 	_ = os.RemoveAll(lib)
 	if err := os.Rename(tmp, lib); err != nil {
 		return "", fmt.Errorf("jar cache: %w", err)
 	}
-	if err := os.WriteFile(done, []byte(version+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(done, []byte(what+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("jar cache: %w", err)
 	}
 	return lib, nil

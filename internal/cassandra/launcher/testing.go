@@ -21,6 +21,7 @@ const (
 	MonitorTestAddr  = "127.0.0.41" // internal/monitor/cassandracollect, nodes .41-.42
 	AlertingTestAddr = "127.0.0.51" // deploy/monitoring's end-to-end alert test, nodes .51-.52
 	MigrateTestAddr  = "127.0.0.61" // internal/migrate's backfill tests, 1 node
+	BenchTestAddr    = "127.0.0.71" // internal/migrate's backfill-vs-DSBulk benchmark, 1 node
 	// MigrateLiveTestAddr: internal/cli's migrations of a live shop, 1 node (.81) and 3 nodes (.82-.84).
 	MigrateLiveTestAddr  = "127.0.0.81"
 	MigrateLive3TestAddr = "127.0.0.82"
