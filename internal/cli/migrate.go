@@ -134,6 +134,23 @@ var migrateSources = map[string]func(ctx context.Context, o *migrateOptions) (mi
 		}
 		return src, src.Close, nil
 	},
+	placement.Mongo: func(ctx context.Context, o *migrateOptions) (migrate.MirrorSource, func() error, error) {
+		if o.backend.mongoURI == "" {
+			return nil, nil, errors.New("--from mongo needs --mongo-uri")
+		}
+		src, err := migrate.OpenMongoSource(ctx, o.backend.mongoURI, o.backend.mongoDB)
+		if err != nil {
+			return nil, nil, err
+		}
+		src.Retention = o.backend.eventRetention
+		// Range reads of carts and events by key need these (kept until dropped by hand:
+		// docs/migration.md); building an existing index is a no-op.
+		if err := src.EnsureIndexes(ctx); err != nil {
+			src.Close()
+			return nil, nil, err
+		}
+		return src, src.Close, nil
+	},
 }
 
 func (o *migrateOptions) open(ctx context.Context, allFamilies bool) (*migrateEnv, error) {

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
@@ -225,4 +226,31 @@ func (s *MongoSource) Split(ctx context.Context, f Family, n int) ([]Range, erro
 		return nil, fmt.Errorf("migrate: split %s: %w", f, err)
 	}
 	return SplitKeys(points), nil
+}
+
+// ReadCarts reads carts ids of owner and the owner's active cart id (the dual-write mirror).
+// The owner's slot document holds the active cart, so one lookup by _id says which it is.
+func (s *MongoSource) ReadCarts(ctx context.Context, owner cart.Owner, ids []string) (rows []Row, active string, err error) {
+	for _, id := range ids {
+		rs, err := s.Read(ctx, Carts, Range{Lo: id, Hi: id + "\x00"})
+		if err != nil {
+			return nil, "", err
+		}
+		rows = append(rows, rs...)
+	}
+	var slot struct {
+		CartID string `bson:"cart_id"`
+		Status string `bson:"status"`
+	}
+	err = s.collection(Carts, mongoFamilies[Carts]).FindOne(ctx, bson.D{{Key: "_id", Value: mongostore.ActiveCartSlot(owner)}}).Decode(&slot)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return rows, "", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("migrate: read %s cart slot: %w", owner.Key(), err)
+	}
+	if cart.Status(slot.Status) == cart.Active {
+		active = slot.CartID
+	}
+	return rows, active, nil
 }

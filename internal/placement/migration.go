@@ -458,6 +458,13 @@ var mirrorSources = map[string]func(ctx context.Context, o Options) (migrate.Mir
 		}
 		return src, src.Close, nil
 	},
+	Mongo: func(ctx context.Context, o Options) (migrate.MirrorSource, func() error, error) {
+		src, err := migrate.OpenMongoSource(ctx, o.MongoURI, o.MongoDatabase)
+		if err != nil {
+			return nil, nil, err
+		}
+		return src, src.Close, nil
+	},
 }
 
 // migratable are the families a migration can move to Cassandra.

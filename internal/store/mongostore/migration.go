@@ -52,3 +52,6 @@ func DecodeCart(raw bson.Raw) (c cart.Cart, retired bool, err error) {
 	}
 	return doc.cart(), doc.ID == doc.CartID, nil
 }
+
+// ActiveCartSlot is the _id of the document holding owner's active cart (migration mirrors).
+func ActiveCartSlot(o cart.Owner) string { return activeCartID(o) }
