@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/loadgen"
 	"github.com/shardmart/shardmart/internal/migrate"
+	mongolauncher "github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
@@ -39,7 +41,38 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if stopLiveCassandra != nil {
+		stopLiveCassandra()
+	}
+	os.Exit(code)
+}
+
+// The one-node Cassandra the embedded and the MongoDB shop migrate into (one keyspace each),
+// started by the first test that needs it and stopped by TestMain.
+var (
+	liveCassandraOnce sync.Once
+	liveHosts         []string
+	liveErr           error
+	stopLiveCassandra func()
+)
+
+func liveCassandra(t *testing.T) []string {
+	t.Helper()
+	liveCassandraOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		c, stop, err := cassandralauncher.StartShared(ctx, cassandralauncher.Options{Nodes: 1, BaseAddr: cassandralauncher.MigrateLiveTestAddr, HeapMB: 768})
+		if err != nil {
+			liveErr = err
+			return
+		}
+		liveHosts, stopLiveCassandra = c.Hosts(), stop
+	})
+	if liveErr != nil {
+		t.Fatalf("start Cassandra on %s: %v", cassandralauncher.MigrateLiveTestAddr, liveErr)
+	}
+	return liveHosts
 }
 
 // liveShop is a shop under test: serve in this process, following the migration state.
@@ -168,15 +201,29 @@ func checkpointsDone(t *testing.T, dst *migrate.Target, run string) int {
 // dual writes on, the backfill SIGKILLed twice and resumed, verify with 0 differences and TTLs
 // kept, cutover that a restart keeps, and a rollback that finds the writes made since.
 func TestMigrateEmbeddedShopWithTraffic(t *testing.T) {
-	c := cassandralauncher.ForTest(t, cassandralauncher.Options{Nodes: 1, BaseAddr: cassandralauncher.MigrateLiveTestAddr, HeapMB: 768})
-	migrateLiveShop(t, c.Hosts(), 1, nil)
+	migrateLiveShop(t, liveCassandra(t), "embedded", 1, nil)
 }
 
-// migrateLiveShop runs the whole procedure against the Cassandra at hosts with rf replicas;
-// mongo, when set, is the MongoDB shop's URI (everything placed there), else the embedded store.
-func migrateLiveShop(t *testing.T, hosts []string, rf int, mongoPlacement func(o *serveOptions)) {
+// MIG-1: the same with a MongoDB shop (every family on a real replica set) as the old store.
+func TestMigrateMongoShopWithTraffic(t *testing.T) {
+	hosts := liveCassandra(t)
+	set := mongolauncher.ForTest(t, mongolauncher.Options{Members: 1, BasePort: mongolauncher.MigrateLiveTestPort})
+	migrateLiveShop(t, hosts, "mongoshop", 1, func(o *serveOptions) {
+		o.backend.mongoURI = set.URI()
+		o.backend.placement = "orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo"
+	})
+}
+
+// MIG-1 on the 3-node cluster: the embedded shop into a keyspace with 3 replicas, QUORUM.
+func TestMigrateEmbeddedShopTo3Nodes(t *testing.T) {
+	c := cassandralauncher.ForTest(t, cassandralauncher.Options{Nodes: 3, BaseAddr: cassandralauncher.MigrateLive3TestAddr, HeapMB: 512})
+	migrateLiveShop(t, c.Hosts(), "three", 3, nil)
+}
+
+// migrateLiveShop runs the whole procedure against keyspace ks at hosts with rf replicas;
+// mongoPlacement, when set, puts the shop on MongoDB, else it runs on the embedded store.
+func migrateLiveShop(t *testing.T, hosts []string, ks string, rf int, mongoPlacement func(o *serveOptions)) {
 	ctx := context.Background()
-	const ks = "live"
 	if _, err := cassandrastore.ApplySchema(ctx, hosts, cassandrastore.SchemaOptions{Keyspace: ks, RF: rf}); err != nil {
 		t.Fatalf("apply schema: %v", err)
 	}
@@ -299,7 +346,11 @@ func migrateLiveShop(t *testing.T, hosts []string, rf int, mongoPlacement func(o
 	shop.stop()
 	shop = startLiveShop(t, o)
 	c.api = shop.api
-	var got struct{ Items []struct{ ProductID string `json:"product_id"` } }
+	var got struct {
+		Items []struct {
+			ProductID string `json:"product_id"`
+		}
+	}
 	c.do("GET", "/v1/cart", sess.Token, "", 200, &got)
 	if len(got.Items) != 1 {
 		t.Fatalf("after a restart the cart shows %d lines, want the 1 written after cutover", len(got.Items))

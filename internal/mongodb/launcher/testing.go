@@ -28,6 +28,7 @@ const (
 	AlertingTestPort       = 27650 // deploy/monitoring's end-to-end alert test (config server and 2 shards)
 	MonitorPageTestPort    = 27800 // internal/monitor's page and browser tests (config server and 2 shards); not 277xx: hand-started sets use 27720
 	MigrateTestPort        = 27900 // internal/migrate's MongoDB source tests, 1 member
+	MigrateLiveTestPort    = 27910 // internal/cli's migration of a live MongoDB shop, 1 member
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
