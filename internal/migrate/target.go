@@ -195,6 +195,11 @@ const uuidEpoch = 0x01B21DD213814000
 // (variant and 62 random bits) the clock sequence and node. Carts stay ordered by creation.
 func TimeUUID(v7 string) (gocql.UUID, error) {
 	u, err := uuid.Parse(v7)
+	if err == nil && u.Version() == 1 {
+		// A cart created in Cassandra (during a cutover) and copied back by a rollback keeps
+		// its timeuuid: SourceID returned it as it is.
+		return gocql.UUID(u), nil
+	}
 	if err != nil || u.Version() != 7 {
 		return gocql.UUID{}, fmt.Errorf("cart id %q: want a version 7 UUID", v7)
 	}
@@ -234,7 +239,7 @@ func (t *Target) Scan(ctx context.Context, f Family, fn func(Row) error) error {
 		return t.scanSessions(ctx, fn)
 	case Carts:
 		for _, g := range []bool{false, true} {
-			if err := t.scanCarts(ctx, g, fn); err != nil {
+			if err := t.scanCarts(ctx, g, "", fn); err != nil {
 				return err
 			}
 		}
@@ -273,15 +278,21 @@ func (t *Target) scanSessions(ctx context.Context, fn func(Row) error) error {
 	return nil
 }
 
-func (t *Target) scanCarts(ctx context.Context, guest bool, fn func(Row) error) error {
+// scanCarts reads the user or guest carts table, or with owner set only that owner's partition.
+func (t *Target) scanCarts(ctx context.Context, guest bool, owner string, fn func(Row) error) error {
 	table, key, _ := cartTable(cart.User("x"))
 	if guest {
 		table, key, _ = cartTable(cart.Guest("x"))
 	}
 	// Rows come partition by partition, a cart's rows together: emit a cart when the next begins.
-	iter := t.s.Query(fmt.Sprintf(`SELECT %s, cart_id, product_id, status, order_id, created_at, updated_at, expires_at,
-		checkout_order, checkout_until, category, quantity, added_at FROM %s`, key, table)).
-		WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
+	stmt := fmt.Sprintf(`SELECT %s, cart_id, product_id, status, order_id, created_at, updated_at, expires_at,
+		checkout_order, checkout_until, category, quantity, added_at FROM %s`, key, table)
+	var args []any
+	if owner != "" {
+		stmt += fmt.Sprintf(` WHERE %s = ?`, key)
+		args = append(args, owner)
+	}
+	iter := t.s.Query(stmt, args...).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
 	var cur *cart.Cart
 	var curID gocql.UUID
 	flush := func() error {
@@ -382,4 +393,29 @@ func (t *Target) CartOwner(ctx context.Context, id string) (cart.Owner, error) {
 		return cart.Owner{}, fmt.Errorf("migrate: cart %s is in neither store", id)
 	}
 	return *found, nil
+}
+
+// OwnerCarts reads owner's carts from Cassandra with the embedded store's ids (SourceID) and
+// the active one's id ("" for none): what a rollback path copies back to the old store.
+func (t *Target) OwnerCarts(ctx context.Context, owner cart.Owner) ([]cart.Cart, string, error) {
+	table, key, val := cartTable(owner)
+	var act *gocql.UUID
+	err := t.s.Query(fmt.Sprintf(`SELECT active_cart FROM %s WHERE %s = ? LIMIT 1`, table, key), val).
+		WithContext(ctx).Consistency(gocql.Quorum).Scan(&act)
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return nil, "", fmt.Errorf("migrate: read %s active cart: %w", owner.Key(), err)
+	}
+	var cs []cart.Cart
+	err = t.scanCarts(ctx, owner.IsGuest(), val, func(r Row) error {
+		cs = append(cs, *r.Cart)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	active := ""
+	if act != nil && *act != (gocql.UUID{}) {
+		active = SourceID(*act)
+	}
+	return cs, active, nil
 }

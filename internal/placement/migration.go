@@ -72,6 +72,13 @@ type migration struct {
 	onError func(f Family, key string, err error)
 }
 
+// with is m copying through mirror (one per old backend).
+func (m *migration) with(mirror *migrate.Mirror) *migration {
+	c := *m
+	c.mirror = mirror
+	return &c
+}
+
 func (m *migration) failed(f Family, key string, err error) {
 	if err != nil && m.onError != nil {
 		m.onError(f, key, err)
@@ -174,10 +181,28 @@ func (d *migratingCarts) pick() (cart.Repository, migrate.Phase, func()) {
 	return d.old, p, done
 }
 
-// mirror copies owner's carts ids (and its active cart) into Cassandra while mirroring.
+// cartRestorer is an old store that takes carts back (the rollback path).
+type cartRestorer interface {
+	RestoreCarts(ctx context.Context, owner cart.Owner, cs []cart.Cart, active string) error
+}
+
+// mirror copies owner's carts ids (and its active cart) into Cassandra while mirroring; after
+// cutover it copies the owner's carts from Cassandra back to the old store, whole (the cart
+// ids Cassandra mints are not known to the old store, so every cart of the owner goes).
 func (d *migratingCarts) mirror(ctx context.Context, p migrate.Phase, owner cart.Owner, ids ...string) {
-	if p.Mirrors() {
+	switch {
+	case p.Mirrors():
 		d.m.failed(Carts, owner.Key(), d.m.mirror.Carts(ctx, owner, ids...))
+	case p == migrate.Cutover:
+		rs, ok := d.old.(cartRestorer)
+		if !ok {
+			return
+		}
+		cs, active, err := d.m.target.OwnerCarts(ctx, owner)
+		if err == nil {
+			err = rs.RestoreCarts(ctx, owner, cs, active)
+		}
+		d.m.failed(Carts, owner.Key(), err)
 	}
 }
 
@@ -224,6 +249,8 @@ func (d *migratingCarts) Merge(ctx context.Context, sessionID, userID string, no
 	}
 	if guestID != "" {
 		d.mirror(ctx, p, guest, guestID)
+	} else if p == migrate.Cutover {
+		d.mirror(ctx, p, guest)
 	}
 	d.mirror(ctx, p, cart.User(userID), res.Cart.ID)
 	return res, nil
@@ -515,13 +542,13 @@ func (s *Stores) openMigrations(ctx context.Context, cfg Config, o Options, open
 			if err != nil {
 				return err
 			}
-			s.Sessions = &migratingSessions{old: s.Sessions, neu: cb.Sessions(), m: &migration{mirror: mr, onError: m.onError}, ph: ph}
+			s.Sessions = &migratingSessions{old: s.Sessions, neu: cb.Sessions(), m: m.with(mr), ph: ph}
 		case Carts:
 			mr, err := mirrorFor(cfg[f])
 			if err != nil {
 				return err
 			}
-			s.Carts = &migratingCarts{old: s.Carts, neu: cb.Carts(), m: &migration{mirror: mr, onError: m.onError}, ph: ph}
+			s.Carts = &migratingCarts{old: s.Carts, neu: cb.Carts(), m: m.with(mr), ph: ph}
 		case Events:
 			s.Events = &migratingEvents{old: s.Events, neu: cb.Events(), m: m, ph: ph}
 		case History:

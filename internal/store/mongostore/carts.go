@@ -386,3 +386,45 @@ func (r *carts) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
 	}
 	return int(res.DeletedCount), nil
 }
+
+// RestoreCarts makes owner's carts hold exactly cs, active being the one active cart ("" for
+// none): a migration's rollback path copies Cassandra's carts back here while Cassandra serves
+// them (docs/migration.md). The active cart goes to the owner's slot, every other cart to its
+// retired copy (_id = cart_id), leaving the slot if it held that cart.
+func (r *carts) RestoreCarts(ctx context.Context, owner cart.Owner, cs []cart.Cart, active string) error {
+	coll := r.store().coll(collCarts)
+	slot := activeCartID(owner)
+	for _, c := range cs {
+		d := cartDoc{ID: c.ID, CartID: c.ID, Status: string(c.Status), OrderID: c.OrderID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+			CheckoutOrder: c.CheckoutOrder}
+		if owner.IsGuest() {
+			d.SessionID = &owner.SessionID
+		} else {
+			d.UserID = &owner.UserID
+		}
+		if !c.ExpiresAt.IsZero() {
+			d.ExpiresAt = &c.ExpiresAt
+		}
+		if !c.CheckoutUntil.IsZero() {
+			d.CheckoutUntil = &c.CheckoutUntil
+		}
+		d.Items = make([]cartItemDoc, len(c.Items))
+		for i, it := range c.Items {
+			d.Items[i] = cartItemDoc{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
+		}
+		if c.ID == active {
+			d.ID = slot
+		} else if c.Status == cart.Active {
+			d.Status = string(cart.Abandoned) // Cassandra's active_cart says another cart is the live one
+		}
+		if _, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: d.ID}}, d, options.Replace().SetUpsert(true)); err != nil {
+			return fmt.Errorf("mongo: restore cart %s: %w", c.ID, err)
+		}
+		if c.ID != active {
+			if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: slot}, {Key: "cart_id", Value: c.ID}}); err != nil {
+				return fmt.Errorf("mongo: restore cart %s: %w", c.ID, err)
+			}
+		}
+	}
+	return nil
+}

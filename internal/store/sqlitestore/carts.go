@@ -298,3 +298,40 @@ func (r *carts) PurgeExpired(ctx context.Context, now time.Time) (n int, err err
 	affected, err := res.RowsAffected()
 	return int(affected), err
 }
+
+// RestoreCarts makes owner's carts hold exactly cs, active being the one active cart ("" for
+// none): a migration's rollback path copies Cassandra's carts back here while Cassandra
+// serves them (docs/migration.md), so a rollback finds every change made since the cutover.
+// An active cart here that cs does not name as active is abandoned first (one active cart per
+// owner); lines are replaced whole.
+func (r *carts) RestoreCarts(ctx context.Context, owner cart.Owner, cs []cart.Cart, active string) error {
+	return (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE carts SET status = 'abandoned' WHERE owner = ? AND status = 'active' AND id != ?`, owner.Key(), active); err != nil {
+			return fmt.Errorf("restore carts: %w", err)
+		}
+		for _, c := range cs {
+			status := c.Status
+			if status == cart.Active && c.ID != active {
+				status = cart.Abandoned // Cassandra's active_cart says another cart is the live one
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO carts (id, owner, status, order_id, created_at, updated_at, expires_at, checkout_order, checkout_until)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (id) DO UPDATE SET status = excluded.status, order_id = excluded.order_id, updated_at = excluded.updated_at,
+					expires_at = excluded.expires_at, checkout_order = excluded.checkout_order, checkout_until = excluded.checkout_until`,
+				c.ID, owner.Key(), string(status), c.OrderID, nanos(c.CreatedAt), nanos(c.UpdatedAt), nanos(c.ExpiresAt), c.CheckoutOrder, nanos(c.CheckoutUntil))
+			if err != nil {
+				return fmt.Errorf("restore cart %s: %w", c.ID, err)
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM cart_items WHERE cart_id = ?`, c.ID); err != nil {
+				return fmt.Errorf("restore cart %s: %w", c.ID, err)
+			}
+			for _, it := range c.Items {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO cart_items (cart_id, product_id, category, qty, added_at) VALUES (?, ?, ?, ?, ?)`,
+					c.ID, it.ProductID, it.Category, it.Quantity, nanos(it.AddedAt)); err != nil {
+					return fmt.Errorf("restore cart %s: %w", c.ID, err)
+				}
+			}
+		}
+		return nil
+	})
+}
