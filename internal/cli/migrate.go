@@ -132,6 +132,7 @@ var migrateSources = map[string]func(ctx context.Context, o *migrateOptions) (mi
 		if err != nil {
 			return nil, nil, err
 		}
+		src.Retention = o.backend.eventRetention
 		return src, src.Close, nil
 	},
 	placement.Mongo: func(ctx context.Context, o *migrateOptions) (migrate.MirrorSource, func() error, error) {
@@ -174,7 +175,9 @@ func (o *migrateOptions) open(ctx context.Context, allFamilies bool) (*migrateEn
 		closeSrc()
 		return nil, fmt.Errorf("open cassandra (apply the schema first: shardmart cassandra schema apply): %w", err)
 	}
-	return &migrateEnv{src: src, dst: migrate.NewTarget(st.Session()), families: fams, close: func() { st.Close(); closeSrc() }}, nil
+	dst := migrate.NewTarget(st.Session())
+	dst.Retention = o.backend.eventRetention
+	return &migrateEnv{src: src, dst: dst, families: fams, close: func() { st.Close(); closeSrc() }}, nil
 }
 
 // assumedRate is the plan's estimate when no run has been measured: the 1-node rate of
@@ -293,7 +296,7 @@ func (o *migrateOptions) runFamily(ctx context.Context, stdio IO, env *migrateEn
 	}
 	prog := o.newProgress(stdio, f, total)
 	stats, err := migrate.Backfill(ctx, env.src, env.dst, f, migrate.Options{Run: run, Split: o.ranges, Workers: o.workers,
-		Retention: o.backend.eventRetention, MaxRate: o.maxRate, Progress: prog.update})
+		MaxRate: o.maxRate, Progress: prog.update})
 	prog.finish()
 	if err != nil {
 		return err
@@ -363,13 +366,13 @@ func migrateVerify(ctx context.Context, stdio IO, o *migrateOptions) error {
 	defer env.close()
 	var failed []string
 	for _, f := range env.families {
-		rep, err := migrate.Verify(ctx, env.src, env.dst, f, migrate.Options{Split: o.ranges, Retention: o.backend.eventRetention})
+		rep, err := migrate.Verify(ctx, env.src, env.dst, f, migrate.Options{Split: o.ranges})
 		if errors.Is(err, migrate.ErrDifferences) && o.repair {
 			fmt.Fprintf(stdio.Err, "%s: %d keys differ; copying them again from %s\n", f, len(rep.Diffs), o.from)
 			if err := repair(ctx, env, f, rep.Diffs); err != nil {
 				return err
 			}
-			rep, err = migrate.Verify(ctx, env.src, env.dst, f, migrate.Options{Split: o.ranges, Retention: o.backend.eventRetention})
+			rep, err = migrate.Verify(ctx, env.src, env.dst, f, migrate.Options{Split: o.ranges})
 		}
 		if err != nil && !errors.Is(err, migrate.ErrDifferences) {
 			return err

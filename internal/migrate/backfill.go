@@ -23,9 +23,6 @@ type Options struct {
 	// key quantiles; a resumed run keeps the ranges of its first start.
 	Split   int
 	Workers int // ranges copied at once, default 4
-	// Retention is how long events are kept (their TTL from the event's time); 0 is
-	// event.DefaultRetention.
-	Retention time.Duration
 	// MaxRate caps the rows written per second (0: no cap), to spare a busy production store.
 	MaxRate float64
 	// Progress, if set, is called after each range, from one goroutine at a time.
@@ -225,6 +222,8 @@ func Canonical(r Row) string {
 		for _, it := range items {
 			field(fmt.Sprintf("%s|%s|%d|%s", it.ProductID, it.Category, it.Quantity, t(it.AddedAt)))
 		}
+	default:
+		canonicalWhole(r, field, t)
 	}
 	return b.String()
 }

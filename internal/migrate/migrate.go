@@ -129,6 +129,11 @@ type Row struct {
 	Entry    *history.Entry   // history
 	Event    *event.Event     // events
 	Product  *catalog.Product // catalog
+
+	// A product read back from Cassandra carries the search rows found for it (scanned), so
+	// verify compares them with the ones its state calls for.
+	search  []string
+	scanned bool
 }
 
 // expired reports a row that must not be copied (or compared): it is gone, or goes within margin.

@@ -10,6 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // CartReader reads what a cart mirror copies: the named carts of one owner and the owner's
@@ -91,7 +92,17 @@ func (m *Mirror) key(ctx context.Context, f Family, key string) error {
 	for i := range rows {
 		rows[i].Modified = ts
 	}
-	if f != Sessions {
+	switch f {
+	case Catalog:
+		// A repair: the old store's state wins over whatever the read model holds.
+		for _, r := range rows {
+			if err := cassandrastore.NewCatalog(m.Dst.s).UpsertProduct(ctx, *r.Product); err != nil {
+				return err
+			}
+		}
+		return nil
+	case Sessions:
+	default:
 		_, err = m.Dst.Write(ctx, f, rows, m.now())
 		return err
 	}

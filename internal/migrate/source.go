@@ -15,7 +15,11 @@ import (
 )
 
 // Source reads the embedded store's file read-only, next to a running shop.
-type Source struct{ db *sql.DB }
+type Source struct {
+	db *sql.DB
+	// Retention is the events' retention, for their Expires (0: event.DefaultRetention).
+	Retention time.Duration
+}
 
 // OpenSource opens the SQLite file at path read-only.
 func OpenSource(ctx context.Context, path string) (*Source, error) {
@@ -57,6 +61,12 @@ func (s *Source) Read(ctx context.Context, f Family, r Range) ([]Row, error) {
 		rows, err = readSessions(ctx, tx, r)
 	case Carts:
 		rows, err = readCarts(ctx, tx, r)
+	case History:
+		rows, err = readHistory(ctx, tx, r)
+	case Events:
+		rows, err = s.readEvents(ctx, tx, r)
+	case Catalog:
+		rows, err = readProducts(ctx, tx, r)
 	default:
 		err = f.valid()
 	}

@@ -30,7 +30,11 @@ import (
 // so the LWT's write wins and the backfill can only fill cells nobody has written since.
 // It requires clocks kept in sync (NTP): a source clock ahead of the Cassandra coordinators
 // by more than the time between a change and its dual write could let a backfilled value win.
-type Target struct{ s *gocql.Session }
+type Target struct {
+	s *gocql.Session
+	// Retention is how long events live after their time (0: event.DefaultRetention).
+	Retention time.Duration
+}
 
 // NewTarget uses s, whose keyspace is the shop's.
 func NewTarget(s *gocql.Session) *Target { return &Target{s: s} }
@@ -96,6 +100,8 @@ func (t *Target) Write(ctx context.Context, f Family, rows []Row, now time.Time)
 			write = func() error { return t.writeSession(ctx, r, ttl) }
 		case f == Carts && r.Cart != nil:
 			write = func() error { return t.writeCart(ctx, r, ttl) }
+		case f == History || f == Events || f == Catalog:
+			write = func() error { return t.writeWhole(ctx, f, r) }
 		default:
 			cancel(fmt.Errorf("migrate: write %s %s: row is not a %s row", f, r.Key, f))
 		}
@@ -237,6 +243,12 @@ func (t *Target) Scan(ctx context.Context, f Family, fn func(Row) error) error {
 	switch f {
 	case Sessions:
 		return t.scanSessions(ctx, fn)
+	case History:
+		return t.scanHistory(ctx, fn)
+	case Events:
+		return t.scanEvents(ctx, fn)
+	case Catalog:
+		return t.scanCatalog(ctx, fn)
 	case Carts:
 		for _, g := range []bool{false, true} {
 			if err := t.scanCarts(ctx, g, "", fn); err != nil {

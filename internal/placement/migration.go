@@ -483,6 +483,7 @@ var mirrorSources = map[string]func(ctx context.Context, o Options) (migrate.Mir
 		if err != nil {
 			return nil, nil, err
 		}
+		src.Retention = o.EventRetention
 		return src, src.Close, nil
 	},
 	Mongo: func(ctx context.Context, o Options) (migrate.MirrorSource, func() error, error) {
@@ -490,6 +491,7 @@ var mirrorSources = map[string]func(ctx context.Context, o Options) (migrate.Mir
 		if err != nil {
 			return nil, nil, err
 		}
+		src.Retention = o.EventRetention
 		return src, src.Close, nil
 	},
 }
@@ -511,7 +513,9 @@ func (s *Stores) openMigrations(ctx context.Context, cfg Config, o Options, open
 		s.pings = append(s.pings, namedPing{backend: Cassandra, ping: b.Ping})
 		cb = b.(cassandraBackend)
 	}
-	m := &migration{phases: map[Family]*familyPhase{}, target: migrate.NewTarget(cb.st.Session()), onError: o.MigrationError}
+	target := migrate.NewTarget(cb.st.Session())
+	target.Retention = o.EventRetention
+	m := &migration{phases: map[Family]*familyPhase{}, target: target, onError: o.MigrationError}
 	mirrors := map[string]*migrate.Mirror{}
 	mirrorFor := func(backend string) (*migrate.Mirror, error) {
 		if mr, ok := mirrors[backend]; ok {

@@ -136,6 +136,10 @@ ALTER TABLE products ADD COLUMN description TEXT NOT NULL DEFAULT '';
 ALTER TABLE products ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
 -- A category newest first (seed 002's products_by_category by created_at DESC), keyset on id.
 CREATE INDEX products_category_newest ON products (category, created_at DESC, id DESC);
+`, `
+-- MIG-1: a migration to Cassandra reads history and events by key range (internal/migrate).
+CREATE INDEX order_history_order ON order_history (order_id);
+CREATE INDEX events_id ON events (id);
 `}
 
 func migrate(ctx context.Context, w *sql.DB) error {

@@ -1,0 +1,72 @@
+package cassandrastore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/history"
+)
+
+// What a migration (internal/migrate) writes through: the repositories' own write paths on a
+// session it opened, so a copied row is exactly what the shop would have written.
+
+// NewHistory is the history repository on s.
+func NewHistory(s *gocql.Session) history.Repository { return &History{s: s} }
+
+// NewEvents is the events repository on s, rows living retention after their event.
+func NewEvents(s *gocql.Session, retention time.Duration) event.Repository {
+	return &Events{s: s, retention: retention}
+}
+
+// NewCatalog is the catalog read model on s.
+func NewCatalog(s *gocql.Session) *Catalog { return &Catalog{s: s} }
+
+// CatalogBucket is the search partition of product id within its category.
+func CatalogBucket(id string) int { return bucketOfProduct(id) }
+
+// InsertIfAbsent writes p unless the read model already holds the product, for a backfill
+// that runs while the projector feeds the model. The products table's stock changes without
+// UpdatedAt moving, so a version check cannot order a backfilled state against a projected
+// one; instead the product row is inserted with a lightweight transaction (IF NOT EXISTS)
+// and the projector's write, whichever came, is left alone: every change after the backfill
+// read it reaches the outbox, so the projector brings the row to the latest state. Search rows
+// follow only when the insert applied, at a write time below UpsertProduct's (the product's
+// UpdatedAt): when the projector moved the product meanwhile, its delete of the old search row
+// shadows them. Returns whether it inserted.
+func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, error) {
+	attrs, stock := p.Attributes, p.Stock
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	if stock == nil {
+		stock = map[string]int64{}
+	}
+	cols := []any{p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt)}
+	applied, err := c.s.Query(`INSERT INTO products (`+productCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`, cols...).
+		WithContext(ctx).Consistency(CatalogConsistency).SerialConsistency(SerialConsistency).MapScanCAS(map[string]any{})
+	if err != nil {
+		return false, fmt.Errorf("insert product %s: %w", p.ID, err)
+	}
+	if !applied || p.Inactive {
+		return applied, nil
+	}
+	at := p.UpdatedAt
+	if at.Before(p.CreatedAt) {
+		at = p.CreatedAt
+	}
+	wt := writeTime(at)
+	bucket := bucketOfProduct(p.ID)
+	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(CatalogConsistency)
+	b.Entries = append(b.Entries,
+		gocql.BatchEntry{Stmt: byCatInsert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true},
+		gocql.BatchEntry{Stmt: newestInsert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true})
+	if err := b.Exec(); err != nil {
+		return true, fmt.Errorf("insert product %s search rows: %w", p.ID, err)
+	}
+	return true, nil
+}
