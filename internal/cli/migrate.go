@@ -32,6 +32,7 @@ type migrateOptions struct {
 	writersWait time.Duration
 	offline     bool // run with no shop process following the state (the shop is stopped)
 	repair      bool // verify: copy the differing keys again from the old store
+	explain     bool // verify: print both sides of each differing key
 	rollback    bool // cutover: back to the old store
 	progress    string
 	maxRate     float64
@@ -88,6 +89,7 @@ func migrateRunCmd(stdio IO, o *migrateOptions) *cobra.Command {
 func migrateVerifyCmd(stdio IO, o *migrateOptions) *cobra.Command {
 	c := &cobra.Command{Use: "verify", Short: "Compare both stores; exit status 1 on any difference", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return migrateVerify(c.Context(), stdio, o) }}
+	c.Flags().BoolVar(&o.explain, "explain", false, "print both sides of each listed differing key (fields separated by |)")
 	c.Flags().BoolVar(&o.repair, "repair", false, "copy each differing key again from the old store (the dual write's rule), then verify again")
 	return c
 }
@@ -380,6 +382,11 @@ func migrateVerify(ctx context.Context, stdio IO, o *migrateOptions) error {
 		printReport(stdio.Out, rep)
 		if err != nil {
 			failed = append(failed, string(f))
+			if o.explain {
+				if err := explain(ctx, stdio.Out, env, f, rep.Diffs); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		st, serr := env.dst.State(ctx, f)
@@ -419,6 +426,30 @@ func printReport(w io.Writer, rep migrate.Report) {
 		}
 		fmt.Fprintf(w, "  range %d  %s  %s\n", d.Range, d.Key, d.Reason)
 	}
+}
+
+// explain prints both sides of the first maxListed differing keys.
+func explain(ctx context.Context, w io.Writer, env *migrateEnv, f migrate.Family, diffs []migrate.Diff) error {
+	keys := make([]string, 0, min(len(diffs), maxListed))
+	for _, d := range diffs[:min(len(diffs), maxListed)] {
+		keys = append(keys, d.Key)
+	}
+	sides, err := migrate.Explain(ctx, env.src, env.dst, f, keys)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		s := sides[k]
+		fmt.Fprintf(w, "  %s\n    old store: %s\n    cassandra: %s\n", k, readable(s.Source), readable(s.Target))
+	}
+	return nil
+}
+
+func readable(canonical string) string {
+	if canonical == "" {
+		return "(none)"
+	}
+	return strings.ReplaceAll(strings.TrimSuffix(canonical, "\x1f"), "\x1f", " | ")
 }
 
 // repair copies each differing key again from the old store with the dual write's rule

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,6 +132,15 @@ func (m *Mirror) now() time.Time {
 // removed there is removed here).
 func (m *Mirror) Carts(ctx context.Context, owner cart.Owner, ids ...string) error {
 	defer m.lock("c/" + owner.Key())()
+	// The cart Cassandra holds as active too: an operation that starts a new cart abandons
+	// the previous one (a stale or expired active cart) without naming it.
+	prev, err := m.Dst.activeCart(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if prev != "" && !slices.Contains(ids, prev) {
+		ids = append(ids, prev)
+	}
 	rows, active, err := m.Src.ReadCarts(ctx, owner, ids)
 	if err != nil {
 		return err

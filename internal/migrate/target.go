@@ -410,24 +410,37 @@ func (t *Target) CartOwner(ctx context.Context, id string) (cart.Owner, error) {
 // OwnerCarts reads owner's carts from Cassandra with the embedded store's ids (SourceID) and
 // the active one's id ("" for none): what a rollback path copies back to the old store.
 func (t *Target) OwnerCarts(ctx context.Context, owner cart.Owner) ([]cart.Cart, string, error) {
-	table, key, val := cartTable(owner)
-	var act *gocql.UUID
-	err := t.s.Query(fmt.Sprintf(`SELECT active_cart FROM %s WHERE %s = ? LIMIT 1`, table, key), val).
-		WithContext(ctx).Consistency(gocql.Quorum).Scan(&act)
-	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
-		return nil, "", fmt.Errorf("migrate: read %s active cart: %w", owner.Key(), err)
+	active, err := t.activeCart(ctx, owner)
+	if err != nil {
+		return nil, "", err
 	}
 	var cs []cart.Cart
-	err = t.scanCarts(ctx, owner.IsGuest(), val, func(r Row) error {
+	err = t.scanCarts(ctx, owner.IsGuest(), cartKey(owner), func(r Row) error {
 		cs = append(cs, *r.Cart)
 		return nil
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	active := ""
-	if act != nil && *act != (gocql.UUID{}) {
-		active = SourceID(*act)
-	}
 	return cs, active, nil
+}
+
+func cartKey(o cart.Owner) string {
+	_, _, val := cartTable(o)
+	return val
+}
+
+// activeCart is the cart Cassandra holds as owner's active one, by its old-store id ("" for none).
+func (t *Target) activeCart(ctx context.Context, owner cart.Owner) (string, error) {
+	table, key, val := cartTable(owner)
+	var act *gocql.UUID
+	err := t.s.Query(fmt.Sprintf(`SELECT active_cart FROM %s WHERE %s = ? LIMIT 1`, table, key), val).
+		WithContext(ctx).Consistency(gocql.Quorum).Scan(&act)
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return "", fmt.Errorf("migrate: read %s active cart: %w", owner.Key(), err)
+	}
+	if act == nil || *act == (gocql.UUID{}) {
+		return "", nil
+	}
+	return SourceID(*act), nil
 }

@@ -105,3 +105,31 @@ func Verify(ctx context.Context, src Reader, dst *Target, f Family, opts Options
 	}
 	return rep, nil
 }
+
+// Sides are a differing key's canonical rows: Source and Target, "" where the side has none.
+type Sides struct{ Source, Target string }
+
+// Explain reads keys of f again on both sides and returns their canonical rows, for an
+// operator to see what differs (one read per key on the old store, one scan of Cassandra).
+func Explain(ctx context.Context, src Reader, dst *Target, f Family, keys []string) (map[string]Sides, error) {
+	out := make(map[string]Sides, len(keys))
+	for _, k := range keys {
+		rows, err := src.Read(ctx, f, Range{Lo: k, Hi: k + "\x00"})
+		if err != nil {
+			return nil, err
+		}
+		var s Sides
+		if len(rows) > 0 {
+			s.Source = Canonical(rows[0])
+		}
+		out[k] = s
+	}
+	err := dst.Scan(ctx, f, func(r Row) error {
+		if s, ok := out[r.Key]; ok {
+			s.Target = Canonical(r)
+			out[r.Key] = s
+		}
+		return nil
+	})
+	return out, err
+}
