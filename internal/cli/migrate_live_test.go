@@ -320,7 +320,7 @@ func migrateLiveShop(t *testing.T, hosts []string, ks string, rf int, mongoPlace
 
 	out, err = migrateCLI(t, store, "verify", "--family", "all", "--explain")
 	if err != nil {
-		t.Fatalf("verify: %v\n%s", err, out)
+		t.Fatalf("verify: %v\n%s\nshop errors:\n%s", err, out, grepLines(shop.logs.String(), "level=ERROR"))
 	}
 	for _, f := range migrate.Families {
 		m := regexp.MustCompile(`(?m)^` + string(f) + `: source (\d+) rows, target (\d+) rows, \d+ ranges, 0 differing ranges, 0 differing keys$`).FindStringSubmatch(out)

@@ -72,6 +72,15 @@ type migration struct {
 	onError func(f Family, key string, err error)
 }
 
+// copyTimeout bounds one copy of a change to the other store.
+const copyTimeout = 30 * time.Second
+
+// detach is the context a copy of a committed change runs in: not the request's, whose client
+// may hang up once the old store has committed (the copy must still be made), but bounded.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), copyTimeout)
+}
+
 // with is m copying through mirror (one per old backend).
 func (m *migration) with(mirror *migrate.Mirror) *migration {
 	c := *m
@@ -103,6 +112,8 @@ func (d *migratingSessions) pick() (session.Repository, migrate.Phase, func()) {
 
 // after copies id into Cassandra while mirroring, or replays op on the old store after cutover.
 func (d *migratingSessions) after(ctx context.Context, p migrate.Phase, id string, op func(session.Repository) error) {
+	ctx, cancel := detach(ctx)
+	defer cancel()
 	switch {
 	case p.Mirrors():
 		d.m.failed(Sessions, id, d.m.mirror.Keys(ctx, migrate.Sessions, id))
@@ -190,6 +201,8 @@ type cartRestorer interface {
 // cutover it copies the owner's carts from Cassandra back to the old store, whole (the cart
 // ids Cassandra mints are not known to the old store, so every cart of the owner goes).
 func (d *migratingCarts) mirror(ctx context.Context, p migrate.Phase, owner cart.Owner, ids ...string) {
+	ctx, cancel := detach(ctx)
+	defer cancel()
 	switch {
 	case p.Mirrors():
 		d.m.failed(Carts, owner.Key(), d.m.mirror.Carts(ctx, owner, ids...))
@@ -330,6 +343,8 @@ func (d *migratingEvents) AppendEvent(ctx context.Context, e event.Event) error 
 	}
 	if p != migrate.PhaseNone {
 		// An event never changes: the same record in both stores is the whole copy.
+		ctx, cancel := detach(ctx)
+		defer cancel()
 		d.m.failed(Events, e.ID, second.AppendEvent(ctx, e))
 	}
 	return nil
@@ -364,6 +379,8 @@ func (d *migratingHistory) UpsertEntry(ctx context.Context, e history.Entry) err
 		return err
 	}
 	if p != migrate.PhaseNone {
+		ctx, cancel := detach(ctx)
+		defer cancel()
 		d.m.failed(History, e.OrderID, second.UpsertEntry(ctx, e))
 	}
 	return nil
