@@ -3,7 +3,6 @@ package migrate
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/money"
-	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 	"github.com/shardmart/shardmart/internal/store/sqlitestore"
 )
@@ -32,23 +30,16 @@ import (
 //     backfill only fills products the projector has not written.
 
 func readHistory(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	rs, err := tx.QueryContext(ctx, `SELECT user_id, placed_at, order_id, updated_at, status, zone, total, items FROM order_history
-		WHERE order_id`+fmt.Sprintf(bounds, "order_id")+` ORDER BY order_id`, r.Lo, r.Hi, r.Hi)
+	rs, err := tx.QueryContext(ctx, sqlitestore.HistoryRangeQuery, r.Lo, r.Hi, r.Hi)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
 	var out []Row
 	for rs.Next() {
-		var e history.Entry
-		var placed, updated int64
-		var items string
-		if err := rs.Scan(&e.UserID, &placed, &e.OrderID, &updated, &e.Status, &e.Zone, &e.Total, &items); err != nil {
+		e, err := sqlitestore.ScanHistoryEntry(rs)
+		if err != nil {
 			return nil, err
-		}
-		e.PlacedAt, e.UpdatedAt = fromNanos(placed), fromNanos(updated)
-		if err := json.Unmarshal([]byte(items), &e.Items); err != nil {
-			return nil, fmt.Errorf("history %s items: %w", e.OrderID, err)
 		}
 		out = append(out, Row{Key: e.OrderID, Modified: latest(e.PlacedAt, e.UpdatedAt), Entry: &e})
 	}
@@ -56,23 +47,16 @@ func readHistory(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
 }
 
 func (s *Source) readEvents(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	rs, err := tx.QueryContext(ctx, `SELECT actor, at, id, type, product_id, details FROM events
-		WHERE id`+fmt.Sprintf(bounds, "id")+` ORDER BY id`, r.Lo, r.Hi, r.Hi)
+	rs, err := tx.QueryContext(ctx, sqlitestore.EventRangeQuery, r.Lo, r.Hi, r.Hi)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
 	var out []Row
 	for rs.Next() {
-		var e event.Event
-		var at int64
-		var details string
-		if err := rs.Scan(&e.Actor, &at, &e.ID, &e.Type, &e.ProductID, &details); err != nil {
+		e, err := sqlitestore.ScanEvent(rs)
+		if err != nil {
 			return nil, err
-		}
-		e.At = fromNanos(at)
-		if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
-			return nil, fmt.Errorf("event %s details: %w", e.ID, err)
 		}
 		out = append(out, Row{Key: e.ID, Modified: e.At, Expires: event.Expiry(e.At, s.Retention), Event: &e})
 	}
@@ -110,59 +94,14 @@ func (t *Target) writeWhole(ctx context.Context, f Family, r Row) error {
 	return fmt.Errorf("row %s is not a %s row", r.Key, f)
 }
 
-type orderLine struct {
-	ProductID string `cql:"product_id"`
-	Category  string `cql:"category"`
-	Name      string `cql:"name"`
-	Quantity  int64  `cql:"quantity"`
-	UnitPrice int64  `cql:"unit_price"`
-}
-
 func (t *Target) scanHistory(ctx context.Context, fn func(Row) error) error {
-	iter := t.s.Query(`SELECT user_id, placed_at, order_id, status, zone, total, updated_at, items FROM order_history`).
-		WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
-	for {
-		var e history.Entry
-		var status string
-		var total int64
-		var lines []orderLine
-		if !iter.Scan(&e.UserID, &e.PlacedAt, &e.OrderID, &status, &e.Zone, &total, &e.UpdatedAt, &lines) {
-			break
-		}
-		e.Status, e.Total = order.Status(status), money.Amount(total)
-		for _, l := range lines {
-			e.Items = append(e.Items, order.Item{ProductID: l.ProductID, Category: l.Category, Name: l.Name, Quantity: l.Quantity, UnitPrice: money.Amount(l.UnitPrice)})
-		}
-		if err := fn(Row{Key: e.OrderID, Entry: &e}); err != nil {
-			iter.Close()
-			return err
-		}
-	}
-	if err := iter.Close(); err != nil {
-		return fmt.Errorf("migrate: scan history: %w", err)
-	}
-	return nil
+	return cassandrastore.HistoryScan(ctx, t.s, func(e history.Entry) error { return fn(Row{Key: e.OrderID, Entry: &e}) })
 }
 
 func (t *Target) scanEvents(ctx context.Context, fn func(Row) error) error {
-	iter := t.s.Query(`SELECT actor, at, event_id, type, product_id, details FROM user_events`).
-		WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
-	for {
-		var e event.Event
-		var typ string
-		if !iter.Scan(&e.Actor, &e.At, &e.ID, &typ, &e.ProductID, &e.Details) {
-			break
-		}
-		e.Type = event.Type(typ)
-		if err := fn(Row{Key: e.ID, Expires: event.Expiry(e.At, t.Retention), Event: &e}); err != nil {
-			iter.Close()
-			return err
-		}
-	}
-	if err := iter.Close(); err != nil {
-		return fmt.Errorf("migrate: scan events: %w", err)
-	}
-	return nil
+	return cassandrastore.EventScan(ctx, t.s, func(e event.Event) error {
+		return fn(Row{Key: e.ID, Expires: event.Expiry(e.At, t.Retention), Event: &e})
+	})
 }
 
 // scanCatalog reads the products table, and the search rows of each product from both

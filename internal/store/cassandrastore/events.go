@@ -120,11 +120,9 @@ func (r *Events) ListEvents(ctx context.Context, q event.Query) (paging.Page[eve
 	iter := qry.WithContext(ctx).Consistency(EventsConsistency).Idempotent(true).PageSize(page.Limit).PageState(state).Iter()
 	for {
 		var e event.Event
-		var typ string
-		if !iter.Scan(&e.Actor, &e.At, &e.ID, &typ, &e.ProductID, &e.Details) {
+		if !scanEvent(iter, &e) {
 			break
 		}
-		e.Type = event.Type(typ)
 		out.Items = append(out.Items, e)
 	}
 	next := iter.PageState()
@@ -135,4 +133,14 @@ func (r *Events) ListEvents(ctx context.Context, q event.Query) (paging.Page[eve
 		out.Next = paging.Encode(driverCursor{Q: fp, S: next})
 	}
 	return out, nil
+}
+
+// scanEvent reads a row of eventCols.
+func scanEvent(iter *gocql.Iter, e *event.Event) bool {
+	var typ string
+	if !iter.Scan(&e.Actor, &e.At, &e.ID, &typ, &e.ProductID, &e.Details) {
+		return false
+	}
+	e.Type = event.Type(typ)
+	return true
 }

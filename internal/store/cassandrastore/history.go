@@ -22,8 +22,24 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	historyBucketInsert = `INSERT INTO order_history_buckets (user_id, bucket) VALUES (?, ?)`
 	historyBuckets      = `SELECT bucket FROM order_history_buckets WHERE user_id = ?`
-	historyList         = `SELECT user_id, placed_at, order_id, status, zone, total, updated_at, items FROM order_history WHERE user_id = ? AND bucket = ?`
+	historyCols         = `user_id, placed_at, order_id, status, zone, total, updated_at, items`
+	historyList         = `SELECT ` + historyCols + ` FROM order_history WHERE user_id = ? AND bucket = ?`
 )
+
+// scanEntry reads a row of historyCols.
+func scanEntry(iter *gocql.Iter, e *history.Entry) bool {
+	var status string
+	var total int64
+	var lines []orderLine
+	if !iter.Scan(&e.UserID, &e.PlacedAt, &e.OrderID, &status, &e.Zone, &total, &e.UpdatedAt, &lines) {
+		return false
+	}
+	e.Status, e.Total = order.Status(status), money.Amount(total)
+	for _, l := range lines {
+		e.Items = append(e.Items, order.Item{ProductID: l.ProductID, Category: l.Category, Name: l.Name, Quantity: l.Quantity, UnitPrice: money.Amount(l.UnitPrice)})
+	}
+	return true
+}
 
 // orderLine is the order_line UDT.
 type orderLine struct {
@@ -114,15 +130,8 @@ func (r *History) ListHistory(ctx context.Context, userID string, req paging.Req
 		state = nil
 		for {
 			var e history.Entry
-			var status string
-			var total int64
-			var lines []orderLine
-			if !iter.Scan(&e.UserID, &e.PlacedAt, &e.OrderID, &status, &e.Zone, &total, &e.UpdatedAt, &lines) {
+			if !scanEntry(iter, &e) {
 				break
-			}
-			e.Status, e.Total = order.Status(status), money.Amount(total)
-			for _, l := range lines {
-				e.Items = append(e.Items, order.Item{ProductID: l.ProductID, Category: l.Category, Name: l.Name, Quantity: l.Quantity, UnitPrice: money.Amount(l.UnitPrice)})
 			}
 			out.Items = append(out.Items, e)
 		}

@@ -26,6 +26,44 @@ func NewEvents(s *gocql.Session, retention time.Duration) event.Repository {
 // NewCatalog is the catalog read model on s.
 func NewCatalog(s *gocql.Session) *Catalog { return &Catalog{s: s} }
 
+// HistoryScan reads every history entry (a full, paged scan), for a verify.
+func HistoryScan(ctx context.Context, s *gocql.Session, fn func(history.Entry) error) error {
+	iter := s.Query(`SELECT ` + historyCols + ` FROM order_history`).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
+	for {
+		var e history.Entry
+		if !scanEntry(iter, &e) {
+			break
+		}
+		if err := fn(e); err != nil {
+			iter.Close()
+			return err
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("scan history: %w", err)
+	}
+	return nil
+}
+
+// EventScan reads every event (a full, paged scan), for a verify.
+func EventScan(ctx context.Context, s *gocql.Session, fn func(event.Event) error) error {
+	iter := s.Query(`SELECT ` + eventCols + ` FROM user_events`).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
+	for {
+		var e event.Event
+		if !scanEvent(iter, &e) {
+			break
+		}
+		if err := fn(e); err != nil {
+			iter.Close()
+			return err
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("scan events: %w", err)
+	}
+	return nil
+}
+
 // CatalogBucket is the search partition of product id within its category.
 func CatalogBucket(id string) int { return bucketOfProduct(id) }
 

@@ -51,7 +51,7 @@ func (r *events) ListEvents(ctx context.Context, q event.Query) (page paging.Pag
 			return page, err
 		}
 	}
-	rows, err := r.r.QueryContext(ctx, `SELECT actor, at, id, type, product_id, details FROM events
+	rows, err := r.r.QueryContext(ctx, `SELECT `+eventColumns+` FROM events
 		WHERE actor = ?1 AND day = ?2 AND (?3 = '' OR type = ?3) AND (at < ?4 OR (at = ?4 AND id < ?5))
 		ORDER BY at DESC, id DESC LIMIT ?6`,
 		q.Actor, event.Day(q.Day).Unix(), string(q.Type), before.At, before.ID, req.Limit+1)
@@ -60,15 +60,9 @@ func (r *events) ListEvents(ctx context.Context, q event.Query) (page paging.Pag
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e event.Event
-		var at int64
-		var details string
-		if err := rows.Scan(&e.Actor, &at, &e.ID, &e.Type, &e.ProductID, &details); err != nil {
+		e, err := scanEvent(rows)
+		if err != nil {
 			return page, err
-		}
-		e.At = fromNanos(at)
-		if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
-			return page, fmt.Errorf("event %s details: %w", e.ID, err)
 		}
 		page.Items = append(page.Items, e)
 	}
@@ -76,4 +70,21 @@ func (r *events) ListEvents(ctx context.Context, q event.Query) (page paging.Pag
 		return page, err
 	}
 	return paging.Build(page.Items, req.Limit, func(last event.Event) any { return timeCursor{At: nanos(last.At), ID: last.ID} }), nil
+}
+
+const eventColumns = `actor, at, id, type, product_id, details`
+
+// scanEvent reads a row of eventColumns.
+func scanEvent(row rowScanner) (event.Event, error) {
+	var e event.Event
+	var at int64
+	var details string
+	if err := row.Scan(&e.Actor, &at, &e.ID, &e.Type, &e.ProductID, &details); err != nil {
+		return e, err
+	}
+	e.At = fromNanos(at)
+	if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
+		return e, fmt.Errorf("event %s details: %w", e.ID, err)
+	}
+	return e, nil
 }

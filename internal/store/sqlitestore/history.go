@@ -39,7 +39,7 @@ func (r *historyRepo) ListHistory(ctx context.Context, userID string, req paging
 			return page, err
 		}
 	}
-	rows, err := r.r.QueryContext(ctx, `SELECT user_id, placed_at, order_id, updated_at, status, zone, total, items FROM order_history
+	rows, err := r.r.QueryContext(ctx, `SELECT `+historyColumns+` FROM order_history
 		WHERE user_id = ?1 AND (placed_at < ?2 OR (placed_at = ?2 AND order_id < ?3))
 		ORDER BY placed_at DESC, order_id DESC LIMIT ?4`, userID, before.At, before.ID, req.Limit+1)
 	if err != nil {
@@ -47,15 +47,9 @@ func (r *historyRepo) ListHistory(ctx context.Context, userID string, req paging
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e history.Entry
-		var placed, updated int64
-		var items string
-		if err := rows.Scan(&e.UserID, &placed, &e.OrderID, &updated, &e.Status, &e.Zone, &e.Total, &items); err != nil {
+		e, err := scanEntry(rows)
+		if err != nil {
 			return page, err
-		}
-		e.PlacedAt, e.UpdatedAt = fromNanos(placed), fromNanos(updated)
-		if err := json.Unmarshal([]byte(items), &e.Items); err != nil {
-			return page, fmt.Errorf("history %s items: %w", e.OrderID, err)
 		}
 		page.Items = append(page.Items, e)
 	}
@@ -63,4 +57,21 @@ func (r *historyRepo) ListHistory(ctx context.Context, userID string, req paging
 		return page, err
 	}
 	return paging.Build(page.Items, req.Limit, func(last history.Entry) any { return timeCursor{At: nanos(last.PlacedAt), ID: last.OrderID} }), nil
+}
+
+const historyColumns = `user_id, placed_at, order_id, updated_at, status, zone, total, items`
+
+// scanEntry reads a row of historyColumns.
+func scanEntry(row rowScanner) (history.Entry, error) {
+	var e history.Entry
+	var placed, updated int64
+	var items string
+	if err := row.Scan(&e.UserID, &placed, &e.OrderID, &updated, &e.Status, &e.Zone, &e.Total, &items); err != nil {
+		return e, err
+	}
+	e.PlacedAt, e.UpdatedAt = fromNanos(placed), fromNanos(updated)
+	if err := json.Unmarshal([]byte(items), &e.Items); err != nil {
+		return e, fmt.Errorf("history %s items: %w", e.OrderID, err)
+	}
+	return e, nil
 }
