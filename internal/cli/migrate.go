@@ -97,7 +97,7 @@ func migrateVerifyCmd(stdio IO, o *migrateOptions) *cobra.Command {
 func migrateCutoverCmd(stdio IO, o *migrateOptions) *cobra.Command {
 	c := &cobra.Command{Use: "cutover", Short: "Serve the family from Cassandra (after a passing verify); --rollback returns it to the old store", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return migrateCutover(c.Context(), stdio, o) }}
-	c.Flags().BoolVar(&o.rollback, "rollback", false, "return a cut-over family to the old store (dual writes continue; verify again before the next cutover)")
+	c.Flags().BoolVar(&o.rollback, "rollback", false, "return a cut-over family to the old store (phase copied: dual writes resume; verify again before the next cutover)")
 	return c
 }
 
@@ -499,7 +499,8 @@ func migrateCutover(ctx context.Context, stdio IO, o *migrateOptions) error {
 		}
 		from, want := migrate.Verified, migrate.Cutover
 		if o.rollback {
-			from, want = migrate.Cutover, migrate.DualWrite
+			// Copied: the copy is complete and dual writes resume, so a verify can pass again.
+			from, want = migrate.Cutover, migrate.Copied
 		}
 		if st.Phase != from {
 			if o.rollback {

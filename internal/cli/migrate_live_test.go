@@ -384,7 +384,7 @@ func migrateLiveShop(t *testing.T, hosts []string, ks string, rf int, mongoPlace
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
-	for _, want := range []string{`(?m)^sessions\s+dual_write\s`, `(?m)^carts\s+dual_write\s`, `(?m)^catalog\s+cutover\s`} {
+	for _, want := range []string{`(?m)^sessions\s+verified\s`, `(?m)^carts\s+verified\s`, `(?m)^catalog\s+cutover\s`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("status does not match %s:\n%s", want, out)
 		}
