@@ -159,5 +159,3 @@ func TestBackfillHistoryEventsCatalog(t *testing.T) {
 		t.Fatalf("verify after the repair: %v %+v", err, rep.Diffs)
 	}
 }
-
-
