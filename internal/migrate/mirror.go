@@ -142,6 +142,12 @@ func (m *Mirror) Carts(ctx context.Context, owner cart.Owner, ids ...string) err
 		ids = append(ids, prev)
 	}
 	rows, active, err := m.Src.ReadCarts(ctx, owner, ids)
+	if err == nil && active != "" && !slices.Contains(ids, active) {
+		// The operation did not name the cart that is active now (it failed, or its answer was
+		// lost): read it too, in one snapshot with the rest.
+		ids = append(ids, active)
+		rows, active, err = m.Src.ReadCarts(ctx, owner, ids)
+	}
 	if err != nil {
 		return err
 	}

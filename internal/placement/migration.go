@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -110,26 +111,26 @@ func (d *migratingSessions) pick() (session.Repository, migrate.Phase, func()) {
 	return d.old, p, done
 }
 
-// after copies id into Cassandra while mirroring, or replays op on the old store after cutover.
-func (d *migratingSessions) after(ctx context.Context, p migrate.Phase, id string, op func(session.Repository) error) {
+// after copies id into Cassandra while mirroring, whatever the old store answered: an error
+// may hide a change it made (a timeout, a client that hung up), and the copy reads what is
+// there. After cutover it replays op on the old store when Cassandra took the change.
+func (d *migratingSessions) after(ctx context.Context, p migrate.Phase, id string, err error, op func(context.Context, session.Repository) error) {
 	ctx, cancel := detach(ctx)
 	defer cancel()
 	switch {
 	case p.Mirrors():
 		d.m.failed(Sessions, id, d.m.mirror.Keys(ctx, migrate.Sessions, id))
-	case p == migrate.Cutover:
-		d.m.failed(Sessions, id, op(d.old))
+	case p == migrate.Cutover && err == nil:
+		d.m.failed(Sessions, id, op(ctx, d.old))
 	}
 }
 
 func (d *migratingSessions) CreateSession(ctx context.Context, s session.Session) error {
 	r, p, done := d.pick()
 	defer done()
-	if err := r.CreateSession(ctx, s); err != nil {
-		return err
-	}
-	d.after(ctx, p, s.ID, func(o session.Repository) error { return o.CreateSession(ctx, s) })
-	return nil
+	err := r.CreateSession(ctx, s)
+	d.after(ctx, p, s.ID, err, func(ctx context.Context, o session.Repository) error { return o.CreateSession(ctx, s) })
+	return err
 }
 
 func (d *migratingSessions) GetSession(ctx context.Context, id string, now time.Time) (session.Session, error) {
@@ -142,31 +143,27 @@ func (d *migratingSessions) BindUser(ctx context.Context, id, userID string, now
 	r, p, done := d.pick()
 	defer done()
 	s, err := r.BindUser(ctx, id, userID, now)
-	if err != nil {
-		return s, err
-	}
-	d.after(ctx, p, id, func(o session.Repository) error { _, err := o.BindUser(ctx, id, userID, now); return err })
-	return s, nil
+	d.after(ctx, p, id, err, func(ctx context.Context, o session.Repository) error {
+		_, err := o.BindUser(ctx, id, userID, now)
+		return err
+	})
+	return s, err
 }
 
 func (d *migratingSessions) Touch(ctx context.Context, id string, now time.Time) error {
 	r, p, done := d.pick()
 	defer done()
-	if err := r.Touch(ctx, id, now); err != nil {
-		return err
-	}
-	d.after(ctx, p, id, func(o session.Repository) error { return o.Touch(ctx, id, now) })
-	return nil
+	err := r.Touch(ctx, id, now)
+	d.after(ctx, p, id, err, func(ctx context.Context, o session.Repository) error { return o.Touch(ctx, id, now) })
+	return err
 }
 
 func (d *migratingSessions) Revoke(ctx context.Context, id string) error {
 	r, p, done := d.pick()
 	defer done()
-	if err := r.Revoke(ctx, id); err != nil {
-		return err
-	}
-	d.after(ctx, p, id, func(o session.Repository) error { return o.Revoke(ctx, id) })
-	return nil
+	err := r.Revoke(ctx, id)
+	d.after(ctx, p, id, err, func(ctx context.Context, o session.Repository) error { return o.Revoke(ctx, id) })
+	return err
 }
 
 // PurgeExpired purges where the family is served; Cassandra's TTLs drop expired copies.
@@ -200,9 +197,13 @@ type cartRestorer interface {
 // mirror copies owner's carts ids (and its active cart) into Cassandra while mirroring; after
 // cutover it copies the owner's carts from Cassandra back to the old store, whole (the cart
 // ids Cassandra mints are not known to the old store, so every cart of the owner goes).
+//
+// It runs whatever the operation answered: an error may hide a change the store made (a
+// timeout, a client that hung up), and both copies read what is there.
 func (d *migratingCarts) mirror(ctx context.Context, p migrate.Phase, owner cart.Owner, ids ...string) {
 	ctx, cancel := detach(ctx)
 	defer cancel()
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
 	switch {
 	case p.Mirrors():
 		d.m.failed(Carts, owner.Key(), d.m.mirror.Carts(ctx, owner, ids...))
@@ -229,9 +230,7 @@ func (d *migratingCarts) PutItem(ctx context.Context, owner cart.Owner, item car
 	r, p, done := d.pick()
 	defer done()
 	c, err := r.PutItem(ctx, owner, item, expiresAt, now)
-	if err == nil {
-		d.mirror(ctx, p, owner, c.ID)
-	}
+	d.mirror(ctx, p, owner, c.ID)
 	return c, err
 }
 
@@ -239,9 +238,7 @@ func (d *migratingCarts) RemoveItem(ctx context.Context, owner cart.Owner, produ
 	r, p, done := d.pick()
 	defer done()
 	c, err := r.RemoveItem(ctx, owner, productID, now)
-	if err == nil {
-		d.mirror(ctx, p, owner, c.ID)
-	}
+	d.mirror(ctx, p, owner, c.ID)
 	return c, err
 }
 
@@ -257,25 +254,16 @@ func (d *migratingCarts) Merge(ctx context.Context, sessionID, userID string, no
 		}
 	}
 	res, err := r.Merge(ctx, sessionID, userID, now)
-	if err != nil {
-		return res, err
-	}
-	if guestID != "" {
-		d.mirror(ctx, p, guest, guestID)
-	} else if p == migrate.Cutover {
-		d.mirror(ctx, p, guest)
-	}
+	d.mirror(ctx, p, guest, guestID)
 	d.mirror(ctx, p, cart.User(userID), res.Cart.ID)
-	return res, nil
+	return res, err
 }
 
 func (d *migratingCarts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (cart.Cart, error) {
 	r, p, done := d.pick()
 	defer done()
 	c, err := r.BeginCheckout(ctx, owner, orderID, until, now)
-	if err == nil {
-		d.mirror(ctx, p, owner, c.ID)
-	}
+	d.mirror(ctx, p, owner, c.ID)
 	return c, err
 }
 
@@ -283,9 +271,7 @@ func (d *migratingCarts) EndCheckout(ctx context.Context, owner cart.Owner, cart
 	r, p, done := d.pick()
 	defer done()
 	err := r.EndCheckout(ctx, owner, cartID, orderID, now)
-	if err == nil {
-		d.mirror(ctx, p, owner, cartID)
-	}
+	d.mirror(ctx, p, owner, cartID)
 	return err
 }
 
@@ -293,9 +279,7 @@ func (d *migratingCarts) Reopen(ctx context.Context, owner cart.Owner, cartID st
 	r, p, done := d.pick()
 	defer done()
 	c, err := r.Reopen(ctx, owner, cartID, now)
-	if err == nil {
-		d.mirror(ctx, p, owner, cartID, c.ID)
-	}
+	d.mirror(ctx, p, owner, cartID, c.ID)
 	return c, err
 }
 
@@ -303,9 +287,7 @@ func (d *migratingCarts) MarkOrdered(ctx context.Context, owner cart.Owner, cart
 	r, p, done := d.pick()
 	defer done()
 	err := r.MarkOrdered(ctx, owner, cartID, orderID, now)
-	if err == nil {
-		d.mirror(ctx, p, owner, cartID)
-	}
+	d.mirror(ctx, p, owner, cartID)
 	return err
 }
 
@@ -338,16 +320,22 @@ func (d *migratingEvents) AppendEvent(ctx context.Context, e event.Event) error 
 	if p == migrate.Cutover {
 		first, second = d.neu, d.old
 	}
-	if err := first.AppendEvent(ctx, e); err != nil {
+	err := first.AppendEvent(ctx, e)
+	if p == migrate.PhaseNone {
 		return err
 	}
-	if p != migrate.PhaseNone {
+	cctx, cancel := detach(ctx)
+	defer cancel()
+	switch {
+	case err == nil:
 		// An event never changes: the same record in both stores is the whole copy.
-		ctx, cancel := detach(ctx)
-		defer cancel()
-		d.m.failed(Events, e.ID, second.AppendEvent(ctx, e))
+		d.m.failed(Events, e.ID, second.AppendEvent(cctx, e))
+	case p.Mirrors():
+		// The old store may have taken it all the same (a timeout, a client that hung up):
+		// copy what it holds.
+		d.m.failed(Events, e.ID, d.m.mirror.Keys(cctx, migrate.Events, e.ID))
 	}
-	return nil
+	return err
 }
 
 func (d *migratingEvents) ListEvents(ctx context.Context, q event.Query) (paging.Page[event.Event], error) {
@@ -571,7 +559,11 @@ func (s *Stores) openMigrations(ctx context.Context, cfg Config, o Options, open
 			}
 			s.Carts = &migratingCarts{old: s.Carts, neu: cb.Carts(), m: m.with(mr), ph: ph}
 		case Events:
-			s.Events = &migratingEvents{old: s.Events, neu: cb.Events(), m: m, ph: ph}
+			mr, err := mirrorFor(cfg[f])
+			if err != nil {
+				return err
+			}
+			s.Events = &migratingEvents{old: s.Events, neu: cb.Events(), m: m.with(mr), ph: ph}
 		case History:
 			s.History = &migratingHistory{old: s.History, neu: cb.History(), m: m, ph: ph}
 		case Catalog:
