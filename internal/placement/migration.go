@@ -355,7 +355,9 @@ type migratingHistory struct {
 }
 
 // UpsertEntry writes the projector's entry to both stores: it is a whole state, and the
-// projector applies one order's changes in order.
+// projector applies one order's changes in order. A failed copy is returned, not only
+// reported: the projector retries the message (both writes are idempotent), so no entry is
+// left behind; while Cassandra is down that holds the projector back.
 func (d *migratingHistory) UpsertEntry(ctx context.Context, e history.Entry) error {
 	p, done := d.ph.begin()
 	defer done()
@@ -366,12 +368,12 @@ func (d *migratingHistory) UpsertEntry(ctx context.Context, e history.Entry) err
 	if err := first.UpsertEntry(ctx, e); err != nil {
 		return err
 	}
-	if p != migrate.PhaseNone {
-		ctx, cancel := detach(ctx)
-		defer cancel()
-		d.m.failed(History, e.OrderID, second.UpsertEntry(ctx, e))
+	if p == migrate.PhaseNone {
+		return nil
 	}
-	return nil
+	err := second.UpsertEntry(ctx, e)
+	d.m.failed(History, e.OrderID, err)
+	return err
 }
 
 func (d *migratingHistory) ListHistory(ctx context.Context, userID string, page paging.Request) (paging.Page[history.Entry], error) {
