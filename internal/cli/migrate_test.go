@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/shardmart/shardmart/internal/migrate"
 )
 
 // Bad migrate arguments are refused before anything is opened, naming what is allowed.
@@ -24,6 +26,31 @@ func TestMigrateRefusesBadArguments(t *testing.T) {
 		err := root.Execute()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// The progress of a backfill: a bar with rows/s and the time left when asked for (a terminal),
+// plain lines with the same figures otherwise.
+func TestMigrateProgress(t *testing.T) {
+	for _, mode := range []string{"bar", "lines"} {
+		var out bytes.Buffer
+		o := &migrateOptions{progress: mode}
+		p := o.newProgress(IO{Err: &out}, migrate.Carts, 1000)
+		p.update(migrate.Progress{Family: migrate.Carts, RangesDone: 1, Ranges: 4, Rows: 250, RowsPerSec: 500})
+		p.update(migrate.Progress{Family: migrate.Carts, RangesDone: 4, Ranges: 4, Rows: 1000, RowsPerSec: 500})
+		p.finish()
+		got := out.String()
+		switch mode {
+		case "bar":
+			if !strings.Contains(got, "rows/s") || !strings.Contains(got, "1000/1000") {
+				t.Errorf("bar: %q", got)
+			}
+		case "lines":
+			if !strings.Contains(got, "carts: ranges 1/4, rows 250/1000 (0 expired), 500 rows/s, eta 2s") ||
+				!strings.Contains(got, "carts: ranges 4/4, rows 1000/1000") {
+				t.Errorf("lines: %q", got)
+			}
 		}
 	}
 }
