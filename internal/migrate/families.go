@@ -30,7 +30,8 @@ import (
 //     backfill only fills products the projector has not written.
 
 func readHistory(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	rs, err := tx.QueryContext(ctx, sqlitestore.HistoryRangeQuery, r.Lo, r.Hi, r.Hi)
+	where, args := keyRange("order_id", r)
+	rs, err := tx.QueryContext(ctx, sqlitestore.HistorySelect+` WHERE `+where+` ORDER BY order_id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +48,8 @@ func readHistory(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
 }
 
 func (s *Source) readEvents(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	rs, err := tx.QueryContext(ctx, sqlitestore.EventRangeQuery, r.Lo, r.Hi, r.Hi)
+	where, args := keyRange("id", r)
+	rs, err := tx.QueryContext(ctx, sqlitestore.EventSelect+` WHERE `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +66,8 @@ func (s *Source) readEvents(ctx context.Context, tx *sql.Tx, r Range) ([]Row, er
 }
 
 func readProducts(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	rs, err := tx.QueryContext(ctx, sqlitestore.ProductRangeQuery, r.Lo, r.Hi, r.Hi)
+	where, args := keyRange("p.id", r)
+	rs, err := tx.QueryContext(ctx, sqlitestore.ProductSelect+` WHERE `+where+` ORDER BY p.id`, args...)
 	if err != nil {
 		return nil, err
 	}

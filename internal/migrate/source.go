@@ -44,8 +44,15 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// bounds is the WHERE clause of a range on col; Hi "" (unbounded) compares with NULL-free ”.
-const bounds = ` >= ? AND (? = '' OR %[1]s < ?)`
+// keyRange is the WHERE clause of range r on col and its arguments. An unbounded Hi gets a
+// clause of its own: SQLite does not end an index range scan at `(? = '' OR col < ?)`, so
+// each range read would run on to the end of the index.
+func keyRange(col string, r Range) (string, []any) {
+	if r.Hi == "" {
+		return col + " >= ?", []any{r.Lo}
+	}
+	return col + " >= ? AND " + col + " < ?", []any{r.Lo, r.Hi}
+}
 
 // Read returns the rows of family f in r, ordered by key. It reads in one transaction, so a
 // cart and its lines come from one snapshot.
@@ -77,9 +84,9 @@ func (s *Source) Read(ctx context.Context, f Family, r Range) ([]Row, error) {
 }
 
 func readSessions(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	q := `SELECT id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data FROM sessions
-		WHERE id` + fmt.Sprintf(bounds, "id") + ` ORDER BY id`
-	rs, err := tx.QueryContext(ctx, q, r.Lo, r.Hi, r.Hi)
+	where, args := keyRange("id", r)
+	rs, err := tx.QueryContext(ctx, `SELECT id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data FROM sessions
+		WHERE `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +113,9 @@ func readSessions(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
 }
 
 func readCarts(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	q := `SELECT id, owner, status, order_id, created_at, updated_at, expires_at, checkout_order, checkout_until FROM carts
-		WHERE id` + fmt.Sprintf(bounds, "id") + ` ORDER BY id`
-	rs, err := tx.QueryContext(ctx, q, r.Lo, r.Hi, r.Hi)
+	where, args := keyRange("id", r)
+	rs, err := tx.QueryContext(ctx, `SELECT id, owner, status, order_id, created_at, updated_at, expires_at, checkout_order, checkout_until FROM carts
+		WHERE `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -136,9 +143,9 @@ func readCarts(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
 	if err := rs.Err(); err != nil {
 		return nil, err
 	}
-	q = `SELECT cart_id, product_id, category, qty, added_at FROM cart_items
-		WHERE cart_id` + fmt.Sprintf(bounds, "cart_id") + ` ORDER BY cart_id, product_id`
-	rs, err = tx.QueryContext(ctx, q, r.Lo, r.Hi, r.Hi)
+	where, args = keyRange("cart_id", r)
+	rs, err = tx.QueryContext(ctx, `SELECT cart_id, product_id, category, qty, added_at FROM cart_items
+		WHERE `+where+` ORDER BY cart_id, product_id`, args...)
 	if err != nil {
 		return nil, err
 	}
