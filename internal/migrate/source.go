@@ -45,7 +45,7 @@ func fromNanos(n int64) time.Time {
 }
 
 // keyRange is the WHERE clause of range r on col and its arguments. An unbounded Hi gets a
-// clause of its own: SQLite does not end an index range scan at `(? = '' OR col < ?)`, so
+// clause of its own: SQLite does not end an index range scan at `(? = ” OR col < ?)`, so
 // each range read would run on to the end of the index.
 func keyRange(col string, r Range) (string, []any) {
 	if r.Hi == "" {
