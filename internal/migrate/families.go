@@ -31,9 +31,20 @@ import (
 //   - catalog: Catalog.InsertIfAbsent (see there): stock changes do not move UpdatedAt, so the
 //     backfill only fills products the projector has not written.
 
+// keyRange is the WHERE clause on col of range r, and its arguments. An unbounded Hi gets
+// its own clause: SQLite does not end an index range at `(? = ” OR col < ?)` (bounds), so
+// with a secondary index every range read scanned the index to its end.
+func keyRange(col string, r Range) (string, []any) {
+	if r.Hi == "" {
+		return col + " >= ?", []any{r.Lo}
+	}
+	return col + " >= ? AND " + col + " < ?", []any{r.Lo, r.Hi}
+}
+
 func readHistory(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
+	where, args := keyRange("order_id", r)
 	rs, err := tx.QueryContext(ctx, `SELECT user_id, placed_at, order_id, updated_at, status, zone, total, items FROM order_history
-		WHERE order_id`+fmt.Sprintf(bounds, "order_id")+` ORDER BY order_id`, r.Lo, r.Hi, r.Hi)
+		WHERE `+where+` ORDER BY order_id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -56,8 +67,9 @@ func readHistory(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
 }
 
 func (s *Source) readEvents(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
+	where, args := keyRange("id", r)
 	rs, err := tx.QueryContext(ctx, `SELECT actor, at, id, type, product_id, details FROM events
-		WHERE id`+fmt.Sprintf(bounds, "id")+` ORDER BY id`, r.Lo, r.Hi, r.Hi)
+		WHERE `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
