@@ -19,33 +19,48 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 	"github.com/shardmart/shardmart/internal/store/sqlitestore"
 )
 
-// BenchmarkBackfillVsDSBulk loads the same sessions and carts into one one-node Cassandra on
+// BenchmarkBackfillVsDSBulk loads the same rows of every family into one one-node Cassandra on
 // launcher.BenchTestAddr with Backfill (4 and 8 workers) and with DSBulk (CSV exported from
-// the same rows, writetime and TTL mapped per row, QUORUM), each into a fresh keyspace,
-// rounds times in rotating order, and reports rows/s (source rows: sessions, carts). Not part
-// of make test:
+// the same rows, one file per table, writetime and TTL mapped per row where our write path
+// sets them, QUORUM), each into a fresh keyspace, rounds times in rotating order, and reports
+// rows/s (live source rows: sessions, carts, history entries, events, products). Not part of
+// make test:
 //
 //	go test ./internal/migrate -run '^$' -bench BenchmarkBackfillVsDSBulk -benchtime 1x -timeout 60m
 //
 // DSBulk comes from $SHARDMART_DSBULK (a dsbulk executable) or else launcher.EnsureDSBulk
 // (Maven Central); without either the benchmark fails. Sizes: $SHARDMART_BENCH_SESSIONS
-// (50000), $SHARDMART_BENCH_CARTS (10000, 2-4 lines each), $SHARDMART_BENCH_ROUNDS (3).
+// (50000), $SHARDMART_BENCH_CARTS (10000, 2-4 lines each), $SHARDMART_BENCH_HISTORY (20000
+// entries of $SHARDMART_BENCH_HISTORY/10 users), $SHARDMART_BENCH_EVENTS (50000, 1 in 1000
+// past the retention), $SHARDMART_BENCH_PRODUCTS (10000, stock in 3 zones, 1 in 50
+// inactive), $SHARDMART_BENCH_ROUNDS (3).
 func BenchmarkBackfillVsDSBulk(b *testing.B) {
 	ctx := context.Background()
 	dsbulk := dsbulkRunner(b)
-	nSess, nCarts, rounds := envInt(b, "SHARDMART_BENCH_SESSIONS", 50000), envInt(b, "SHARDMART_BENCH_CARTS", 10000), envInt(b, "SHARDMART_BENCH_ROUNDS", 3)
+	sz := benchSizes{sessions: envInt(b, "SHARDMART_BENCH_SESSIONS", 50000), carts: envInt(b, "SHARDMART_BENCH_CARTS", 10000),
+		history: envInt(b, "SHARDMART_BENCH_HISTORY", 20000), events: envInt(b, "SHARDMART_BENCH_EVENTS", 50000),
+		products: envInt(b, "SHARDMART_BENCH_PRODUCTS", 10000)}
+	rounds := envInt(b, "SHARDMART_BENCH_ROUNDS", 3)
+	families := []Family{Sessions, Carts, History, Events, Catalog}
 	c := launcher.ForTest(b, launcher.Options{Nodes: 1, BaseAddr: launcher.BenchTestAddr, HeapMB: 1024})
 	hosts := c.Hosts()
 	dir := b.TempDir()
-	path := benchSeed(b, dir, nSess, nCarts)
+	b.Logf("before seeding: %s", loadavg())
+	path := benchSeed(b, dir, sz)
 	src, err := OpenSource(ctx, path)
 	if err != nil {
 		b.Fatal(err)
@@ -53,13 +68,13 @@ func BenchmarkBackfillVsDSBulk(b *testing.B) {
 	defer src.Close()
 	csvs := map[Family]map[string]string{}
 	live := map[Family]int{}
-	for _, f := range []Family{Sessions, Carts} {
+	for _, f := range families {
 		csvs[f], live[f], err = exportCSV(ctx, src, f, dir, time.Now())
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.Logf("source: %d sessions (%d live), %d carts (%d live); %s", nSess, live[Sessions], nCarts, live[Carts], loadavg())
+	b.Logf("source: %+v; live rows %v; %s", sz, live, loadavg())
 
 	type tool struct {
 		name string
@@ -89,7 +104,7 @@ func BenchmarkBackfillVsDSBulk(b *testing.B) {
 	}}}
 	rates := map[string][]float64{}
 	for r := range rounds {
-		for _, f := range []Family{Sessions, Carts} {
+		for _, f := range families {
 			for i := range tools {
 				t := tools[(i+r)%len(tools)]
 				ks := fmt.Sprintf("bench_%s_%d", strings.ReplaceAll(t.name, "-", "_"), r)
@@ -123,7 +138,7 @@ func BenchmarkBackfillVsDSBulk(b *testing.B) {
 	for _, k := range keys {
 		b.ReportMetric(median(rates[k]), k+"-rows/s")
 	}
-	for _, f := range []Family{Sessions, Carts} {
+	for _, f := range families {
 		d := median(rates[string(f)+"/dsbulk"])
 		dn := median(rates[string(f)+"/dsbulk-net"])
 		w4, w8 := median(rates[string(f)+"/backfill-w4"]), median(rates[string(f)+"/backfill-w8"])
@@ -233,33 +248,72 @@ func dsbulkLoad(ctx context.Context, run func(context.Context, ...string) *exec.
 	return time.Duration(num(sm[1]) / num(sm[3]) * float64(time.Second)), nil
 }
 
-// checkWriteMeta checks that a live row's cells carry the source's modification time as their
-// write time and a TTL (when the row expires), as Backfill writes them.
+// checkWriteMeta checks one live row's write metadata as Backfill writes it: sessions and
+// carts the source's modification time and a TTL iff the row expires; history entries and
+// catalog search rows the write time of the entry's or product's UpdatedAt (ms); events a TTL.
+// For history it also counts the bucket index rows: one per (user, month).
 func checkWriteMeta(ctx context.Context, src *Source, s *gocql.Session, f Family) error {
 	rows, err := src.Read(ctx, f, Range{})
 	if err != nil {
 		return err
 	}
+	if f == History {
+		buckets := map[string]bool{}
+		for _, r := range rows {
+			buckets[fmt.Sprint(r.Entry.UserID, r.Entry.PlacedAt.UTC().Format("200601"))] = true
+		}
+		var n int
+		if err := s.Query(`SELECT COUNT(*) FROM order_history_buckets`).WithContext(ctx).Consistency(gocql.Quorum).Scan(&n); err != nil {
+			return fmt.Errorf("count order_history_buckets: %w", err)
+		}
+		if n != len(buckets) {
+			return fmt.Errorf("order_history_buckets has %d rows, want %d", n, len(buckets))
+		}
+	}
 	for _, r := range rows {
-		if ttlLeft(r.Expires, time.Now()) <= 0 {
+		if ttlLeft(r.Expires, time.Now()) < 0 || r.Product != nil && r.Product.Inactive {
 			continue
 		}
 		var wt int64
 		var ttl int
-		q := s.Query(`SELECT writetime(status), ttl(status) FROM sessions WHERE session_id = ?`, r.Key)
-		if f == Carts {
+		want := r.Modified.UnixMicro()
+		var q *gocql.Query
+		switch f {
+		case Sessions:
+			q = s.Query(`SELECT writetime(status), ttl(status) FROM sessions WHERE session_id = ?`, r.Key)
+		case Carts:
 			id, err := TimeUUID(r.Key)
 			if err != nil {
 				return err
 			}
 			table, key, owner := cartTable(r.Cart.Owner)
 			q = s.Query(fmt.Sprintf(`SELECT writetime(status), ttl(status) FROM %s WHERE %s = ? AND cart_id = ? AND product_id = ''`, table, key), owner, id)
+		case History:
+			e := r.Entry
+			want = r.Modified.Truncate(time.Millisecond).UnixMicro()
+			q = s.Query(`SELECT writetime(status), ttl(status) FROM order_history WHERE user_id = ? AND bucket = ? AND placed_at = ? AND order_id = ?`,
+				e.UserID, e.PlacedAt.UTC().Year()*100+int(e.PlacedAt.UTC().Month()), e.PlacedAt, e.OrderID)
+		case Events:
+			e := r.Event
+			q = s.Query(`SELECT writetime(type), ttl(type) FROM user_events WHERE actor = ? AND event_date = ? AND at = ? AND event_id = ?`,
+				e.Actor, event.Day(e.At), e.At, e.ID)
+		case Catalog:
+			p := r.Product
+			want = r.Modified.Truncate(time.Millisecond).UnixMicro()
+			q = s.Query(`SELECT writetime(name), ttl(name) FROM products_by_category WHERE category = ? AND bucket = ? AND price = ? AND product_id = ?`,
+				p.Category, cassandrastore.CatalogBucket(p.ID), int64(p.Price), p.ID)
 		}
-		if err := q.WithContext(ctx).Scan(&wt, &ttl); err != nil {
+		if err := q.WithContext(ctx).Consistency(gocql.Quorum).Scan(&wt, &ttl); err != nil {
 			return fmt.Errorf("write time of %s %s: %w", f, r.Key, err)
 		}
-		if wt != r.Modified.UnixMicro() || (ttl == 0) != r.Expires.IsZero() {
-			return fmt.Errorf("%s %s: writetime %d ttl %d, want %d and a TTL iff it expires (%v)", f, r.Key, wt, ttl, r.Modified.UnixMicro(), r.Expires)
+		if f == Events { // written at the server's time; DSBulk's TTL was computed at export
+			if d := ttl - ttlLeft(r.Expires, time.Now()); d > 3600 || d < -3600 {
+				return fmt.Errorf("event %s: ttl %d, want about %d", r.Key, ttl, ttlLeft(r.Expires, time.Now()))
+			}
+			return nil
+		}
+		if wt != want || (ttl == 0) != r.Expires.IsZero() {
+			return fmt.Errorf("%s %s: writetime %d ttl %d, want %d and a TTL iff it expires (%v)", f, r.Key, wt, ttl, want, r.Expires)
 		}
 		return nil
 	}
@@ -281,9 +335,13 @@ func benchKeyspace(b *testing.B, hosts []string, ks string) (*gocql.Session, fun
 	}
 }
 
-// benchSeed writes n sessions (1 in 20 expired) and m carts of 2-4 lines (odd ones guest
-// carts) through the embedded store's repositories.
-func benchSeed(b *testing.B, dir string, n, m int) string {
+type benchSizes struct{ sessions, carts, history, events, products int }
+
+// benchSeed writes, through the embedded store's repositories, sessions (1 in 20 expired),
+// carts of 2-4 lines (odd ones guest carts), history entries of 1-3 lines (10 per user, over
+// 6 months), events (1 in 1000 past the retention, the rest within 80 days) and products
+// (stock in 3 zones, 1 in 50 inactive; one transaction per 1000).
+func benchSeed(b *testing.B, dir string, sz benchSizes) string {
 	ctx := context.Background()
 	path := filepath.Join(dir, "shop.db")
 	db, err := sqlitestore.Open(ctx, path)
@@ -292,7 +350,7 @@ func benchSeed(b *testing.B, dir string, n, m int) string {
 	}
 	defer db.Close()
 	now := time.Now()
-	for i := range n {
+	for i := range sz.sessions {
 		id := sha256.Sum256([]byte(fmt.Sprint("s", i)))
 		s := session.Session{ID: hex.EncodeToString(id[:]), CreatedAt: now.Add(-2 * time.Hour), LastActive: now.Add(-time.Duration(i%3600) * time.Second),
 			ExpiresAt: now.Add(time.Duration(1+i%120) * time.Hour), IP: fmt.Sprintf("10.%d.%d.%d", i/65536%256, i/256%256, i%256),
@@ -307,7 +365,7 @@ func benchSeed(b *testing.B, dir string, n, m int) string {
 			b.Fatal(err)
 		}
 	}
-	for i := range m {
+	for i := range sz.carts {
 		owner, exp := cart.User(fmt.Sprint("user", i)), time.Time{}
 		if i%2 == 1 {
 			owner, exp = cart.Guest(fmt.Sprint("sess", i)), now.Add(48*time.Hour)
@@ -319,12 +377,55 @@ func benchSeed(b *testing.B, dir string, n, m int) string {
 			}
 		}
 	}
+	now = now.Truncate(time.Millisecond)
+	users := max(1, sz.history/10)
+	for i := range sz.history {
+		id, _ := uuid.NewV7()
+		placed := now.Add(-time.Duration(i%180)*24*time.Hour - time.Duration(i%997)*time.Second)
+		e := history.Entry{UserID: fmt.Sprint("user", i%users), OrderID: id.String(), PlacedAt: placed, UpdatedAt: placed.Add(time.Duration(1+i%50) * time.Minute),
+			Status: []order.Status{order.Paid, order.Shipped, order.Cancelled}[i%3], Zone: []string{"eu-west", "us-east", "ap-south"}[i%3], Total: money.Amount(1000 + i%500)}
+		for j := range 1 + i%3 {
+			e.Items = append(e.Items, order.Item{ProductID: fmt.Sprintf("p-%05d", (i+j)%1000), Category: "books", Name: fmt.Sprint("Book ", j),
+				Quantity: int64(1 + j), UnitPrice: money.Amount(250 + j)})
+		}
+		if err := db.History().UpsertEntry(ctx, e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range sz.events {
+		id, _ := uuid.NewV7()
+		at := now.Add(-time.Duration(i%(80*24*60)) * time.Minute)
+		if i%1000 == 999 {
+			at = now.Add(-event.DefaultRetention - time.Duration(1+i%24)*time.Hour) // past the retention: not copied
+		}
+		e := event.Event{ID: id.String(), Actor: fmt.Sprint("u:user", i%5000), Type: []event.Type{event.View, event.Click, event.AddToCart, event.Search}[i%4],
+			At: at, ProductID: fmt.Sprintf("p-%05d", i%1000), Details: map[string]string{"src": "bench", "n": strconv.Itoa(i)}}
+		if err := db.Events().AppendEvent(ctx, e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ps []catalog.Product
+	for i := range sz.products {
+		at := now.Add(-time.Duration(i) * time.Minute)
+		ps = append(ps, catalog.Product{ID: fmt.Sprintf("p-%05d", i), Name: fmt.Sprint("Product ", i), Description: "A product for the benchmark",
+			Category: []string{"books", "toys", "garden", "music"}[i%4], Price: money.Amount(100 + i%5000), Inactive: i%50 == 49,
+			Attributes: map[string]string{"color": []string{"red", "blue"}[i%2], "size": "m"},
+			Stock:      map[string]int64{"eu-west": int64(i % 40), "us-east": 3, "ap-south": int64(i % 7)},
+			CreatedAt:  at, UpdatedAt: at.Add(time.Duration(i%30) * time.Second)})
+		if len(ps) == 1000 || i == sz.products-1 {
+			if err := db.Products().CreateProducts(ctx, ps); err != nil {
+				b.Fatal(err)
+			}
+			ps = ps[:0]
+		}
+	}
 	return path
 }
 
 // exportCSV writes f's live rows, read whole from src, as CSV files of the target tables'
-// columns plus write_ts (the row's Modified) and ttl_s (ttlLeft at now), the values Backfill
-// writes with. It returns the files by table and the live row count.
+// columns plus write_ts (the write time) and ttl_s (ttlLeft at now) where Backfill's write
+// path sets them. It returns the files by table and the live row count (source rows, not
+// CSV records).
 func exportCSV(ctx context.Context, src *Source, f Family, dir string, now time.Time) (map[string]string, int, error) {
 	rows, err := src.Read(ctx, f, Range{})
 	if err != nil {
@@ -349,14 +450,15 @@ func exportCSV(ctx context.Context, src *Source, f Family, dir string, now time.
 		files[table] = w
 		return w, w.Write(header)
 	}
-	live := 0
+	live, seen := 0, map[string]bool{}
 	for _, r := range rows {
 		ttl := ttlLeft(r.Expires, now)
 		if ttl < 0 {
 			continue
 		}
 		live++
-		meta := []string{time.UnixMicro(r.Modified.UnixMicro()).UTC().Format(time.RFC3339Nano), strconv.Itoa(ttl)}
+		micros := func(t time.Time) string { return time.UnixMicro(t.UnixMicro()).UTC().Format(time.RFC3339Nano) }
+		meta := []string{micros(r.Modified), strconv.Itoa(ttl)}
 		switch {
 		case r.Session != nil:
 			s := r.Session
@@ -395,6 +497,73 @@ func exportCSV(ctx context.Context, src *Source, f Family, dir string, now time.
 			}
 			for _, rec := range recs {
 				if err := w.Write(append(rec, meta...)); err != nil {
+					return nil, 0, err
+				}
+			}
+		case r.Entry != nil:
+			// UpsertEntry: the bucket index row (no write time), then the entry at its UpdatedAt.
+			e := r.Entry
+			bucket := strconv.Itoa(e.PlacedAt.UTC().Year()*100 + int(e.PlacedAt.UTC().Month())) // cassandrastore's bucketOf
+			if !seen[e.UserID+"|"+bucket] {
+				seen[e.UserID+"|"+bucket] = true
+				w, err := out("order_history_buckets", []string{"user_id", "bucket"})
+				if err != nil {
+					return nil, 0, err
+				}
+				if err := w.Write([]string{e.UserID, bucket}); err != nil {
+					return nil, 0, err
+				}
+			}
+			w, err := out("order_history", []string{"user_id", "bucket", "placed_at", "order_id", "status", "zone", "total", "updated_at", "items", "write_ts"})
+			if err != nil {
+				return nil, 0, err
+			}
+			lines := make([]map[string]any, len(e.Items))
+			for i, it := range e.Items { // the order_line UDT as a JSON object
+				lines[i] = map[string]any{"product_id": it.ProductID, "category": it.Category, "name": it.Name, "quantity": it.Quantity, "unit_price": int64(it.UnitPrice)}
+			}
+			items, _ := json.Marshal(lines)
+			if err := w.Write([]string{e.UserID, bucket, ts(e.PlacedAt), e.OrderID, string(e.Status), e.Zone, strconv.FormatInt(int64(e.Total), 10),
+				ts(e.UpdatedAt), string(items), micros(r.Modified.Truncate(time.Millisecond))}); err != nil {
+				return nil, 0, err
+			}
+		case r.Event != nil:
+			// AppendEvent: no client write time, TTL until the event's time plus the retention.
+			e := r.Event
+			w, err := out("user_events", []string{"actor", "event_date", "at", "event_id", "type", "product_id", "details", "ttl_s"})
+			if err != nil {
+				return nil, 0, err
+			}
+			details, _ := json.Marshal(e.Details)
+			if err := w.Write([]string{e.Actor, event.Day(e.At).Format(time.DateOnly), ts(e.At), e.ID, string(e.Type), e.ProductID, string(details), strconv.Itoa(ttl)}); err != nil {
+				return nil, 0, err
+			}
+		case r.Product != nil:
+			// InsertIfAbsent: the products row (an LWT, so no client write time), then while
+			// active the two search rows at the product's UpdatedAt.
+			p := r.Product
+			attrs, _ := json.Marshal(p.Attributes)
+			stock, _ := json.Marshal(p.Stock)
+			cols := []string{"product_id", "name", "description", "active", "category", "price", "attributes", "stock", "created_at", "updated_at"}
+			vals := []string{p.ID, p.Name, p.Description, strconv.FormatBool(!p.Inactive), p.Category, strconv.FormatInt(int64(p.Price), 10),
+				string(attrs), string(stock), ts(p.CreatedAt), ts(p.UpdatedAt)}
+			w, err := out("products", cols)
+			if err != nil {
+				return nil, 0, err
+			}
+			if err := w.Write(vals); err != nil {
+				return nil, 0, err
+			}
+			if p.Inactive {
+				continue
+			}
+			search := append([]string{strconv.Itoa(cassandrastore.CatalogBucket(p.ID))}, append(vals, micros(r.Modified.Truncate(time.Millisecond)))...)
+			for _, table := range []string{"products_by_category", "products_by_category_newest"} {
+				w, err := out(table, append(append([]string{"bucket"}, cols...), "write_ts"))
+				if err != nil {
+					return nil, 0, err
+				}
+				if err := w.Write(search); err != nil {
 					return nil, 0, err
 				}
 			}
