@@ -547,27 +547,24 @@ func (s *Stores) openMigrations(ctx context.Context, cfg Config, o Options, open
 		}
 		ph := &familyPhase{}
 		m.phases[f] = ph
+		fm := m
+		if f == Sessions || f == Carts || f == Events {
+			// These copy by reading keys back from the old store.
+			mr, err := mirrorFor(cfg[f])
+			if err != nil {
+				return err
+			}
+			fm = m.with(mr)
+		}
 		switch f {
 		case Sessions:
-			mr, err := mirrorFor(cfg[f])
-			if err != nil {
-				return err
-			}
-			s.Sessions = &migratingSessions{old: s.Sessions, neu: cb.Sessions(), m: m.with(mr), ph: ph}
+			s.Sessions = &migratingSessions{old: s.Sessions, neu: cb.Sessions(), m: fm, ph: ph}
 		case Carts:
-			mr, err := mirrorFor(cfg[f])
-			if err != nil {
-				return err
-			}
-			s.Carts = &migratingCarts{old: s.Carts, neu: cb.Carts(), m: m.with(mr), ph: ph}
+			s.Carts = &migratingCarts{old: s.Carts, neu: cb.Carts(), m: fm, ph: ph}
 		case Events:
-			mr, err := mirrorFor(cfg[f])
-			if err != nil {
-				return err
-			}
-			s.Events = &migratingEvents{old: s.Events, neu: cb.Events(), m: m.with(mr), ph: ph}
+			s.Events = &migratingEvents{old: s.Events, neu: cb.Events(), m: fm, ph: ph}
 		case History:
-			s.History = &migratingHistory{old: s.History, neu: cb.History(), m: m, ph: ph}
+			s.History = &migratingHistory{old: s.History, neu: cb.History(), m: fm, ph: ph}
 		case Catalog:
 			s.Catalog = &migratingCatalog{old: s.Catalog, neu: cb.Catalog(), ph: ph}
 			s.CatalogSink = &catalogSink{neu: cb.CatalogSink(), ph: ph}
