@@ -95,7 +95,10 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	if exists && !old.Inactive && (p.Inactive || old.Category != p.Category || old.Price != p.Price) {
 		add(byCatDelete, wt, old.Category, bucket, int64(old.Price), p.ID)
 	}
-	if exists && !old.Inactive && (p.Inactive || old.Category != p.Category || !old.CreatedAt.Equal(p.CreatedAt)) {
+	// created_at is compared as stored (ms): the embedded store and the outbox carry it in ns,
+	// and reading that as a new created_at would delete and rewrite the same newest-first row
+	// at one timestamp, where the delete wins.
+	if exists && !old.Inactive && (p.Inactive || old.Category != p.Category || !old.CreatedAt.Equal(p.CreatedAt.Truncate(time.Millisecond))) {
 		add(newestDelete, wt, old.Category, bucket, ts(old.CreatedAt), p.ID)
 	}
 	cols := []any{p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt)}

@@ -59,6 +59,28 @@ func TestCatalogReadModelBuckets(t *testing.T) {
 			t.Errorf("got %d products from %d buckets, want %d from %d", len(got), len(buckets), n, CategoryBuckets)
 		}
 	})
+	// The embedded store and the outbox carry CreatedAt in nanoseconds, Cassandra keeps
+	// milliseconds: a change must not read that as a new created_at, or it deletes and
+	// rewrites the newest-first row at one timestamp, and the delete wins the tie.
+	t.Run("a change keeps a nanosecond-created product in the newest listing", func(t *testing.T) {
+		t.Parallel()
+		p := product(rid("c"), "5.00")
+		p.CreatedAt = catalogBase.Add(123456 * time.Nanosecond)
+		p.UpdatedAt = p.CreatedAt
+		if err := c.UpsertProduct(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Price, p.UpdatedAt = money.MustParse("6.00"), p.UpdatedAt.Add(time.Second)
+		if err := c.UpsertProduct(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		for _, sort := range []catalog.Sort{catalog.SortPrice, catalog.SortNewest} {
+			got := storetest.SearchAll(t, c, catalog.Search{Category: p.Category, Sort: sort, Page: paging.Request{Limit: 10}})
+			if len(got) != 1 || got[0].Price != p.Price {
+				t.Errorf("sort %s after a price change: %+v, want the product at %s", sort, got, p.Price)
+			}
+		}
+	})
 }
 
 func TestSchemaApplyIsIdempotent(t *testing.T) {
