@@ -33,30 +33,34 @@ type backendFlags struct {
 	migrations bool
 }
 
-func (b *backendFlags) register(cmd *cobra.Command) { b.registerOn(cmd.Flags()) }
-
-// registerOn adds the flags to f (a command's own or persistent flags).
-func (b *backendFlags) registerOn(f *pflag.FlagSet) {
-	f.StringVar(&b.dataDir, "data-dir", "./data", "directory of the embedded store")
+func (b *backendFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	b.registerStores(f)
 	f.StringVar(&b.placement, "placement", "", `which backend holds which family, over the embedded default, e.g. "carts=cassandra,sessions=cassandra" (families: orders, carts, sessions, events, history, catalog)`)
+	f.StringVar(&b.mongoMonitorUser, "mongo-monitor-user", "", "user the read-routing lag monitor logs in with on each shard replica set behind the mongos (or on the replica set --mongo-uri names), instead of --mongo-uri's: mongos users do not exist on the shards. A shard-local user in admin (authSource from --mongo-uri, else admin) with clusterMonitor and readWrite on shardmart_monitor; empty: --mongo-uri's credentials")
+	f.StringVar(&b.mongoMonitorPassword, "mongo-monitor-password", "", "password of --mongo-monitor-user; prefer the environment to the command line")
+	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime (seed 003: 7 days; seed 002: 24h); guest carts expire with their session")
+	f.BoolVar(&b.migrations, "migrations", false, "follow the migration state in the Cassandra keyspace (shardmart migrate): dual-write the families being migrated, serve those cut over from Cassandra. Every shop process must run with it before a migrate run")
+	fromEnv(f, "migrations", "SHARDMART_MIGRATIONS")
+	fromEnv(f, "placement", "SHARDMART_PLACEMENT")
+	fromEnv(f, "mongo-monitor-user", "SHARDMART_MONGO_MONITOR_USER")
+	fromEnv(f, "mongo-monitor-password", "SHARDMART_MONGO_MONITOR_PASSWORD")
+}
+
+// registerStores adds to f the flags that locate the stores (and the events' retention, which
+// their rows' lifetime follows): all that migrate needs of them.
+func (b *backendFlags) registerStores(f *pflag.FlagSet) {
+	f.StringVar(&b.dataDir, "data-dir", "./data", "directory of the embedded store")
 	f.StringVar(&b.cassandraHosts, "cassandra-hosts", "127.0.0.1", "Cassandra contact points, comma-separated")
 	f.StringVar(&b.cassandraKeyspace, "cassandra-keyspace", "shardmart", "Cassandra keyspace")
 	f.StringVar(&b.mongoURI, "mongo-uri", "", "MongoDB connection string of a mongos")
 	f.StringVar(&b.mongoDB, "mongo-db", "shardmart", "MongoDB database")
-	f.StringVar(&b.mongoMonitorUser, "mongo-monitor-user", "", "user the read-routing lag monitor logs in with on each shard replica set behind the mongos (or on the replica set --mongo-uri names), instead of --mongo-uri's: mongos users do not exist on the shards. A shard-local user in admin (authSource from --mongo-uri, else admin) with clusterMonitor and readWrite on shardmart_monitor; empty: --mongo-uri's credentials")
-	f.StringVar(&b.mongoMonitorPassword, "mongo-monitor-password", "", "password of --mongo-monitor-user; prefer the environment to the command line")
-	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime (seed 003: 7 days; seed 002: 24h); guest carts expire with their session")
 	f.DurationVar(&b.eventRetention, "event-retention", event.DefaultRetention, "how long click events are kept (Cassandra: the rows' TTL; elsewhere: deleted by the purge loop)")
-	f.BoolVar(&b.migrations, "migrations", false, "follow the migration state in the Cassandra keyspace (shardmart migrate): dual-write the families being migrated, serve those cut over from Cassandra. Every shop process must run with it before `migrate run`")
-	fromEnv(f, "migrations", "SHARDMART_MIGRATIONS")
 	fromEnv(f, "data-dir", "SHARDMART_DATA_DIR")
-	fromEnv(f, "placement", "SHARDMART_PLACEMENT")
 	fromEnv(f, "cassandra-hosts", "SHARDMART_CASSANDRA_HOSTS")
 	fromEnv(f, "cassandra-keyspace", "SHARDMART_CASSANDRA_KEYSPACE")
 	fromEnv(f, "mongo-uri", "SHARDMART_MONGO_URI")
 	fromEnv(f, "mongo-db", "SHARDMART_MONGO_DB")
-	fromEnv(f, "mongo-monitor-user", "SHARDMART_MONGO_MONITOR_USER")
-	fromEnv(f, "mongo-monitor-password", "SHARDMART_MONGO_MONITOR_PASSWORD")
 }
 
 func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {

@@ -57,7 +57,7 @@ The old store's location comes from the usual flags (--data-dir, --mongo-uri), C
 	}
 	o := &migrateOptions{}
 	pf := cmd.PersistentFlags()
-	o.backend.registerOn(pf)
+	o.backend.registerStores(pf)
 	pf.StringVar(&o.families, "family", "", "families, comma-separated: sessions, carts, history, events, catalog, or all")
 	pf.StringVar(&o.from, "from", "sqlite", "the old store: sqlite (the embedded store under --data-dir) or mongo (--mongo-uri)")
 	pf.StringVar(&o.to, "to", "cassandra", "the new store: cassandra")
