@@ -172,14 +172,23 @@ func (o *migrateOptions) open(ctx context.Context, allFamilies bool) (*migrateEn
 	if err != nil {
 		return nil, err
 	}
-	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.backend.hosts(), Keyspace: o.backend.cassandraKeyspace})
+	dst, closeDst, err := o.openTarget(ctx)
 	if err != nil {
 		closeSrc()
-		return nil, fmt.Errorf("open cassandra (apply the schema first: shardmart cassandra schema apply): %w", err)
+		return nil, err
+	}
+	return &migrateEnv{src: src, dst: dst, families: fams, close: func() { closeDst(); closeSrc() }}, nil
+}
+
+// openTarget connects to the shop's Cassandra keyspace.
+func (o *migrateOptions) openTarget(ctx context.Context) (*migrate.Target, func(), error) {
+	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.backend.hosts(), Keyspace: o.backend.cassandraKeyspace})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open cassandra (apply the schema first: shardmart cassandra schema apply): %w", err)
 	}
 	dst := migrate.NewTarget(st.Session())
 	dst.Retention = o.backend.eventRetention
-	return &migrateEnv{src: src, dst: dst, families: fams, close: func() { st.Close(); closeSrc() }}, nil
+	return dst, func() { st.Close() }, nil
 }
 
 // assumedRates are the plan's rows/s per family: the backfill's medians into one node with 4
@@ -532,12 +541,11 @@ func migrateCutover(ctx context.Context, stdio IO, o *migrateOptions) error {
 }
 
 func migrateStatus(ctx context.Context, stdio IO, o *migrateOptions) error {
-	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.backend.hosts(), Keyspace: o.backend.cassandraKeyspace})
+	dst, closeDst, err := o.openTarget(ctx)
 	if err != nil {
-		return fmt.Errorf("open cassandra: %w", err)
+		return err
 	}
-	defer st.Close()
-	dst := migrate.NewTarget(st.Session())
+	defer closeDst()
 	states, err := dst.States(ctx)
 	if err != nil {
 		return err

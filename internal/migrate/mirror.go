@@ -61,13 +61,10 @@ func (m *Mirror) lock(key string) func() {
 
 // stamp returns a timestamp after every one this mirror gave before.
 func (m *Mirror) stamp() time.Time {
-	now := time.Now
-	if m.Now != nil {
-		now = m.Now
-	}
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ts := max(now().UnixMicro(), m.last+1)
+	ts := max(now.UnixMicro(), m.last+1)
 	m.last = ts
 	return time.UnixMicro(ts)
 }

@@ -95,21 +95,34 @@ func (m *migration) failed(f Family, key string, err error) {
 	}
 }
 
-// ---- sessions
-
-type migratingSessions struct {
-	old, neu session.Repository
+// pair is one family's repository in the old store and in Cassandra, and its phase.
+type pair[R any] struct {
+	old, neu R
 	m        *migration
 	ph       *familyPhase
 }
 
-func (d *migratingSessions) pick() (session.Repository, migrate.Phase, func()) {
+// pick begins an operation: the store serving the family (the source of truth), the phase,
+// and the func that ends the operation.
+func (d *pair[R]) pick() (R, migrate.Phase, func()) {
 	p, done := d.ph.begin()
 	if p == migrate.Cutover {
 		return d.neu, p, done
 	}
 	return d.old, p, done
 }
+
+// other is the store that gets the copy while the family migrates or is cut over.
+func (d *pair[R]) other(p migrate.Phase) R {
+	if p == migrate.Cutover {
+		return d.old
+	}
+	return d.neu
+}
+
+// ---- sessions
+
+type migratingSessions struct{ pair[session.Repository] }
 
 // after copies id into Cassandra while mirroring, whatever the old store answered: an error
 // may hide a change it made (a timeout, a client that hung up), and the copy reads what is
@@ -175,19 +188,7 @@ func (d *migratingSessions) PurgeExpired(ctx context.Context, now time.Time) (in
 
 // ---- carts
 
-type migratingCarts struct {
-	old, neu cart.Repository
-	m        *migration
-	ph       *familyPhase
-}
-
-func (d *migratingCarts) pick() (cart.Repository, migrate.Phase, func()) {
-	p, done := d.ph.begin()
-	if p == migrate.Cutover {
-		return d.neu, p, done
-	}
-	return d.old, p, done
-}
+type migratingCarts struct{ pair[cart.Repository] }
 
 // cartRestorer is an old store that takes carts back (the rollback path).
 type cartRestorer interface {
@@ -300,27 +301,12 @@ func (d *migratingCarts) PurgeExpired(ctx context.Context, now time.Time) (int, 
 
 // ---- events
 
-type migratingEvents struct {
-	old, neu event.Repository
-	m        *migration
-	ph       *familyPhase
-}
-
-func (d *migratingEvents) pick() event.Repository {
-	if d.ph.get() == migrate.Cutover {
-		return d.neu
-	}
-	return d.old
-}
+type migratingEvents struct{ pair[event.Repository] }
 
 func (d *migratingEvents) AppendEvent(ctx context.Context, e event.Event) error {
-	p, done := d.ph.begin()
+	r, p, done := d.pick()
 	defer done()
-	first, second := d.old, d.neu
-	if p == migrate.Cutover {
-		first, second = d.neu, d.old
-	}
-	err := first.AppendEvent(ctx, e)
+	err := r.AppendEvent(ctx, e)
 	if p == migrate.PhaseNone {
 		return err
 	}
@@ -329,7 +315,7 @@ func (d *migratingEvents) AppendEvent(ctx context.Context, e event.Event) error 
 	switch {
 	case err == nil:
 		// An event never changes: the same record in both stores is the whole copy.
-		d.m.failed(Events, e.ID, second.AppendEvent(cctx, e))
+		d.m.failed(Events, e.ID, d.other(p).AppendEvent(cctx, e))
 	case p.Mirrors():
 		// The old store may have taken it all the same (a timeout, a client that hung up):
 		// copy what it holds.
@@ -339,65 +325,50 @@ func (d *migratingEvents) AppendEvent(ctx context.Context, e event.Event) error 
 }
 
 func (d *migratingEvents) ListEvents(ctx context.Context, q event.Query) (paging.Page[event.Event], error) {
-	return d.pick().ListEvents(ctx, q)
+	r, _, done := d.pick()
+	defer done()
+	return r.ListEvents(ctx, q)
 }
 
 func (d *migratingEvents) PurgeEvents(ctx context.Context, before time.Time) (int, error) {
-	return d.pick().PurgeEvents(ctx, before)
+	r, _, done := d.pick()
+	defer done()
+	return r.PurgeEvents(ctx, before)
 }
 
 // ---- history
 
-type migratingHistory struct {
-	old, neu history.Repository
-	m        *migration
-	ph       *familyPhase
-}
+type migratingHistory struct{ pair[history.Repository] }
 
 // UpsertEntry writes the projector's entry to both stores: it is a whole state, and the
 // projector applies one order's changes in order. A failed copy is returned, not only
 // reported: the projector retries the message (both writes are idempotent), so no entry is
 // left behind; while Cassandra is down that holds the projector back.
 func (d *migratingHistory) UpsertEntry(ctx context.Context, e history.Entry) error {
-	p, done := d.ph.begin()
+	r, p, done := d.pick()
 	defer done()
-	first, second := d.old, d.neu
-	if p == migrate.Cutover {
-		first, second = d.neu, d.old
-	}
-	if err := first.UpsertEntry(ctx, e); err != nil {
+	if err := r.UpsertEntry(ctx, e); err != nil {
 		return err
 	}
 	if p == migrate.PhaseNone {
 		return nil
 	}
-	err := second.UpsertEntry(ctx, e)
+	err := d.other(p).UpsertEntry(ctx, e)
 	d.m.failed(History, e.OrderID, err)
 	return err
 }
 
 func (d *migratingHistory) ListHistory(ctx context.Context, userID string, page paging.Request) (paging.Page[history.Entry], error) {
-	if d.ph.get() == migrate.Cutover {
-		return d.neu.ListHistory(ctx, userID, page)
-	}
-	return d.old.ListHistory(ctx, userID, page)
+	r, _, done := d.pick()
+	defer done()
+	return r.ListHistory(ctx, userID, page)
 }
 
 // ---- catalog
 
 // migratingCatalog serves product reads from the old store until cutover, then from
 // Cassandra's read model.
-type migratingCatalog struct {
-	old, neu CatalogReader
-	ph       *familyPhase
-}
-
-func (d *migratingCatalog) reader() CatalogReader {
-	if d.ph.get() == migrate.Cutover {
-		return d.neu
-	}
-	return d.old
-}
+type migratingCatalog struct{ pair[CatalogReader] }
 
 // catalogSink feeds Cassandra's catalog read model from the projector while the catalog is
 // being migrated or cut over; before, it drops changes. The projector's checkpoint makes it
@@ -476,11 +447,15 @@ func (s *Stores) WatchMigrations(ctx context.Context, writer string, every time.
 }
 
 func (d *migratingCatalog) GetProduct(ctx context.Context, id string) (catalog.Product, error) {
-	return d.reader().GetProduct(ctx, id)
+	r, _, done := d.pick()
+	defer done()
+	return r.GetProduct(ctx, id)
 }
 
 func (d *migratingCatalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error) {
-	return d.reader().SearchProducts(ctx, q)
+	r, _, done := d.pick()
+	defer done()
+	return r.SearchProducts(ctx, q)
 }
 
 // mirrorSources open the old store a mirror reads changed keys back from, per backend.
@@ -558,15 +533,15 @@ func (s *Stores) openMigrations(ctx context.Context, cfg Config, o Options, open
 		}
 		switch f {
 		case Sessions:
-			s.Sessions = &migratingSessions{old: s.Sessions, neu: cb.Sessions(), m: fm, ph: ph}
+			s.Sessions = &migratingSessions{pair[session.Repository]{old: s.Sessions, neu: cb.Sessions(), m: fm, ph: ph}}
 		case Carts:
-			s.Carts = &migratingCarts{old: s.Carts, neu: cb.Carts(), m: fm, ph: ph}
+			s.Carts = &migratingCarts{pair[cart.Repository]{old: s.Carts, neu: cb.Carts(), m: fm, ph: ph}}
 		case Events:
-			s.Events = &migratingEvents{old: s.Events, neu: cb.Events(), m: fm, ph: ph}
+			s.Events = &migratingEvents{pair[event.Repository]{old: s.Events, neu: cb.Events(), m: fm, ph: ph}}
 		case History:
-			s.History = &migratingHistory{old: s.History, neu: cb.History(), m: fm, ph: ph}
+			s.History = &migratingHistory{pair[history.Repository]{old: s.History, neu: cb.History(), m: fm, ph: ph}}
 		case Catalog:
-			s.Catalog = &migratingCatalog{old: s.Catalog, neu: cb.Catalog(), ph: ph}
+			s.Catalog = &migratingCatalog{pair[CatalogReader]{old: s.Catalog, neu: cb.Catalog(), ph: ph}}
 			s.CatalogSink = &catalogSink{neu: cb.CatalogSink(), ph: ph}
 		}
 	}
