@@ -1,0 +1,89 @@
+// Package eventually lets tests wait for a condition that becomes true on its own time (a
+// replica catching up, a TTL running out, a listener closing) by polling it, never by
+// sleeping a fixed time: the wait lasts as long as the condition needs, and a condition that
+// never holds fails the test with what was last seen instead of a later, puzzling assertion.
+package eventually
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// firstPoll is the first pause between two checks; pauses then double up to the cap.
+const firstPoll = 10 * time.Millisecond
+
+// maxPoll bounds the pause between checks: long waits (a Cassandra node republishing its
+// load every minute) need not hammer the server, short ones stay responsive.
+func maxPoll(within time.Duration) time.Duration {
+	return min(max(within/100, firstPoll), time.Second)
+}
+
+// Until calls check until it returns nil and returns nil, or returns an error wrapping
+// ctx.Err() and check's last error once ctx is done. The pause between calls starts at 10 ms
+// and doubles up to a hundredth of the time ctx has left (at most 1 s).
+func Until(ctx context.Context, check func() error) error {
+	limit := time.Second
+	if d, ok := ctx.Deadline(); ok {
+		limit = maxPoll(time.Until(d))
+	}
+	if last := poll(ctx, limit, check); last != nil {
+		return fmt.Errorf("%w; last: %w", ctx.Err(), last)
+	}
+	return nil
+}
+
+// poll calls check until it returns nil or ctx is done, and returns check's last error (nil
+// when it passed).
+func poll(ctx context.Context, limit time.Duration, check func() error) error {
+	pause := firstPoll
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		t.Reset(pause)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, limit)
+	}
+}
+
+// NoError calls check until it returns nil, failing t with check's last error when it still
+// fails after within. check runs on the test's goroutine, so it may itself call t.Fatal (a
+// failure no wait can mend).
+func NoError(t testing.TB, within time.Duration, check func() error) {
+	t.Helper()
+	if last := wait(within, check); last != nil {
+		t.Fatalf("still failing after %s: %v", within, last)
+	}
+}
+
+// True polls cond until it holds, failing t after within with what the test waited for.
+func True(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	last := wait(within, func() error {
+		if cond() {
+			return nil
+		}
+		return errFalse
+	})
+	if last != nil {
+		t.Fatalf("timed out after %s waiting for %s", within, what)
+	}
+}
+
+var errFalse = errors.New("condition false")
+
+func wait(within time.Duration, check func() error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	return poll(ctx, maxPoll(within), check)
+}
