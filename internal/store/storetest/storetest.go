@@ -28,6 +28,11 @@ func slug(prefix string) string {
 // milliseconds because Cassandra and MongoDB store timestamps at that precision.
 var base = time.Now().UTC().Truncate(time.Millisecond)
 
+// purgeWithin bounds the wait for an expired row to be purged: a store that purges by
+// expires_at needs nothing past the expiry, Cassandra's whole-second TTLs up to a second more;
+// the rest is headroom for a loaded machine.
+const purgeWithin = 15 * time.Second
+
 func sameInstant(t *testing.T, what string, got, want time.Time) {
 	t.Helper()
 	if !got.Equal(want) {
