@@ -162,7 +162,7 @@ func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
 	if err := sharding.StartBalancer(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.WaitSettled(ctx, ns, 250*time.Millisecond); err != nil {
+	if _, _, err := r.WaitSettled(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	settled := time.Now()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/demo"
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // TestServeSeedsAndShutsDownGracefully runs the real serve path on a temp dir: it listens at
@@ -80,17 +82,12 @@ func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 		t.Errorf("search while seeding: %d, want 200", code)
 	}
 	close(release)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		code, _, body := get("/readyz")
-		if code == http.StatusOK {
-			break
+	eventually.NoError(t, 60*time.Second, func() error {
+		if code, _, body := get("/readyz"); code != http.StatusOK {
+			return fmt.Errorf("/readyz still %d %v; logs:\n%s", code, body, logs.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d %v after 60 s; logs:\n%s", code, body, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if !strings.Contains(logs.String(), "demo data ready") {
 		t.Errorf("ready before the seed said it was done; logs:\n%s", logs.String())
 	}
@@ -99,22 +96,22 @@ func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	}
 	// The projector has passed every seeded row: the scheduled prune empties the outbox, and
 	// the metrics say so.
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	eventually.NoError(t, 30*time.Second, func() error {
 		resp, err := http.Get(api + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := io.ReadAll(resp.Body)
+		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
 		m := string(b)
 		if strings.Contains(m, "\nshardmart_outbox_rows 0\n") && strings.Contains(m, "\nshardmart_outbox_oldest_unconsumed_age_seconds 0\n") {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the outbox was not pruned after the seed; metrics:\n%s\nlogs:\n%s", grepLines(m, "shardmart_outbox"), logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("the outbox was not pruned after the seed; metrics:\n%s\nlogs:\n%s", grepLines(m, "shardmart_outbox"), logs.String())
+	})
 	if !strings.Contains(logs.String(), "pruned outbox") {
 		t.Errorf("no prune logged; logs:\n%s", logs.String())
 	}

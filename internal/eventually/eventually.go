@@ -29,27 +29,44 @@ func Until(ctx context.Context, check func() error) error {
 	if d, ok := ctx.Deadline(); ok {
 		limit = maxPoll(time.Until(d))
 	}
-	if last := poll(ctx, limit, check); last != nil {
+	last, stop := poll(ctx, limit, check)
+	switch {
+	case stop:
+		return last
+	case last != nil:
 		return fmt.Errorf("%w; last: %w", ctx.Err(), last)
 	}
 	return nil
 }
 
+// Stop marks err as final: Until returns it, and NoError fails with it, at once instead of
+// checking again (a failed query, not a condition still false).
+func Stop(err error) error { return stopped{err} }
+
+type stopped struct{ err error }
+
+func (s stopped) Error() string { return s.err.Error() }
+func (s stopped) Unwrap() error { return s.err }
+
 // poll calls check until it returns nil or ctx is done, and returns check's last error (nil
-// when it passed).
-func poll(ctx context.Context, limit time.Duration, check func() error) error {
+// when it passed) and whether check stopped the wait.
+func poll(ctx context.Context, limit time.Duration, check func() error) (last error, stop bool) {
 	pause := firstPoll
 	t := time.NewTimer(pause)
 	defer t.Stop()
 	for {
 		err := check()
 		if err == nil {
-			return nil
+			return nil, false
+		}
+		var s stopped
+		if errors.As(err, &s) {
+			return s.err, true
 		}
 		t.Reset(pause)
 		select {
 		case <-ctx.Done():
-			return err
+			return err, false
 		case <-t.C:
 		}
 		pause = min(2*pause, limit)
@@ -61,7 +78,11 @@ func poll(ctx context.Context, limit time.Duration, check func() error) error {
 // failure no wait can mend).
 func NoError(t testing.TB, within time.Duration, check func() error) {
 	t.Helper()
-	if last := wait(within, check); last != nil {
+	last, stop := wait(within, check)
+	switch {
+	case stop:
+		t.Fatalf("%v", last)
+	case last != nil:
 		t.Fatalf("still failing after %s: %v", within, last)
 	}
 }
@@ -69,7 +90,7 @@ func NoError(t testing.TB, within time.Duration, check func() error) {
 // True polls cond until it holds, failing t after within with what the test waited for.
 func True(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	last := wait(within, func() error {
+	last, _ := wait(within, func() error {
 		if cond() {
 			return nil
 		}
@@ -82,7 +103,7 @@ func True(t testing.TB, within time.Duration, what string, cond func() bool) {
 
 var errFalse = errors.New("condition false")
 
-func wait(within time.Duration, check func() error) error {
+func wait(within time.Duration, check func() error) (last error, stop bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	return poll(ctx, maxPoll(within), check)

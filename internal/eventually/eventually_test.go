@@ -91,3 +91,22 @@ func TestTrueNamesWhatItWaitedFor(t *testing.T) {
 		t.Errorf("failed %q after %d calls, want success on the third", r.failed, n)
 	}
 }
+
+func TestStopEndsTheWaitAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errQuery := errors.New("unauthorized")
+	calls := 0
+	start := time.Now()
+	err := eventually.Until(ctx, func() error { calls++; return eventually.Stop(fmt.Errorf("count: %w", errQuery)) })
+	if !errors.Is(err, errQuery) || errors.Is(err, context.DeadlineExceeded) || calls != 1 || time.Since(start) > 10*time.Second {
+		t.Errorf("Until: %v after %d calls, want the stopping error after one call", err, calls)
+	}
+	r := &recorder{}
+	r.run(func(tb testing.TB) {
+		eventually.NoError(tb, time.Minute, func() error { return eventually.Stop(errQuery) })
+	})
+	if r.failed != errQuery.Error() {
+		t.Errorf("NoError failed with %q, want %q at once", r.failed, errQuery)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 func TestMetrics(t *testing.T) {
@@ -111,18 +113,14 @@ func TestGracefulShutdown(t *testing.T) {
 	<-started
 	cancel()
 	// Shutdown closes the listener first: new connections fail while the old request runs.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually.True(t, 5*time.Second, "the listener to refuse connections after shutdown began", func() bool {
 		c, err := net.DialTimeout("tcp", ln.Addr().String(), 200*time.Millisecond)
 		if err != nil {
-			break
+			return true
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("listener still accepting after shutdown began")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("Serve returned %v before the in-flight request finished", err)

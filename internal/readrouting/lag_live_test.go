@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/paging"
@@ -46,7 +47,7 @@ func TestWatchLagOnPlainReplicaSetMonitorsTheSetItself(t *testing.T) {
 	}
 	seedProduct(t, ctx, s)
 	var d readrouting.Decision
-	waitFor(t, 30*time.Second, "a product page read routed to a secondary", func() bool {
+	eventually.True(t, 30*time.Second, "a product page read routed to a secondary", func() bool {
 		mark := routes.mark()
 		if _, err := s.Products().GetProduct(ctx, "p1"); err != nil {
 			t.Fatal(err)
@@ -113,7 +114,7 @@ func newFixture(t *testing.T, ctx context.Context) *fixture {
 	t.Cleanup(func() { _ = xc.Disconnect(context.Background()) })
 	f.ticks = xc.Database(db).Collection("ticks")
 	f.writer = startTickWriter(t, f.set.URI(), db)
-	waitFor(t, 10*time.Second, "the writer's first second of ticks", func() bool { return f.writer.written() >= 20 })
+	eventually.True(t, 10*time.Second, "the writer's first second of ticks", func() bool { return f.writer.written() >= 20 })
 	return f
 }
 
@@ -155,7 +156,7 @@ func (f *fixture) waitSecondaries(t *testing.T, ctx context.Context, limit time.
 	t.Helper()
 	start := time.Now()
 	var page, search readrouting.Decision
-	waitFor(t, limit, what, func() bool {
+	eventually.True(t, limit, what, func() bool {
 		page, search = f.budgeted(t, ctx)
 		return bothOn(readrouting.Secondary, page, search)
 	})
@@ -166,7 +167,7 @@ func (f *fixture) waitSecondaries(t *testing.T, ctx context.Context, limit time.
 func (f *fixture) nextSnapshot(t *testing.T, since, after time.Time) readrouting.LagSnapshot {
 	t.Helper()
 	var snap readrouting.LagSnapshot
-	waitFor(t, 5*time.Second, "a new lag snapshot", func() bool {
+	eventually.True(t, 5*time.Second, "a new lag snapshot", func() bool {
 		snap = f.a.LagSnapshot()
 		return snap.MeasuredAt.After(since) && snap.MeasuredAt.After(after)
 	})
@@ -249,7 +250,7 @@ func TestStoppedSecondaryLagTracksTruthAndBudgetedReadsFallBackToPrimary(t *test
 	// Freeze member x with a known newest tick W.
 	last := f.writer.hold()
 	var frozen tick
-	waitFor(t, 10*time.Second, "member "+f.xHost+" to show the writer's last tick", func() bool {
+	eventually.True(t, 10*time.Second, "member "+f.xHost+" to show the writer's last tick", func() bool {
 		var err error
 		frozen, err = newestTick(ctx, f.ticks)
 		return err == nil && frozen.Seq == last.Seq
@@ -467,18 +468,6 @@ func seedProduct(t *testing.T, ctx context.Context, s *smongo.Store) {
 		Price: 1999, Stock: map[string]int64{zone: 1000}, CreatedAt: now, UpdatedAt: now})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond every 100 ms until it holds, failing the test after limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

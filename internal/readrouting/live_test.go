@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 )
 
@@ -103,12 +104,32 @@ func TestLiveIdleSetLagStaysWithinHeartbeatInterval(t *testing.T) {
 
 	m := NewMonitor(map[string]StatusSource{set.Name(): src}, 250*time.Millisecond)
 	runCtx, stop := context.WithCancel(ctx)
+	// The wall times in the status are milliseconds: truncate so a write right after the start
+	// counts as after it.
+	started := time.Now().Truncate(time.Millisecond)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 
-	// Let the first heartbeats land, then sample for 3 s.
-	time.Sleep(time.Second)
+	// Wait until every member has applied a write made since the monitor started (its first
+	// heartbeat) and the monitor has measured after that, then sample for 3 s: before, an idle
+	// set's lag is whatever the last write before the test left.
+	eventually.NoError(t, 30*time.Second, func() error {
+		st, err := src.ReplSetStatus(ctx)
+		if err != nil {
+			return err
+		}
+		for _, ms := range st.Members {
+			if ms.LastAppliedWallTime.Before(started) {
+				return fmt.Errorf("%s last applied %s, before the monitor started at %s", ms.Name, ms.LastAppliedWallTime, started)
+			}
+		}
+		return nil
+	})
+	landed := time.Now()
+	eventually.True(t, 10*time.Second, "a lag snapshot measured after the first heartbeat landed", func() bool {
+		return m.Snapshot().MeasuredAt.After(landed)
+	})
 	var worst time.Duration
 	samples := 0
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {

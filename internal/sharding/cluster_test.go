@@ -102,7 +102,7 @@ func place(ctx context.Context, t *testing.T, r *shardtest.Router, ns string, ds
 func settle(ctx context.Context, t *testing.T, r *shardtest.Router, ns string) map[string]shardtest.ShardStats {
 	t.Helper()
 	start := time.Now()
-	c, st, err := r.WaitSettled(ctx, ns, settlePoll)
+	c, st, err := r.WaitSettled(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,24 +114,11 @@ func settle(ctx context.Context, t *testing.T, r *shardtest.Router, ns string) m
 // range right away: the cluster runs with orphanCleanupDelaySecs=0).
 func waitNoOrphans(ctx context.Context, t *testing.T, r *shardtest.Router, ns string) map[string]shardtest.ShardStats {
 	t.Helper()
-	for {
-		st, err := r.Stats(ctx, ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		orphans := int64(0)
-		for _, s := range st {
-			orphans += s.Orphans
-		}
-		if orphans == 0 {
-			return st
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %d orphans still there: %v", ns, orphans, ctx.Err())
-		case <-time.After(settlePoll):
-		}
+	st, err := r.WaitNoOrphans(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return st
 }
 
 // countOn counts ns's documents matching filter on one shard, read on that shard.

@@ -18,6 +18,7 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
@@ -182,21 +183,18 @@ func hostID(i int) (string, error) {
 
 // waitDriverUp waits until a query pinned to node i succeeds (the driver reconnected).
 func waitDriverUp(ctx context.Context, i int) error {
-	for {
+	err := eventually.Until(ctx, func() error {
 		id, err := hostID(i)
-		if err == nil {
-			var key string
-			err = session.Query(`SELECT key FROM system.local`).SetHostID(id).Consistency(gocql.One).ScanContext(ctx, &key)
-			if err == nil {
-				return nil
-			}
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("driver never reached %s: %w (last: %v)", addr(i), ctx.Err(), err)
-		case <-time.After(250 * time.Millisecond):
-		}
+		var key string
+		return session.Query(`SELECT key FROM system.local`).SetHostID(id).Consistency(gocql.One).ScanContext(ctx, &key)
+	})
+	if err != nil {
+		return fmt.Errorf("driver never reached %s: %w", addr(i), err)
 	}
+	return nil
 }
 
 // handoffChanged records that a test disabled or paused hints, so the next allUp restores them.
@@ -424,34 +422,13 @@ func forEach[T any](t *testing.T, lines []T, fn func(T) error) {
 	}
 }
 
-// eventuallyPresentOn polls until node i alone (ONE, itself the coordinator) has every line.
+// eventuallyPresentOn waits until node i alone (ONE, itself the coordinator) has every line.
 func eventuallyPresentOn(t *testing.T, ctx context.Context, i int, lines []row, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		got := presentOn(t, ctx, i, lines, gocql.One)
-		if got == len(lines) {
-			return
+	eventually.NoError(t, within, func() error {
+		if got := presentOn(t, ctx, i, lines, gocql.One); got != len(lines) {
+			return fmt.Errorf("node %d alone has %d of %d lines", i+1, got, len(lines))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %d alone has %d of %d lines after %s", i+1, got, len(lines), within)
-		}
-		time.Sleep(time.Second)
-	}
-}
-
-// eventually retries check until it returns nil, failing the test after within.
-func eventually(t *testing.T, within time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", within, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/eventually"
 	sessionpkg "github.com/shardmart/shardmart/internal/session"
 )
 
@@ -99,7 +100,7 @@ func TestSessionsAtOneSurviveANodeDown(t *testing.T) {
 			t.Fatalf("create session %s at ONE with node 2 down: %v", s.ID, err)
 		}
 		later := now.Add(time.Minute)
-		eventually(t, 10*time.Second, func() error {
+		eventually.NoError(t, 10*time.Second, func() error {
 			if err := sessions.Touch(ctx, s.ID, later); err != nil {
 				t.Fatalf("touch session %s at ONE with node 2 down: %v", s.ID, err)
 			}

@@ -24,6 +24,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/outbox"
@@ -115,14 +116,15 @@ func restore(ctx context.Context) error {
 	if err := set.WaitHealthy(ctx); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for set.Primary(ctx) != 0 {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("member 0 did not take the primary back: %+v", set.Status(ctx))
+	pctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := eventually.Until(pctx, func() error {
+		if set.Primary(pctx) != 0 {
+			return fmt.Errorf("member 0 did not take the primary back: %+v", set.Status(pctx))
 		}
-		if err := serverproc.Sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := set.WaitHealthy(ctx); err != nil {
 		return err

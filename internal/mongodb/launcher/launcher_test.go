@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // A 3-member set comes up with member 0 as PRIMARY (priority 2), the URI reaches it through
@@ -46,13 +48,12 @@ func TestThreeMemberSetElectsAndRecovers(t *testing.T) {
 	if err := s.StartMember(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for s.Primary(ctx) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("member 0 (priority 2) did not take the primary back: %v", s.Status(ctx))
+	eventually.NoError(t, 2*time.Minute, func() error {
+		if s.Primary(ctx) != 0 {
+			return fmt.Errorf("member 0 (priority 2) did not take the primary back: %v", s.Status(ctx))
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Down stops every member cleanly (no SIGKILL needed) and Open finds the set from its directory.

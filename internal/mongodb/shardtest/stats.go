@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // ShardStats is one shard's share of a collection, from $collStats on that shard.
@@ -79,31 +80,52 @@ func (r *Router) Compliance(ctx context.Context, ns string) (BalancerCompliance,
 }
 
 // WaitSettled waits until the balancer reports ns compliant (balanced and within its zones)
-// and no shard holds orphans of it any more, polling every poll; it returns the last
-// compliance answer and stats. The balancer must be on for an unbalanced ns to settle.
-func (r *Router) WaitSettled(ctx context.Context, ns string, poll time.Duration) (BalancerCompliance, map[string]ShardStats, error) {
-	for {
-		c, err := r.Compliance(ctx, ns)
-		if err != nil {
-			return c, nil, err
+// and no shard holds orphans of it any more; it returns the last compliance answer and stats.
+// The balancer must be on for an unbalanced ns to settle.
+func (r *Router) WaitSettled(ctx context.Context, ns string) (c BalancerCompliance, st map[string]ShardStats, err error) {
+	err = eventually.Until(ctx, func() error {
+		var err error
+		if c, err = r.Compliance(ctx, ns); err != nil {
+			return eventually.Stop(err)
 		}
-		var st map[string]ShardStats
-		if c.Compliant {
-			if st, err = r.Stats(ctx, ns); err != nil {
-				return c, nil, err
-			}
-			orphans := int64(0)
-			for _, s := range st {
-				orphans += s.Orphans
-			}
-			if orphans == 0 {
-				return c, st, nil
-			}
+		if !c.Compliant {
+			return fmt.Errorf("not compliant (violation %q)", c.Violation)
 		}
-		select {
-		case <-ctx.Done():
-			return c, st, fmt.Errorf("shardtest: %s not settled (compliant=%t, violation %q): %w", ns, c.Compliant, c.Violation, ctx.Err())
-		case <-time.After(poll):
-		}
+		st, err = r.noOrphans(ctx, ns)
+		return err
+	})
+	if err != nil {
+		return c, st, fmt.Errorf("shardtest: %s not settled: %w", ns, err)
 	}
+	return c, st, nil
+}
+
+// WaitNoOrphans waits until no shard holds orphaned documents of ns and returns the stats.
+func (r *Router) WaitNoOrphans(ctx context.Context, ns string) (st map[string]ShardStats, err error) {
+	err = eventually.Until(ctx, func() error {
+		var err error
+		st, err = r.noOrphans(ctx, ns)
+		return err
+	})
+	if err != nil {
+		return st, fmt.Errorf("shardtest: %s: %w", ns, err)
+	}
+	return st, nil
+}
+
+// noOrphans returns ns's stats, and an error while a shard holds orphans of it (one that
+// stops the wait when the stats cannot be read).
+func (r *Router) noOrphans(ctx context.Context, ns string) (map[string]ShardStats, error) {
+	st, err := r.Stats(ctx, ns)
+	if err != nil {
+		return nil, eventually.Stop(err)
+	}
+	orphans := int64(0)
+	for _, s := range st {
+		orphans += s.Orphans
+	}
+	if orphans > 0 {
+		return st, fmt.Errorf("%d orphans left", orphans)
+	}
+	return st, nil
 }

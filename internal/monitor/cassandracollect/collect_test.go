@@ -2,8 +2,10 @@ package cassandracollect
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,6 +16,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/monitor"
 )
 
@@ -351,20 +354,16 @@ func TestLoadBytesIsTheGossipedLoadNodetoolInfoReports(t *testing.T) {
 	col := newCollectors(t, false)
 	owner, other := c.Hosts()[ownerIdx], c.Hosts()[1-ownerIdx]
 	// Each node republishes its load every 60 s: wait for the first publication after the flush.
-	deadline := time.Now().Add(100 * time.Second)
 	var mfs []*dto.MetricFamily
-	for {
+	eventually.NoError(t, 100*time.Second, func() error {
 		mfs = scrape(t, col)
 		o, _ := value(mfs, "shardmart_cassandra_load_bytes", map[string]string{"node": owner})
 		p, _ := value(mfs, "shardmart_cassandra_load_bytes", map[string]string{"node": other})
 		if o >= hotBytes && p > 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("load_bytes: owner %s %v (want ≥ %d), other %s %v (want > 0) after 100 s", owner, o, hotBytes, other, p)
-		}
-		time.Sleep(2 * time.Second)
-	}
+		return fmt.Errorf("load_bytes: owner %s %v (want ≥ %d), other %s %v (want > 0)", owner, o, hotBytes, other, p)
+	})
 	for i, h := range c.Hosts() {
 		got := mustValue(t, mfs, "shardmart_cassandra_load_bytes", map[string]string{"node": h})
 		out, err := c.Nodetool(ctx, i, "info")
@@ -441,7 +440,27 @@ func TestStoppedNodeIsNodeUpZeroWhileTheScrapeSucceeds(t *testing.T) {
 			t.Fatalf("write at ONE with a replica down: %v", err)
 		}
 	}
-	time.Sleep(2 * time.Second) // hints_flush_period is 1 s: the hints are in the file now
+	// The hints reach the live node's open hint file within hints_flush_period (1 s): wait for
+	// them there, so the zero pending_hints below is about hints that exist. A file holding
+	// only its descriptor is a few hundred bytes; 100 hints are several KiB.
+	hintsDir := filepath.Join(c.Nodes()[0].DataDir(), "hints")
+	eventually.NoError(t, 30*time.Second, func() error {
+		files, err := filepath.Glob(filepath.Join(hintsDir, "*.hints"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var size int64
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil {
+				size += fi.Size()
+			}
+		}
+		if size < 2<<10 {
+			return fmt.Errorf("%d bytes of hints in %s (files %v), want the 100 hints' (≥ 2 KiB)", size, hintsDir, files)
+		}
+		t.Logf("hint files: %d bytes", size)
+		return nil
+	})
 	mfs := scrape(t, newCollectors(t, false))
 	if v := mustValue(t, mfs, "shardmart_cassandra_node_up", map[string]string{"node": stopped}); v != 0 {
 		t.Errorf("node_up{node=%s} = %v after StopNode, want 0", stopped, v)

@@ -1,11 +1,14 @@
 package mongocollect_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // A query held for 4 s on one shard ($where with sleep) shows as one long operation of its
@@ -26,19 +29,22 @@ func TestCurrentOpCountsLongOperations(t *testing.T) {
 		done <- err
 	}()
 	reg := exporter(t, c, "mongo_currentop")
-	for {
+	if err := eventually.Until(ctx, func() error {
 		got := values(t, reg, "shardmart_mongo_long_operations")
 		if got["namespace="+ns+",shard="+busy] == 1 {
 			if n := got["namespace="+ns+",shard="+idle]; n != 0 {
 				t.Errorf("long operations on the idle shard %s: %g, want 0", idle, n)
 			}
-			break
+			return nil
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("the slow query ended (%v) and was never counted: last %v", err, got)
-		case <-time.After(poll):
+			return eventually.Stop(fmt.Errorf("the slow query ended (%v) and was never counted: last %v", err, got))
+		default:
+			return fmt.Errorf("not counted yet: %v", got)
 		}
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)

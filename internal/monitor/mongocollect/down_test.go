@@ -2,12 +2,15 @@ package mongocollect_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // MON-1: a shard killed with SIGKILL is shard_up 0; the scrape still succeeds and so does every
@@ -73,11 +76,12 @@ func TestShardDownIsAMetric(t *testing.T) {
 	if err := down.StartMember(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	for values(t, reg, "shardmart_mongo_shard_up")["shard=sh1"] != 1 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("sh1 restarted but never seen up again by the same exporter")
-		case <-time.After(poll):
+	if err := eventually.Until(ctx, func() error {
+		if got := values(t, reg, "shardmart_mongo_shard_up"); got["shard=sh1"] != 1 {
+			return fmt.Errorf("shard_up %v", got)
 		}
+		return nil
+	}); err != nil {
+		t.Fatalf("sh1 restarted but never seen up again by the same exporter: %v", err)
 	}
 }

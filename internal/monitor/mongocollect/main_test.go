@@ -25,10 +25,7 @@ import (
 	"github.com/shardmart/shardmart/internal/monitor/mongocollect"
 )
 
-const (
-	chunkSizeMB = 1
-	poll        = 200 * time.Millisecond
-)
+const chunkSizeMB = 1
 
 var live = shardtest.Shared{Opts: launcher.ClusterOptions{Shards: 2, BasePort: launcher.MonitorTestPort, ChunkSizeMB: chunkSizeMB}}
 

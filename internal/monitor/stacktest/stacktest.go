@@ -24,6 +24,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
@@ -92,19 +93,19 @@ func tail(b []byte, n int) []byte {
 // waitReady polls url until it answers 200.
 func waitReady(ctx context.Context, t testing.TB, url string) {
 	t.Helper()
-	for {
+	err := eventually.Until(ctx, func() error {
 		resp, err := http.Get(url)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s not ready: %v (last error %v)", url, ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s not ready: %v", url, err)
 	}
 }
 
