@@ -201,7 +201,12 @@ func serverArgs(c *Cluster, n Node) []string {
 		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", n.JMXPort),
 		// Test-cluster speedups (ccm does the same): nothing to settle on a fresh local ring.
 		"-Dcassandra.skip_wait_for_gossip_to_settle=0",
-		"-Dcassandra.ring_delay_ms=1000",
+		// Not ccm's 1000: a non-seed node gives its first gossip with the seed (the shadow round)
+		// twice the ring delay and sends it again only every 5 s, so at 1 s a node starting on a
+		// loaded machine died with "Unable to gossip with any peers" before the seed's answer
+		// arrived. 5 s gives it 10 s and one resend; the round ends as soon as the seed answers,
+		// and with auto_bootstrap: false nothing else at start waits for the ring delay.
+		"-Dcassandra.ring_delay_ms=5000",
 		"-Dcassandra.superuser_setup_delay_ms=0",
 		// No fsync: a SIGKILLed JVM still leaves its writes in the page cache; only a machine
 		// crash would lose them, which no test here simulates.
