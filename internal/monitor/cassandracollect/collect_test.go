@@ -162,8 +162,8 @@ func TestScrapeEmitsExactlyTheCassandraSeriesOfTheMetricContract(t *testing.T) {
 	mfs := scrape(t, newCollectors(t, true))
 	// The exporter's registry adds its floor gauge to the Cassandra and self metrics.
 	contract := readContract(t, "shardmart_cassandra_", "shardmart_monitor_")
-	if len(contract) != 10 {
-		t.Fatalf("parsed %d Cassandra and exporter metrics from docs/monitor.md, want 10: %v", len(contract), contract)
+	if len(contract) != 11 {
+		t.Fatalf("parsed %d Cassandra and exporter metrics from docs/monitor.md, want 11: %v", len(contract), contract)
 	}
 	var got []string
 	for _, mf := range mfs {

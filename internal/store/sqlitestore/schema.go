@@ -72,7 +72,7 @@ CREATE TABLE carts (
 CREATE UNIQUE INDEX carts_one_active ON carts (owner) WHERE status = 'active';
 CREATE INDEX carts_expiry ON carts (expires_at) WHERE expires_at > 0;
 
--- One row per item (DESIGN.md note 1): concurrent edits of different items never collide.
+-- One row per item: concurrent edits of different items never collide.
 CREATE TABLE cart_items (
 	cart_id    TEXT NOT NULL REFERENCES carts (id) ON DELETE CASCADE,
 	product_id TEXT NOT NULL,
@@ -131,10 +131,10 @@ CREATE TABLE cart_fences (
 	at      INTEGER NOT NULL
 ) WITHOUT ROWID;
 `, `
--- Seeds 000 and 002: a description and an active flag; existing products stay active.
+-- A description and an active flag; existing products stay active.
 ALTER TABLE products ADD COLUMN description TEXT NOT NULL DEFAULT '';
 ALTER TABLE products ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
--- A category newest first (seed 002's products_by_category by created_at DESC), keyset on id.
+-- A category newest first (by created_at DESC), keyset on id.
 CREATE INDEX products_category_newest ON products (category, created_at DESC, id DESC);
 `, `
 -- MIG-1: a migration to Cassandra reads history and events by key range (internal/migrate).
