@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// catalog is the requirement catalog of the product brief (DESIGN.md), which lives outside
-// this repository: a new ID there must be added here and mapped in requirements.md.
+// catalog is the requirement catalog of the product brief: a new ID must be added here and
+// mapped in requirements.md.
 var catalog = []string{
 	"ORD-1", "ORD-2", "ORD-3", "PRD-1", "PRD-2", "PRD-3", "PRD-4",
 	"CRT-1", "CRT-2", "CRT-3", "CRT-4", "CRT-5", "CRT-6", "SES-1", "EVT-1", "HIS-1", "CAT-1",

@@ -109,7 +109,7 @@ func TestDashboardShape(t *testing.T) {
 			}
 		}
 	}
-	// Issue 12's list: the seven seed metrics, data and write shares, firing alerts, Cassandra.
+	// The seven per-shard metrics, data and write shares, firing alerts, Cassandra.
 	for _, want := range []string{"1. ", "2. ", "3. ", "4. ", "5. ", "6. ", "7. ",
 		"Data share per shard", "Write share per shard", "Firing alerts", "Load share per node"} {
 		if !strings.Contains(titles, want) {

@@ -47,7 +47,7 @@ const (
 )
 
 // Owner is exactly one of a user or a guest session. Backends key carts by owner so the
-// active cart is found without a scatter-gather (DESIGN.md note 8).
+// active cart is found without a scatter-gather.
 type Owner struct {
 	UserID    string
 	SessionID string
@@ -102,7 +102,7 @@ type Cart struct {
 	Items     []Item
 	CreatedAt time.Time
 	UpdatedAt time.Time
-	// ExpiresAt is zero for user carts; a guest cart expires with its session (DESIGN.md note 10).
+	// ExpiresAt is zero for user carts; a guest cart expires with its session.
 	ExpiresAt time.Time
 	OrderID   string
 	// CheckoutOrder and CheckoutUntil are set while a checkout holds the cart: the order it is

@@ -33,14 +33,15 @@ func (e *InsufficientStockError) Error() string {
 }
 
 // Product is the catalog aggregate. Category is part of the MongoDB shard key
-// {category: 1, _id: 1}, so every write that has it in hand passes it (DESIGN.md note 7).
+// {category: 1, _id: 1}, so every write that has it in hand passes it: without it a write by
+// _id alone is a broadcast to every shard.
 type Product struct {
 	ID          string
 	Name        string
-	Description string // seeds 000 and 002
+	Description string
 	Category    string
 	Price       money.Amount
-	// Inactive hides the product from search and listings (seed 002's is_active, inverted so
+	// Inactive hides the product from search and listings (the source design's is_active, inverted so
 	// that a product stored or sent through the outbox before the flag existed reads as active).
 	Inactive   bool
 	Attributes map[string]string
@@ -73,7 +74,7 @@ type Sort string
 
 const (
 	SortPrice  Sort = "price"
-	SortNewest Sort = "newest" // seed 002's products_by_category, created_at DESC
+	SortNewest Sort = "newest" // created_at DESC, as a category page lists them
 )
 
 // NewestPosition is the keyset position of a newest-first listing, the same on every backend.

@@ -94,7 +94,7 @@ func TestAdviseInputErrors(t *testing.T) {
 	}
 }
 
-// advise's flags are flags only (issue 10): SHARDMART_SHARDS and SHARDMART_SEED, which
+// advise's flags are flags only: SHARDMART_SHARDS and SHARDMART_SEED, which
 // once set --shards and --seed, are not deployment settings and change nothing.
 func TestAdviseFlagsIgnoreEnvironment(t *testing.T) {
 	t.Setenv("SHARDMART_SHARDS", "5")

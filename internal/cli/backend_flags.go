@@ -39,7 +39,7 @@ func (b *backendFlags) register(cmd *cobra.Command) {
 	f.StringVar(&b.placement, "placement", "", `which backend holds which family, over the embedded default, e.g. "carts=cassandra,sessions=cassandra" (families: orders, carts, sessions, events, history, catalog)`)
 	f.StringVar(&b.mongoMonitorUser, "mongo-monitor-user", "", "user the read-routing lag monitor logs in with on each shard replica set behind the mongos (or on the replica set --mongo-uri names), instead of --mongo-uri's: mongos users do not exist on the shards. A shard-local user in admin (authSource from --mongo-uri, else admin) with clusterMonitor and readWrite on shardmart_monitor; empty: --mongo-uri's credentials")
 	f.StringVar(&b.mongoMonitorPassword, "mongo-monitor-password", "", "password of --mongo-monitor-user; prefer the environment to the command line")
-	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime (seed 003: 7 days; seed 002: 24h); guest carts expire with their session")
+	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime; guest carts expire with their session")
 	f.BoolVar(&b.migrations, "migrations", false, "follow the migration state in the Cassandra keyspace (shardmart migrate): dual-write the families being migrated, serve those cut over from Cassandra. Every shop process must run with it before a migrate run")
 	fromEnv(f, "migrations", "SHARDMART_MIGRATIONS")
 	fromEnv(f, "placement", "SHARDMART_PLACEMENT")

@@ -56,7 +56,7 @@ After raising --rf, run a full repair so the new replicas receive the existing d
 	f.StringVar(&o.Keyspace, "keyspace", cassandrastore.DefaultKeyspace, "keyspace")
 	f.IntVar(&o.RF, "rf", 1, "replication factor: 1 on one node, 3 on the local 3-node cluster")
 	f.StringVar(&o.Datacenter, "datacenter", "datacenter1", "datacenter name for NetworkTopologyStrategy")
-	f.DurationVar(&o.SessionTTL, "session-ttl", session.DefaultTTL, "default TTL of sessions and guest carts (seed 003: 168h, seed 002: 24h)")
+	f.DurationVar(&o.SessionTTL, "session-ttl", session.DefaultTTL, "default TTL of sessions and guest carts")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "give up after this long")
 	// The same deployment settings as serve's --cassandra-hosts and --cassandra-keyspace.
 	fromEnv(f, "hosts", "SHARDMART_CASSANDRA_HOSTS")

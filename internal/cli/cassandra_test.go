@@ -44,7 +44,7 @@ func TestCassandraUpRejectsOtherNodeCounts(t *testing.T) {
 	}
 }
 
-// --cassandra-dir is the local launcher's, not a deployment setting: flag only (issue 10).
+// --cassandra-dir is the local launcher's, not a deployment setting: flag only.
 func TestCassandraDirIgnoresEnvironment(t *testing.T) {
 	t.Setenv("SHARDMART_CASSANDRA_DIR", t.TempDir())
 	for _, args := range [][]string{{"status"}, {"status", "--cassandra-dir", "flag-dir"}} {

@@ -13,7 +13,7 @@ import (
 // deploymentEnv is the whole list of environment variables shardmart reads for its settings:
 // what a deployment sets once per host (addresses, data directory, secrets, backends, log
 // format). Every other setting is a flag only, so a variable meant for one command cannot
-// reach another command's flag of the same name (issue 10: SHARDMART_SEED broke serve,
+// reach another command's flag of the same name (SHARDMART_SEED once broke serve, and
 // SHARDMART_FORCE reached both seed and mongo move-range). README "Configuration" lists them.
 var deploymentEnv = []string{
 	"SHARDMART_ADDR",

@@ -32,7 +32,7 @@ func serveOptionsFor(t *testing.T, args ...string) serveOptions {
 	return got
 }
 
-// Issue 10: SHARDMART_SEED=7, meant for advise --seed, made serve fail to start
+// SHARDMART_SEED=7, meant for advise --seed, once made serve fail to start
 // (strconv.ParseBool on --seed). It is no deployment setting and reaches no flag now.
 func TestEnvSeedDoesNotReachServe(t *testing.T) {
 	t.Setenv("SHARDMART_SEED", "7")
@@ -41,7 +41,7 @@ func TestEnvSeedDoesNotReachServe(t *testing.T) {
 	}
 }
 
-// Issue 10: SHARDMART_FORCE reached both seed --force and mongo move-range --force.
+// SHARDMART_FORCE once reached both seed --force and mongo move-range --force.
 func TestEnvForceReachesNeitherSeedNorMoveRange(t *testing.T) {
 	t.Setenv("SHARDMART_FORCE", "true")
 	var seed seedOptions

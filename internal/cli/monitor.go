@@ -25,7 +25,7 @@ type monitorOptions struct {
 	MongoURI        string
 	CassandraHosts  string // comma-separated
 	HotFloorBytes   int64
-	MigrationWindow time.Duration
+	ChunkMoveWindow time.Duration
 	ScrapeTimeout   time.Duration
 	PageInterval    time.Duration
 	Once            bool
@@ -54,7 +54,7 @@ func newCmdMonitor(stdio IO, runF func(context.Context, monitorOptions) error) *
 		Short: "Hot-shard monitor: a Prometheus exporter for MongoDB shards and Cassandra nodes (--once: a summary table)",
 		Long: `Exports per-shard MongoDB figures (chunks, data size and documents per collection
 without orphans, long operations, load, connections, CPU, latency, bytes, balancer state,
-migrations) on /metrics, queried at scrape time. --mongo-uri may name a mongos or a config
+chunk moves) on /metrics, queried at scrape time. --mongo-uri may name a mongos or a config
 server. --once scrapes once and prints, per collection, each shard's data, share and chunks,
 which shard is hot and what to do. See docs/monitor.md.
 
@@ -77,7 +77,7 @@ which shard is hot and what to do. See docs/monitor.md.
 	f.StringVar(&o.MongoURI, "mongo-uri", "", "MongoDB connection string of a mongos or a config server; its credentials and TLS settings are reused for each shard")
 	f.StringVar(&o.CassandraHosts, "cassandra-hosts", "", "Cassandra nodes to monitor, comma-separated")
 	f.Int64Var(&o.HotFloorBytes, "hot-floor-bytes", 64<<20, "a shard is hot only with at least this much data of a collection (exported as shardmart_monitor_hot_floor_bytes for the alert rules)")
-	f.DurationVar(&o.MigrationWindow, "migration-window", time.Hour, "how far back migrations are counted from config.changelog")
+	f.DurationVar(&o.ChunkMoveWindow, "chunk-move-window", time.Hour, "how far back chunk moves are counted from config.changelog")
 	f.DurationVar(&o.ScrapeTimeout, "scrape-timeout", 10*time.Second, "time limit of one scrape; a shard that does not answer within half of it is down")
 	f.DurationVar(&o.PageInterval, "page-interval", 15*time.Second, "how often the page at / gathers (its charts keep the last 240 samples; the page reloads as often)")
 	f.BoolVar(&o.Once, "once", false, "scrape once, print the hot-shard summary and exit (no server)")
@@ -92,8 +92,8 @@ func (o monitorOptions) validate() error {
 		return errors.New("nothing to monitor: pass --mongo-uri (a mongos or a config server) and/or --cassandra-hosts")
 	case o.HotFloorBytes < 0:
 		return fmt.Errorf("--hot-floor-bytes %d: want 0 or more", o.HotFloorBytes)
-	case o.MigrationWindow <= 0:
-		return fmt.Errorf("--migration-window %s: want more than 0", o.MigrationWindow)
+	case o.ChunkMoveWindow <= 0:
+		return fmt.Errorf("--chunk-move-window %s: want more than 0", o.ChunkMoveWindow)
 	case o.ScrapeTimeout <= 0:
 		return fmt.Errorf("--scrape-timeout %s: want more than 0", o.ScrapeTimeout)
 	case o.PageInterval < time.Second:
@@ -124,7 +124,7 @@ func runMonitor(ctx context.Context, stdio IO, o monitorOptions) error {
 	logger := slog.New(slog.NewTextHandler(stdio.Err, nil))
 	var cols []monitor.Collector
 	if o.MongoURI != "" {
-		mc, err := mongocollect.Open(mongocollect.Options{URI: o.MongoURI, MigrationWindow: o.MigrationWindow, Logger: logger})
+		mc, err := mongocollect.Open(mongocollect.Options{URI: o.MongoURI, ChunkMoveWindow: o.ChunkMoveWindow, Logger: logger})
 		if err != nil {
 			return err
 		}

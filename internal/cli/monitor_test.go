@@ -32,17 +32,17 @@ func TestMonitorFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := monitorOptions{Addr: "127.0.0.1:9108", MongoURI: "mongodb://127.0.0.1:27019/?replicaSet=cfg",
-		HotFloorBytes: 64 << 20, MigrationWindow: time.Hour, ScrapeTimeout: 10 * time.Second, PageInterval: 15 * time.Second}
+		HotFloorBytes: 64 << 20, ChunkMoveWindow: time.Hour, ScrapeTimeout: 10 * time.Second, PageInterval: 15 * time.Second}
 	if o != want {
 		t.Errorf("defaults: got %+v, want %+v", o, want)
 	}
 	o, err = runMonitorCmd(t, "--cassandra-hosts", "127.0.0.1, 127.0.0.2", "--once", "--addr", "",
-		"--hot-floor-bytes", "1048576", "--migration-window", "15m", "--scrape-timeout", "3s", "--page-interval", "5s")
+		"--hot-floor-bytes", "1048576", "--chunk-move-window", "15m", "--scrape-timeout", "3s", "--page-interval", "5s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h := o.cassandraHosts(); len(h) != 2 || h[1] != "127.0.0.2" || !o.Once || o.HotFloorBytes != 1<<20 ||
-		o.MigrationWindow != 15*time.Minute || o.ScrapeTimeout != 3*time.Second || o.PageInterval != 5*time.Second {
+		o.ChunkMoveWindow != 15*time.Minute || o.ScrapeTimeout != 3*time.Second || o.PageInterval != 5*time.Second {
 		t.Errorf("given: got %+v (hosts %q)", o, h)
 	}
 
@@ -61,7 +61,7 @@ func TestMonitorFlags(t *testing.T) {
 		{[]string{"--mongo-uri", "localhost:27017"}, "--mongo-uri"},
 		{[]string{"--mongo-uri", "mongodb://h", "--hot-floor-bytes", "-1"}, "--hot-floor-bytes"},
 		{[]string{"--mongo-uri", "mongodb://h", "--hot-floor-bytes", "64MiB"}, "hot-floor-bytes"},
-		{[]string{"--mongo-uri", "mongodb://h", "--migration-window", "0s"}, "--migration-window"},
+		{[]string{"--mongo-uri", "mongodb://h", "--chunk-move-window", "0s"}, "--chunk-move-window"},
 		{[]string{"--mongo-uri", "mongodb://h", "--scrape-timeout", "-1s"}, "--scrape-timeout"},
 		{[]string{"--mongo-uri", "mongodb://h", "--page-interval", "100ms"}, "--page-interval"},
 		{[]string{"--mongo-uri", "mongodb://h", "--addr", ""}, "--addr"},

@@ -30,8 +30,7 @@ func FromOrder(o order.Order) Entry {
 }
 
 // Repository stores entries. UpsertEntry is idempotent: applying the same entry twice leaves
-// one row; (UserID, PlacedAt, OrderID) identifies it, so same-instant orders never collide
-// (DESIGN.md note 2).
+// one row; (UserID, PlacedAt, OrderID) identifies it, so same-instant orders never collide.
 type Repository interface {
 	UpsertEntry(ctx context.Context, e Entry) error
 	ListHistory(ctx context.Context, userID string, page paging.Request) (paging.Page[Entry], error)

@@ -89,7 +89,7 @@ func (s *server) putCartItem(w http.ResponseWriter, r *http.Request, c *caller, 
 	if err != nil {
 		return err
 	}
-	// A guest cart expires with its session (DESIGN.md note 10); the service ignores it for users.
+	// A guest cart expires with its session; the service ignores it for users.
 	ct, err := s.Carts.Put(r.Context(), c.owner(), c.sess.ExpiresAt, id, in.Quantity)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return problem(http.StatusNotFound, "not-found", "Not found", "no such product: "+id,

@@ -65,7 +65,7 @@ func TestPagination(t *testing.T) {
 	}
 }
 
-// TestGuestCartExpiresWithSession: the guest cart's expiry is the session's (DESIGN.md note 10).
+// TestGuestCartExpiresWithSession: the guest cart's expiry is the session's.
 func TestGuestCartExpiresWithSession(t *testing.T) {
 	e := newEnv(t)
 	e.product(t, "p1", "toys", "1.00", 1)

@@ -265,7 +265,7 @@ func (s *server) adjustStock(w http.ResponseWriter, r *http.Request, _ *caller, 
 		return err
 	}
 	ctx := r.Context()
-	// The category completes the shard key, so the stock write stays targeted (DESIGN.md note 7).
+	// The category completes the shard key, so the stock write stays targeted on MongoDB.
 	p, err := s.Products.GetProduct(ctx, id)
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ type Weight struct {
 // Mix is a request mix; shares need not add up to 100.
 type Mix []Weight
 
-// DefaultMix is issue 14's shop: browse and search 60 %, product page 15 %, cart 15 %,
+// DefaultMix is a shop's day: browse and search 60 %, product page 15 %, cart 15 %,
 // checkout 5 %, events and login the rest. Login is kept at 0.5 %: each one is a bcrypt
 // comparison (tens of milliseconds of server CPU by design), so at 1 % it alone would decide
 // the total's p99.

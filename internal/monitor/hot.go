@@ -1,9 +1,9 @@
 package monitor
 
 // The hot-shard decision, written once: --once uses it, and the Prometheus rules (written
-// separately) use the same thresholds. DESIGN note 9: compare a shard with the mean of the
+// separately) use the same thresholds. A shard is compared with the mean of the
 // OTHER shards (a shard inflates a mean it is part of) and require an absolute floor (tiny
-// collections page all night otherwise). Note 11: since 6.0.3 the balancer evens data size,
+// collections page all night otherwise). Since MongoDB 6.0.3 the balancer evens data size,
 // not chunk counts, so chunk skew is only a secondary note.
 const (
 	// HotDataRatio: a shard is hot at data ≥ 1.5 × the other shards' mean (+50 %).

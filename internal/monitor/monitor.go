@@ -1,4 +1,4 @@
-// Package monitor is the hot-shard exporter's core (issue 12): it runs the engine collectors
+// Package monitor is the hot-shard exporter's core: it runs the engine collectors
 // (internal/monitor/mongocollect, internal/monitor/cassandracollect) at scrape time under one
 // per-scrape timeout, reports each collector's success and duration as node_exporter does,
 // serves /metrics, and prints the --once summary. docs/monitor.md is the metric contract.
@@ -100,7 +100,7 @@ type Options struct {
 func NewRegistry(o Options) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	floor := prometheus.NewGauge(prometheus.GaugeOpts{Name: "shardmart_monitor_hot_floor_bytes",
-		Help: "--hot-floor-bytes: the absolute floor of the data-size alert (DESIGN note 9)"})
+		Help: "--hot-floor-bytes: the absolute floor of the data-size alert"})
 	floor.Set(o.HotFloorBytes)
 	reg.MustRegister(floor, NewExporter(o.Collectors, o.ScrapeTimeout, o.Logger))
 	return reg

@@ -51,7 +51,7 @@ shardmart_monitor_collector_success{collector="broken"} 0
 shardmart_monitor_collector_success{collector="ok"} 1
 shardmart_monitor_collector_success{collector="scrape"} 1
 shardmart_monitor_collector_success{collector="slow"} 0
-# HELP shardmart_monitor_hot_floor_bytes --hot-floor-bytes: the absolute floor of the data-size alert (DESIGN note 9)
+# HELP shardmart_monitor_hot_floor_bytes --hot-floor-bytes: the absolute floor of the data-size alert
 # TYPE shardmart_monitor_hot_floor_bytes gauge
 shardmart_monitor_hot_floor_bytes 6.7108864e+07
 # HELP x_value x

@@ -27,7 +27,7 @@ type PageOptions struct {
 const DefaultPageKeep = 240
 
 // Page is the monitor's built-in page at /: per collection the shards' data and write shares
-// over time, current alerts with their reasons and advice, the balancer and recent migrations.
+// over time, current alerts with their reasons and advice, the balancer and recent chunk moves.
 // It gathers on its own interval, not per request, so a page left open adds no load on the
 // cluster beyond one scrape per interval, and the shares have a history to draw.
 type Page struct {

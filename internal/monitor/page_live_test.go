@@ -76,7 +76,7 @@ func liveScene(t *testing.T) *scene {
 			if err := r.ShardCollection(ctx, s.cool, bson.D{{Key: "k", Value: "hashed"}}); err != nil {
 				return err
 			}
-			mc, err := mongocollect.Open(mongocollect.Options{URI: c.ConfigURI(), MigrationWindow: time.Hour})
+			mc, err := mongocollect.Open(mongocollect.Options{URI: c.ConfigURI(), ChunkMoveWindow: time.Hour})
 			if err != nil {
 				return err
 			}
@@ -138,7 +138,7 @@ func TestPageOnRealCluster(t *testing.T) {
 		s.hot + " is hot on " + s.hotShard + " (100% of its data): the balancer is off: start it with `shardmart mongo balancer start`",
 		`balancer: <b>off</b> · in a balancing round: <b>no</b>`,
 		"writes per 15s (collStats latencyStats)", // the per-collection write counters are there: no fallback
-		`<h3>Recent migrations`,
+		`<h3>Recent chunk moves`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -147,7 +147,7 @@ func TestPageOnRealCluster(t *testing.T) {
 	if strings.Contains(page, "HOT shard:</b> "+s.cool) {
 		t.Errorf("%s (hashed, on both shards) reported hot", s.cool)
 	}
-	namespaces := strings.Count(page, "<h3>") - 1 // the migrations heading is the other one
+	namespaces := strings.Count(page, "<h3>") - 1 // the chunk moves heading is the other one
 	if charts := strings.Count(page, `<svg xmlns="http://www.w3.org/2000/svg" class="sharechart"`); charts != namespaces || charts < 2 {
 		t.Errorf("%d charts for %d collections, want one each (at least %s and %s)", charts, namespaces, s.hot, s.cool)
 	}

@@ -25,7 +25,7 @@ type MongoReport struct {
 	Balancer   string // on, off, unknown
 	InRound    bool
 	Namespaces []NamespaceReport
-	Migrations []Migration
+	ChunkMoves []ChunkMove
 	Todo       []string // one piece of advice per hot shard
 }
 
@@ -43,8 +43,8 @@ type ShardRow struct {
 	Advice    string   // what to do, when hot (also in the report's Todo, in row order)
 }
 
-// Migration is one shardmart_mongo_migrations series: migrations within the window.
-type Migration struct {
+// ChunkMove is one shardmart_mongo_chunk_moves series: chunk moves within the window.
+type ChunkMove struct {
 	Namespace, From, To, Result string
 	Count                       float64
 }
@@ -133,11 +133,11 @@ func mongoReport(s series, floorBytes float64) *MongoReport {
 		}
 		m.Namespaces = append(m.Namespaces, nr)
 	}
-	for _, x := range s["shardmart_mongo_migrations"] {
-		m.Migrations = append(m.Migrations, Migration{Namespace: x.labels["namespace"], From: x.labels["shard"],
+	for _, x := range s["shardmart_mongo_chunk_moves"] {
+		m.ChunkMoves = append(m.ChunkMoves, ChunkMove{Namespace: x.labels["namespace"], From: x.labels["shard"],
 			To: x.labels["to_shard"], Result: x.labels["result"], Count: x.value})
 	}
-	slices.SortFunc(m.Migrations, func(a, b Migration) int {
+	slices.SortFunc(m.ChunkMoves, func(a, b ChunkMove) int {
 		return strings.Compare(a.Namespace+a.From+a.To+a.Result, b.Namespace+b.From+b.To+b.Result)
 	})
 	return m

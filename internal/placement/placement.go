@@ -1,5 +1,5 @@
-// Package placement decides which backend holds which data family (DESIGN.md "placement") and
-// opens the repositories accordingly, so a migration moves a family by changing configuration.
+// Package placement decides which backend holds which data family and opens the repositories
+// accordingly, so a migration moves a family by changing configuration.
 package placement
 
 import (
@@ -100,7 +100,7 @@ func (c Config) Validate() error {
 		case SQLite, Mongo:
 		case Cassandra:
 			if f == Orders {
-				return errors.New("placement: orders need multi-row transactions (stock, outbox); Cassandra cannot hold them (seed 003)")
+				return errors.New("placement: orders need multi-row transactions (stock, outbox); Cassandra cannot hold them")
 			}
 		default:
 			return fmt.Errorf("placement: family %s: unknown backend %q (sqlite, cassandra, mongo)", f, b)

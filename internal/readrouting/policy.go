@@ -1,8 +1,8 @@
 // Package readrouting decides, per read operation, whether shardmart reads
-// from the primary or may read from a secondary (RPL-1, seed 000's table).
+// from the primary or may read from a secondary (RPL-1's table).
 //
 // MongoDB's maxStalenessSeconds cannot go below 90 s, so it cannot enforce
-// seed 000's 5 s and 10 s budgets. Instead a Monitor measures each secondary's
+// RPL-1's 5 s and 10 s budgets. Instead a Monitor measures each secondary's
 // replication lag periodically, and the Policy sends an operation to
 // secondaries only when every secondary that mongos might pick is within the
 // operation's budget, counting the measurement's age and uncertainty;
@@ -51,7 +51,7 @@ import (
 // Operation names one read the application makes.
 type Operation string
 
-// The reads of seed 000's table, plus the carts read.
+// The reads of RPL-1's table, plus the carts read.
 const (
 	OpOrderHistory    Operation = "orders.history"     // ORD-2
 	OpOrderStatus     Operation = "orders.status"      // ORD-3, any status but paid
@@ -75,7 +75,7 @@ type Rule struct {
 // PrimaryOnly reports whether the rule never reads from a secondary.
 func (r Rule) PrimaryOnly() bool { return r.Budget <= 0 }
 
-// Table is seed 000's per-operation read table, in the seed's order.
+// Table is RPL-1's per-operation read table, in the requirement's order.
 func Table() []Rule {
 	return []Rule{
 		{OpOrderHistory, "orders", 10 * time.Second, "history is the outcome of finished orders; a noticeable but harmless delay"},
@@ -108,7 +108,7 @@ type Policy struct {
 	now      func() time.Time
 }
 
-// NewPolicy builds the policy for seed 000's table.
+// NewPolicy builds the policy for RPL-1's table.
 func NewPolicy() Policy { return NewPolicyFor(Table()) }
 
 // NewPolicyFor builds a policy over any table (tests, other services).

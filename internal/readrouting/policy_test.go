@@ -21,7 +21,7 @@ func secondaries(lags ...time.Duration) LagSnapshot {
 	return s
 }
 
-// RPL-1: the per-operation read table of seed 000.
+// RPL-1: the per-operation read table.
 func TestTableMirrorsSeed000(t *testing.T) {
 	want := map[Operation]time.Duration{
 		OpOrderHistory: 10 * time.Second, OpOrderStatus: 5 * time.Second, OpOrderStatusPaid: 0,

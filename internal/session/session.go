@@ -18,7 +18,8 @@ var (
 	ErrBoundToOtherUser = errors.New("session belongs to another user")
 )
 
-// DefaultTTL is seed 003's seven days; seed 002's 24 h is one flag away.
+// DefaultTTL is seven days; 24 h (the shorter of the source designs' two lifetimes) is one
+// flag away.
 const DefaultTTL = 7 * 24 * time.Hour
 
 // Status of a session.

@@ -61,7 +61,7 @@ func shardKeyIndex(k Key) Index {
 func Plan(spec Spec) []Step {
 	steps := []Step{{
 		Action: ActEnableSharding, DB: "admin", Cmd: EnableShardingCmd(spec.Database),
-		Comment: "create the database (seed: sh.enableSharding(\"somedb\"); not required since 6.0, harmless)",
+		Comment: "create the database (sh.enableSharding(\"somedb\"): not required since 6.0, harmless)",
 	}}
 	for _, t := range spec.Tiers {
 		for _, sh := range t.Shards {

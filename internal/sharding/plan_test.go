@@ -80,7 +80,7 @@ func TestPlanOrderAndTargets(t *testing.T) {
 	}
 }
 
-// SHD-2: the seeds' alternative shard keys are planned side by side.
+// SHD-2: the alternative shard keys are planned side by side.
 func TestPlanDatabaseAndVariants(t *testing.T) {
 	spec, err := NewSpec(Options{Database: "shop", Now: planDay, Variants: map[string]string{"orders": "user_id_range", "products": "id_hashed"}})
 	if err != nil {

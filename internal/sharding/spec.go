@@ -69,7 +69,7 @@ func (k Key) Hashed() bool {
 	return slices.ContainsFunc(k, func(f KeyField) bool { return f.Kind == Hashed })
 }
 
-// String renders the key like the seeds write it: { user_id: "hashed" }.
+// String renders the key in shell notation: { user_id: "hashed" }.
 func (k Key) String() string { return shellValue(k.Doc()) }
 
 // Index is a secondary (or shard-key) index the spec creates.

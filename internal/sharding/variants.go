@@ -32,16 +32,16 @@ func keyVariants() map[string][]Collection {
 	}, {
 		Name: "category_created_id",
 		Key:  Key{asc("category"), desc("created_at"), desc("_id")},
-		Why:  "PRD-5: a category newest first (seed 002's products_by_category by created_at DESC), keyset on (created_at, _id)",
+		Why:  "PRD-5: a category newest first (as the source design's products_by_category, by created_at DESC), keyset on (created_at, _id)",
 	}}
-	// The active cart is found by its _id, derived from its owner (DESIGN note 8), so no
+	// The active cart is found by its _id, derived from its owner, so no
 	// index on session_id or user_id: it would cost a write on every cart change.
 	cartIndexes := []Index{
 		{
 			Name: "expires_at_ttl",
 			Key:  Key{asc("expires_at")},
 			TTL:  true, // expireAfterSeconds 0: a document expires at its own expires_at
-			Why:  "guest carts expire with their session (DESIGN note 10); user carts carry no expires_at",
+			Why:  "guest carts expire with their session; user carts carry no expires_at",
 		},
 	}
 	eventIndexes := []Index{{
@@ -55,19 +55,19 @@ func keyVariants() map[string][]Collection {
 				Name: "orders", Variant: "user_id_hashed",
 				Key: Key{hashed("user_id")}, Indexes: orderIndexes,
 				Traits: map[string]FieldTraits{"user_id": userID},
-				Why:    "seed 000 (SHD-1): even spread; create, history and status are targeted when the filter carries user_id",
+				Why:    "SHD-1: even spread; create, history and status are targeted when the filter carries user_id",
 			},
 			{
 				Name: "orders", Variant: "user_id_range",
 				Key: Key{asc("user_id")}, Indexes: orderIndexes,
 				Traits: map[string]FieldTraits{"user_id": userID},
-				Why:    "seed 000 alternative: readable placement per user range; new users' ObjectIds all land in the top chunk",
+				Why:    "alternative: readable placement per user range; new users' ObjectIds all land in the top chunk",
 			},
 			{
 				Name: "orders", Variant: "user_id_hashed_order_date",
 				Key: Key{hashed("user_id"), asc("order_date")}, Indexes: orderIndexes,
 				Traits: map[string]FieldTraits{"user_id": userID, "order_date": {Monotonic: true}},
-				Why:    "answers the seed's wholesale-buyer risk: still targeted by user_id, but one heavy user's orders can split by date",
+				Why:    "answers the wholesale-buyer risk: still targeted by user_id, but one heavy user's orders can split by date",
 			},
 		},
 		"products": {
@@ -75,19 +75,19 @@ func keyVariants() map[string][]Collection {
 				Name: "products", Variant: "category_id",
 				Key: Key{asc("category"), asc("_id")}, Indexes: productIndexes,
 				Traits: map[string]FieldTraits{"category": {LowCardinality: true, Skewed: true}, "_id": {Monotonic: true}},
-				Why:    "seed 000 (SHD-1): category search targeted; stock updates must carry category (DESIGN note 7)",
+				Why:    "SHD-1: category search targeted; stock updates must carry category (by _id alone they broadcast)",
 			},
 			{
 				Name: "products", Variant: "category_hashed",
 				Key: Key{hashed("category")}, Indexes: productIndexes,
 				Traits: map[string]FieldTraits{"category": {LowCardinality: true, Skewed: true}},
-				Why:    "seed 000 alternative: one category per chunk, which can never split",
+				Why:    "alternative: one category per chunk, which can never split",
 			},
 			{
 				Name: "products", Variant: "id_hashed",
 				Key: Key{hashed("_id")}, Indexes: productIndexes,
 				Traits: map[string]FieldTraits{"_id": {Monotonic: true}},
-				Why:    "seed 000 comment: even spread when stock/page reads outweigh category search (search broadcasts)",
+				Why:    "alternative: even spread when stock/page reads outweigh category search (search broadcasts)",
 			},
 		},
 		"carts": {
@@ -95,13 +95,13 @@ func keyVariants() map[string][]Collection {
 				Name: "carts", Variant: "id_hashed",
 				Key: Key{hashed("_id")}, Indexes: cartIndexes,
 				Traits: map[string]FieldTraits{"_id": {Monotonic: true}},
-				Why:    "seed 000 (SHD-1): every operation on a known cart is targeted; \"active cart by owner\" is not unless _id derives from the owner (DESIGN note 8)",
+				Why:    "SHD-1: every operation on a known cart is targeted; \"active cart by owner\" is not unless _id derives from the owner",
 			},
 			{
 				Name: "carts", Variant: "user_id_hashed",
 				Key: Key{hashed("user_id")}, Indexes: cartIndexes,
 				Traits: map[string]FieldTraits{"user_id": {Nullable: true}},
-				Why:    "seed 000 alternative: user carts targeted, but every guest cart (user_id null) shares one hashed value",
+				Why:    "alternative: user carts targeted, but every guest cart (user_id null) shares one hashed value",
 			},
 		},
 		"sessions": {
@@ -110,7 +110,7 @@ func keyVariants() map[string][]Collection {
 				Key: Key{hashed("_id")},
 				Indexes: []Index{{
 					Name: "expires_at_ttl", Key: Key{asc("expires_at")}, TTL: true,
-					Why: "SES-1: sessions expire (7 d in seed 003, 24 h in seed 002: the app sets expires_at)",
+					Why: "SES-1: sessions expire (7 d by default, --session-ttl: the app sets expires_at)",
 				}},
 				Zone: "standard",
 				Why:  "added: random session tokens spread evenly and every lookup is by token; cheap data pinned to the standard tier (SHD-7)",

@@ -15,7 +15,7 @@ import (
 )
 
 // ZoneRangeFor builds a full-key range of collection c from two key prefixes:
-// min is padded with MinKey, max with MaxKey (DESIGN note 6), so a prefix
+// min is padded with MinKey, max with MaxKey, so a prefix
 // {category: "books"} for both bounds covers exactly that category. An empty
 // min means MinKey..., an empty max MaxKey....
 func ZoneRangeFor(c Collection, min, max bson.D, zone string) (Range, error) {

@@ -73,7 +73,7 @@ func TestZoneRangePinsCategoryToItsShardUntilRemoved(t *testing.T) {
 	}
 
 	// The server lets a manual move break a zone (6.0 checks no zones in moveRange): the
-	// balancer reports the violation and moves the range back: the seed's warning that the
+	// balancer reports the violation and moves the range back: the known risk that the
 	// balancer reshuffles manual placement.
 	balancerOff(ctx, t, r)
 	move := sharding.MoveRangeRequest{NS: ns, Collection: products, ToShard: home, Min: books, Max: books}

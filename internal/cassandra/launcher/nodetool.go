@@ -59,7 +59,7 @@ func lastLine(s string) string {
 }
 
 // DefaultRepairSkip are the tables scheduled repair leaves out: sessions and click events
-// are short-lived or statistical (seeds 002/003: hinted handoff only, no anti-entropy), so a
+// are short-lived or statistical (hinted handoff only, no anti-entropy), so a
 // repair's network and disk cost buys nothing there.
 var DefaultRepairSkip = []string{"*session*", "*event*"}
 

@@ -1,4 +1,4 @@
-// Package cassandracollect holds the Cassandra collectors of the hot-shard monitor (issue 12):
+// Package cassandracollect holds the Cassandra collectors of the hot-shard monitor:
 // one prometheus collector per file, node_exporter style, each querying every node at scrape
 // time under Options.Timeout. docs/monitor.md is the metric contract and says what each series
 // reads on Cassandra 5.0.8.

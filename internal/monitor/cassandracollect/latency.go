@@ -8,9 +8,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-var latencyDesc = prometheus.NewDesc("shardmart_cassandra_table_latency_seconds",
-	"local read/write latency of the table on the node (system_views.local_read_latency, local_write_latency)",
-	[]string{"node", "keyspace", "table", "op", "quantile"}, nil)
+var (
+	latencyDesc = prometheus.NewDesc("shardmart_cassandra_table_latency_seconds",
+		"local read/write latency quantile of the table on the node (system_views.local_read_latency, local_write_latency)",
+		[]string{"node", "keyspace", "table", "op", "quantile"}, nil)
+	// The maximum is not a quantile, so it has its own name instead of a quantile="max" label.
+	latencyMaxDesc = prometheus.NewDesc("shardmart_cassandra_table_latency_max_seconds",
+		"local read/write latency maximum of the table on the node (system_views.local_read_latency, local_write_latency)",
+		[]string{"node", "keyspace", "table", "op"}, nil)
+)
 
 // latencyCollector reads the node-local latency tables. Despite their names, 5.0.8's
 // p50th_ms, p99th_ms and max_ms hold seconds (the microsecond histogram times 1e-6, rounded
@@ -34,9 +40,10 @@ func (c *latencyCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 				for _, q := range []struct {
 					quantile string
 					v        float64
-				}{{"0.5", p50}, {"0.99", p99}, {"max", max}} {
+				}{{"0.5", p50}, {"0.99", p99}} {
 					ch <- prometheus.MustNewConstMetric(latencyDesc, prometheus.GaugeValue, q.v, n.label, ks, table, src.op, q.quantile)
 				}
+				ch <- prometheus.MustNewConstMetric(latencyMaxDesc, prometheus.GaugeValue, max, n.label, ks, table, src.op)
 			}
 			if err := iter.Close(); err != nil {
 				return fmt.Errorf("read system_views.%s: %w", src.table, err)

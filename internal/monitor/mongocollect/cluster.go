@@ -29,7 +29,7 @@ var ErrNotClusterEntry = errors.New("mongocollect: the URI is neither a mongos n
 // Options configure the MongoDB collectors.
 type Options struct {
 	URI             string        // a mongos or a config server
-	MigrationWindow time.Duration // how far back config.changelog is read (default 1h)
+	ChunkMoveWindow time.Duration // how far back config.changelog is read (default 1h)
 	Logger          *slog.Logger
 }
 
@@ -57,8 +57,8 @@ func Open(o Options) (*Cluster, error) {
 	if o.URI == "" {
 		return nil, errors.New("mongocollect: no URI")
 	}
-	if o.MigrationWindow <= 0 {
-		o.MigrationWindow = time.Hour
+	if o.ChunkMoveWindow <= 0 {
+		o.ChunkMoveWindow = time.Hour
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -89,7 +89,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 func (c *Cluster) Collectors() []monitor.Collector {
 	return []monitor.Collector{
 		shardsCollector{c}, chunksCollector{c}, collStatsCollector{c}, currentOpCollector{c},
-		serverStatusCollector{c}, balancerCollector{c}, migrationsCollector{c},
+		serverStatusCollector{c}, balancerCollector{c}, chunkMovesCollector{c},
 	}
 }
 

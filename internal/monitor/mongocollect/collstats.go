@@ -27,7 +27,7 @@ var (
 )
 
 // collStatsCollector reads $collStats storageStats of every sharded collection on every shard
-// that is up. Orphans (left by a migration until the range deleter runs) are subtracted, or a
+// that is up. Orphans (left by a chunk move until the range deleter runs) are subtracted, or a
 // donor looks hot right after the balancer relieved it. A shard without the collection reports
 // zeros: it holds none of it.
 type collStatsCollector struct{ c *Cluster }

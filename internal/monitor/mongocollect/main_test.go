@@ -77,7 +77,7 @@ func balancerOff(ctx context.Context, t *testing.T, r *shardtest.Router) {
 // when none) on a private registry, with a 10 s scrape timeout.
 func exporter(t *testing.T, c *launcher.Cluster, names ...string) *prometheus.Registry {
 	t.Helper()
-	mc, err := mongocollect.Open(mongocollect.Options{URI: c.ConfigURI(), MigrationWindow: time.Hour})
+	mc, err := mongocollect.Open(mongocollect.Options{URI: c.ConfigURI(), ChunkMoveWindow: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

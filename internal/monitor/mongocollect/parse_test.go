@@ -23,7 +23,7 @@ func TestCollStatsOwnedSubtractsOrphans(t *testing.T) {
 	}
 }
 
-func TestCountMigrationsCountsAFailureOnce(t *testing.T) {
+func TestCountChunkMovesCountsAFailureOnce(t *testing.T) {
 	ev := func(what, from, to string, min int32, note, errmsg string) changeEvent {
 		var e changeEvent
 		e.What, e.NS = what, "app.items"
@@ -32,7 +32,7 @@ func TestCountMigrationsCountsAFailureOnce(t *testing.T) {
 		e.Details.Min = bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: raw}
 		return e
 	}
-	got := countMigrations([]changeEvent{
+	got := countChunkMoves([]changeEvent{
 		ev("moveChunk.commit", "sh0", "sh1", 1, "", ""),
 		ev("moveChunk.from", "sh0", "sh1", 1, "success", ""), // the same committed move: not counted again
 		ev("moveChunk.commit", "sh0", "sh1", 2, "", ""),
@@ -41,7 +41,7 @@ func TestCountMigrationsCountsAFailureOnce(t *testing.T) {
 		ev("moveChunk.from", "sh1", "sh0", 4, "aborted", "early"), // failed before moveChunk.error
 		ev("moveChunk.error", "sh1", "sh0", 5, "", "x"),           // failed, no moveChunk.from
 	})
-	want := map[migrationKey]int{
+	want := map[moveKey]int{
 		{from: "sh0", to: "sh1", ns: "app.items", result: "committed"}: 2,
 		{from: "sh0", to: "sh1", ns: "app.items", result: "failed"}:    1,
 		{from: "sh1", to: "sh0", ns: "app.items", result: "failed"}:    2,

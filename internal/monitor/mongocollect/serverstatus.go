@@ -28,7 +28,7 @@ var (
 )
 
 // serverStatusCollector reads serverStatus and hostInfo on each shard primary that is up:
-// load (opcounters), connections, CPU, latency and bytes, the per-shard seed metrics 3-7.
+// load (opcounters), connections, CPU, latency and bytes (metrics 3-7 of docs/monitor.md).
 type serverStatusCollector struct{ c *Cluster }
 
 func (serverStatusCollector) Name() string { return "mongo_serverstatus" }

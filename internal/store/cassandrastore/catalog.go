@@ -50,9 +50,9 @@ func bucketOfProduct(id string) int {
 }
 
 // UpsertProduct writes both tables in one logged batch: the batch log guarantees that both
-// or neither eventually apply even if the coordinator dies (seed 002's first option), while
+// or neither eventually apply even if the coordinator dies, while
 // the outbox makes the whole read model eventually consistent with the store of record
-// (its second option, CQRS). A version older than the stored one (a replay) is skipped, and
+// (CQRS). A version older than the stored one (a replay) is skipped, and
 // writes carry USING TIMESTAMP from UpdatedAt, so even two projectors racing cannot put an
 // older version over a newer one; a category or price change deletes the old search row.
 func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {

@@ -16,7 +16,7 @@ import (
 )
 
 // Events implements event.Repository on user_events at consistency ONE: appends are the
-// bulk of the write load and a lost click does not change a trend (seed 002).
+// bulk of the write load and a lost click does not change a trend.
 type Events struct {
 	s *gocql.Session
 	// retention is how long after the event's time its row lives (USING TTL), 90 days

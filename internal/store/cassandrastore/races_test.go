@@ -142,7 +142,7 @@ func TestConcurrentBindOneWinner(t *testing.T) {
 }
 
 // TestTTLsAsStored reads the TTL Cassandra holds for a guest cart line and a session: the
-// remaining session lifetime, not a fixed table default (DESIGN.md note 10).
+// remaining session lifetime, not a fixed table default.
 func TestTTLsAsStored(t *testing.T) {
 	st := store(t)
 	ctx := context.Background()

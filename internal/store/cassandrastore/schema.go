@@ -62,27 +62,28 @@ func (o *SchemaOptions) defaults() error {
 type SchemaResult struct {
 	KeyspaceCreated bool
 	Altered         []string // keyspace replication or table TTLs changed to match the options
-	Applied         []int    // migration versions applied by this run
+	Applied         []int    // schema upgrade versions applied by this run
 	Version         int      // schema version after the run
 }
 
-type migration struct {
+// upgrade is one embedded schema/NNNN_name.cql file: a schema version.
+type upgrade struct {
 	version  int
 	name     string
 	text     string // template
 	checksum string
 }
 
-var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.cql$`)
+var upgradeFileName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.cql$`)
 
-func migrations() ([]migration, error) {
+func upgrades() ([]upgrade, error) {
 	entries, err := fs.ReadDir(schemaFS, "schema")
 	if err != nil {
 		return nil, err
 	}
-	var ms []migration
+	var ms []upgrade
 	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
+		m := upgradeFileName.FindStringSubmatch(e.Name())
 		if m == nil {
 			return nil, fmt.Errorf("schema/%s: want NNNN_name.cql", e.Name())
 		}
@@ -92,7 +93,7 @@ func migrations() ([]migration, error) {
 		}
 		v, _ := strconv.Atoi(m[1])
 		sum := sha256.Sum256(b)
-		ms = append(ms, migration{version: v, name: m[2], text: string(b), checksum: hex.EncodeToString(sum[:8])})
+		ms = append(ms, upgrade{version: v, name: m[2], text: string(b), checksum: hex.EncodeToString(sum[:8])})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	return ms, nil
@@ -100,15 +101,15 @@ func migrations() ([]migration, error) {
 
 // LatestVersion is the highest embedded schema version.
 func LatestVersion() int {
-	ms, err := migrations()
+	ms, err := upgrades()
 	if err != nil || len(ms) == 0 {
 		return 0
 	}
 	return ms[len(ms)-1].version
 }
 
-// statements renders a migration and splits it into statements (comments dropped).
-func (m migration) statements(o SchemaOptions) ([]string, error) {
+// statements renders an upgrade and splits it into statements (comments dropped).
+func (m upgrade) statements(o SchemaOptions) ([]string, error) {
 	t, err := template.New(m.name).Option("missingkey=error").Parse(m.text)
 	if err != nil {
 		return nil, err
@@ -135,7 +136,8 @@ func (m migration) statements(o SchemaOptions) ([]string, error) {
 
 // ApplySchema brings the cluster at hosts to the embedded schema: it creates the keyspace
 // (NetworkTopologyStrategy, opts.RF replicas in opts.Datacenter) or alters its replication,
-// applies every migration not yet recorded in <keyspace>.schema_migrations, and aligns the
+// applies every schema upgrade not yet recorded in <keyspace>.schema_migrations (a table name
+// kept from earlier releases, since existing keyspaces hold it), and aligns the
 // TTL settings, waiting for schema agreement after every change. Running it again with the
 // same options changes nothing. Run one apply at a time: concurrent CREATE TABLEs on
 // different coordinators can disagree.
@@ -202,14 +204,14 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 	if err := iter.Close(); err != nil {
 		return res, fmt.Errorf("cassandra schema: read applied versions: %w", err)
 	}
-	ms, err := migrations()
+	ms, err := upgrades()
 	if err != nil {
 		return res, err
 	}
 	for _, m := range ms {
 		if sum, ok := applied[m.version]; ok {
 			if sum != m.checksum {
-				return res, fmt.Errorf("cassandra schema: migration %04d_%s was edited after it was applied (checksum %s, recorded %s): add a new migration instead", m.version, m.name, m.checksum, sum)
+				return res, fmt.Errorf("cassandra schema: upgrade %04d_%s was edited after it was applied (checksum %s, recorded %s): add a new upgrade file instead", m.version, m.name, m.checksum, sum)
 			}
 			res.Version = m.version
 			continue

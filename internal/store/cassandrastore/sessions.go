@@ -168,5 +168,5 @@ func (r *Sessions) Revoke(ctx context.Context, id string) error {
 }
 
 // PurgeExpired has nothing to do: TTLs remove expired sessions (and no repair is scheduled
-// for sessions, seed 003).
+// for sessions: a lost session means a re-login).
 func (r *Sessions) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }

@@ -1,11 +1,11 @@
-// Package cassandrastore is the Apache Cassandra backend for the families seeds 002 and 003 move
-// there: carts, order history, sessions, click events and the catalog read model (issue 3).
+// Package cassandrastore is the Apache Cassandra backend for the families placement may put
+// there: carts, order history, sessions, click events and the catalog read model.
 // It talks to the cluster through github.com/apache/cassandra-gocql-driver/v2 with the
 // consistency levels of CAS-1, prepared statements (the driver prepares every bound
 // statement once and caches it), the driver's paging state behind opaque cursors, TTLs on
 // every write of expiring data, and the driver's retry policy for idempotent statements only.
 //
-// The data model (and how it corrects the seeds) is in schema/*.cql and docs/cassandra.md.
+// The data model is in schema/*.cql and docs/cassandra.md.
 package cassandrastore
 
 import (
@@ -27,7 +27,7 @@ import (
 // Consistency levels per family (CAS-1): carts and order history read and write at QUORUM so
 // a read sees every acknowledged write and read repair runs on a mismatch; sessions and events
 // at ONE for speed and availability (a lost click or a re-login is acceptable). The catalog
-// read model writes and reads at QUORUM: seed 002 relies on read repair for it, which only
+// read model writes and reads at QUORUM: it relies on read repair, which only
 // happens when a read consults more than one replica. Lightweight transactions use SERIAL.
 const (
 	CartsConsistency    = gocql.Quorum

@@ -14,7 +14,7 @@ import (
 	"github.com/shardmart/shardmart/internal/readrouting"
 )
 
-// Carts under the seed's {_id: "hashed"} (DESIGN.md note 8). An owner's current cart is stored
+// Carts under the shard key {_id: "hashed"}. An owner's current cart is stored
 // at an _id derived from the owner, activeCartID = "active:u:<user>" or "active:s:<session>"
 // (its slot), so "the active cart of X" is a read by the shard key: one shard, one round trip,
 // no lookup collection to keep in step. The cart's identity (cart.ID, what an order records) is

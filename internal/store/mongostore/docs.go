@@ -28,7 +28,7 @@ import (
 // double into an int64 field only when it has no fractional part.
 func cents(a money.Amount) int64 { return int64(a) }
 
-// Field names follow the seeds (000/001) where they name the field: order_date, total_price,
+// Field names follow the source design where it names the field: order_date, total_price,
 // geo_zone, items[].product_id/category/price, stock, attributes[{key, value}], carts'
 // user_id/session_id/status/items/expires_at, sessions' ip_address/user_agent/last_active.
 
@@ -37,7 +37,7 @@ type kvDoc struct {
 	Value string `bson:"value"`
 }
 
-// toKV stores a free-form map as [{key, value}] (the seed's attribute pattern): user-chosen keys
+// toKV stores a free-form map as [{key, value}] (the attribute pattern): user-chosen keys
 // may hold "." or "$", which do not belong in field names, and the array form is indexable.
 func toKV(m map[string]string) []kvDoc {
 	out := make([]kvDoc, 0, len(m))
@@ -60,7 +60,7 @@ func fromKV(kv []kvDoc) map[string]string {
 }
 
 // productDoc is one products document. Stock is a sub-document keyed by zone ({eu: 5}) rather
-// than the seed's [{zone, quantity}] array: one `$inc: {"stock.eu": -n}` with the guard
+// than a [{zone, quantity}] array: one `$inc: {"stock.eu": -n}` with the guard
 // `"stock.eu": {$gte: n}` in the filter takes stock atomically, and the same $inc creates a new
 // zone; the array would need $elemMatch with a positional update plus a separate $push for a
 // new zone. Zone names are validated slugs, so they are safe field names.
@@ -182,7 +182,7 @@ type cartItemDoc struct {
 type cartDoc struct {
 	ID        string        `bson:"_id"`
 	CartID    string        `bson:"cart_id"`
-	UserID    *string       `bson:"user_id"`    // null for a guest cart (the seed's schema)
+	UserID    *string       `bson:"user_id"`    // null for a guest cart
 	SessionID *string       `bson:"session_id"` // null for a user cart
 	Status    string        `bson:"status"`
 	Items     []cartItemDoc `bson:"items"`

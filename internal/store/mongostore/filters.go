@@ -22,7 +22,7 @@ import (
 // --- products ---
 
 // productKey is the full products shard key: a stock update by _id alone would be a broadcast
-// under {category, _id} (DESIGN.md note 7); the category is on every order and cart line.
+// under {category, _id}; the category is on every order and cart line.
 func productKey(ref catalog.Ref) bson.D { return d(e("category", ref.Category), e("_id", ref.ID)) }
 
 // stockPath is the field of one zone's stock; zone must be a validated slug.
@@ -112,9 +112,9 @@ func orderStatusFilter(userID, orderID, from string) bson.D {
 
 // --- carts ---
 
-// ownerFields are the seed's owner fields; they sit in every cart filter so that the filter is
-// also targeted under the seed's alternative key {user_id: hashed} (guest carts: user_id null,
-// the single hashed value the seed names as that key's downside).
+// ownerFields are the source design's owner fields; they sit in every cart filter so that the filter is
+// also targeted under the alternative key {user_id: hashed} (guest carts: user_id null,
+// the single hashed value that is that key's downside).
 func ownerFields(o cart.Owner) bson.D {
 	if o.IsGuest() {
 		return d(e("user_id", nil), e("session_id", o.SessionID))

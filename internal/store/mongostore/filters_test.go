@@ -79,7 +79,7 @@ func TestTargetedFiltersCarryTheShardKey(t *testing.T) {
 	}
 }
 
-// Under the seeds' alternative keys the same filters stay targeted where the docs say so.
+// Under the alternative shard keys the same filters stay targeted where the docs say so.
 func TestAlternativeKeysTargeting(t *testing.T) {
 	user, guest := cart.User("alice"), cart.Guest("sess1")
 	// carts {user_id: hashed}: the owner field is in every cart filter (null for guests).
@@ -99,7 +99,7 @@ func TestAlternativeKeysTargeting(t *testing.T) {
 		}
 	}
 	// search pins category only: targeted under {category, _id} and {category: hashed},
-	// a broadcast under {_id: hashed} (the seed's comment: that key trades search for spread).
+	// a broadcast under {_id: hashed} (that key trades search for spread).
 	s := searchFilter(catalog.Search{Category: "tools"}, nil)
 	if _, ok := equalityOn(s, "category"); !ok {
 		t.Errorf("search filter lacks category: %v", s)

@@ -174,7 +174,7 @@ func loadOrder(ctx context.Context, orders *mongo.Collection, userID, id string)
 // GetOrder is ORD-3. It reads under the 5 s status budget, but a secondary's answer is kept only
 // when it cannot hide a payment: "created" (which a lagging secondary shows for an order that is
 // paid already) and "not found" are confirmed on the primary, so "is it paid?" is always answered
-// by the primary (seed 000: status paid is read from the primary only).
+// by the primary (RPL-1: status paid is read from the primary only).
 func (r *orders) GetOrder(ctx context.Context, id string) (order.Order, error) {
 	s := r.store()
 	claims, dec := s.reader(collClaims, readrouting.OpOrderStatus)

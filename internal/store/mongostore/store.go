@@ -4,9 +4,9 @@
 // store and checked by the same contract suite (internal/store/storetest).
 //
 // Every operation that has the shard key in hand puts it in its filter so mongos targets one
-// shard (DESIGN.md notes 7 and 8); the filters are built by the pure functions in filters.go
+// shard; the filters are built by the pure functions in filters.go
 // and unit-tested for it. docs/mongodb.md (repository section) lists every operation with its
-// filter and whether it is targeted under the seeds' keys and their alternatives.
+// filter and whether it is targeted under the chosen keys and their alternatives.
 //
 // Uniqueness that the shard key cannot give (idempotency keys, one order per cart, order and
 // product ids, emails) lives in the claims collection: a claim's _id IS the unique value and
@@ -62,7 +62,7 @@ const (
 )
 
 // ShardKeys are the shard keys this backend is written for, per collection. The first five
-// are SHD-1 (seeds 000/001) plus the spec's additions; claims, order_history, users, outbox and
+// are SHD-1 plus additions; claims, order_history, users, outbox and
 // counters are this package's own collections. The outbox is partitioned (outbox.go): rows are
 // ranged on {p, seq} and the per-partition counters hashed on _id, so partitions spread over
 // the shards. outbox_checkpoints (a few documents, written by the projector) stays unsharded.
@@ -157,7 +157,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 
 // New wraps an already connected client (tests use the driver's mock deployment). Every write
 // is acknowledged by a majority: an acknowledged order, stock change or outbox row survives a
-// primary failover (DESIGN.md "acknowledged writes are never lost").
+// primary failover.
 func New(client *mongo.Client, o Options) *Store {
 	if o.Database == "" {
 		o.Database = sharding.DefaultDatabase

@@ -168,7 +168,7 @@ func BenchmarkSessionLookup(b *testing.B) {
 	})
 }
 
-// BenchmarkSearchCardCache is issue 14's aim: the same search as
+// BenchmarkSearchCardCache measures the card cache's gain: the same search as
 // BenchmarkSearchCategoryPriceRange (mattn driver) through the card cache and straight from the
 // store, in alternating blocks of the same run (storetest.BenchVersus), reporting the speedup.
 // "writes" adds a writer changing one product's price every 5 ms with the projector draining

@@ -30,7 +30,7 @@ type DB struct {
 	r *sql.DB // read-only pool
 }
 
-// Open opens (creating if needed) the database file at path and migrates it.
+// Open opens (creating if needed) the database file at path and upgrades its schema.
 func Open(ctx context.Context, path string) (*DB, error) {
 	return open(ctx, path, defaultDriver)
 }
@@ -51,7 +51,7 @@ func open(ctx context.Context, path string, drv driver) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := migrate(ctx, w); err != nil {
+	if err := upgradeSchema(ctx, w); err != nil {
 		w.Close()
 		return nil, err
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 )
 
-// migrations are applied in order; PRAGMA user_version records how many ran.
-var migrations = []string{`
+// upgrades are applied in order; PRAGMA user_version records how many ran.
+var upgrades = []string{`
 CREATE TABLE products (
 	id         TEXT PRIMARY KEY,
 	name       TEXT NOT NULL,
@@ -72,7 +72,7 @@ CREATE TABLE carts (
 CREATE UNIQUE INDEX carts_one_active ON carts (owner) WHERE status = 'active';
 CREATE INDEX carts_expiry ON carts (expires_at) WHERE expires_at > 0;
 
--- One row per item (DESIGN.md note 1): concurrent edits of different items never collide.
+-- One row per item: concurrent edits of different items never collide.
 CREATE TABLE cart_items (
 	cart_id    TEXT NOT NULL REFERENCES carts (id) ON DELETE CASCADE,
 	product_id TEXT NOT NULL,
@@ -131,10 +131,10 @@ CREATE TABLE cart_fences (
 	at      INTEGER NOT NULL
 ) WITHOUT ROWID;
 `, `
--- Seeds 000 and 002: a description and an active flag; existing products stay active.
+-- A description and an active flag; existing products stay active.
 ALTER TABLE products ADD COLUMN description TEXT NOT NULL DEFAULT '';
 ALTER TABLE products ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
--- A category newest first (seed 002's products_by_category by created_at DESC), keyset on id.
+-- A category newest first (by created_at DESC), keyset on id.
 CREATE INDEX products_category_newest ON products (category, created_at DESC, id DESC);
 `, `
 -- MIG-1: a migration to Cassandra reads history and events by key range (internal/migrate).
@@ -142,29 +142,29 @@ CREATE INDEX order_history_order ON order_history (order_id);
 CREATE INDEX events_id ON events (id);
 `}
 
-func migrate(ctx context.Context, w *sql.DB) error {
+func upgradeSchema(ctx context.Context, w *sql.DB) error {
 	var version int
 	if err := w.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		return fmt.Errorf("sqlite: read schema version: %w", err)
 	}
-	if version > len(migrations) {
-		return fmt.Errorf("sqlite: database schema version %d is newer than this binary (%d)", version, len(migrations))
+	if version > len(upgrades) {
+		return fmt.Errorf("sqlite: database schema version %d is newer than this binary (%d)", version, len(upgrades))
 	}
-	for i := version; i < len(migrations); i++ {
+	for i := version; i < len(upgrades); i++ {
 		tx, err := w.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("sqlite: migrate: %w", err)
+			return fmt.Errorf("sqlite: schema upgrade: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+		if _, err := tx.ExecContext(ctx, upgrades[i]); err != nil {
 			_ = tx.Rollback()
-			return fmt.Errorf("sqlite: migration %d: %w", i+1, err)
+			return fmt.Errorf("sqlite: schema upgrade %d: %w", i+1, err)
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, i+1)); err != nil {
 			_ = tx.Rollback()
-			return fmt.Errorf("sqlite: migration %d: %w", i+1, err)
+			return fmt.Errorf("sqlite: schema upgrade %d: %w", i+1, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("sqlite: migration %d: %w", i+1, err)
+			return fmt.Errorf("sqlite: schema upgrade %d: %w", i+1, err)
 		}
 	}
 	return nil

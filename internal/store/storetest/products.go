@@ -258,7 +258,7 @@ func mustCreate(t *testing.T, r catalog.Repository, p catalog.Product) {
 	}
 }
 
-// newestAndActive is PRD-5 on any catalog reader (seeds 000 and 002): descriptions and the
+// newestAndActive is PRD-5 on any catalog reader: descriptions and the
 // active flag are kept, inactive products are in no search, and a category lists newest first
 // (created_at, then id, descending) with its own cursor. put stores a product; activate makes
 // a stored one active again, as the backend's write path does.

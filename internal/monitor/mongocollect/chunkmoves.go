@@ -8,17 +8,17 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-var migrationsDesc = prometheus.NewDesc("shardmart_mongo_migrations",
-	"range migrations within --migration-window, by donor shard, recipient, collection and result (config.changelog)",
+var chunkMovesDesc = prometheus.NewDesc("shardmart_mongo_chunk_moves",
+	"chunk (range) moves within --chunk-move-window, by donor shard, recipient, collection and result (config.changelog)",
 	[]string{"shard", "to_shard", "namespace", "result"}, nil)
 
-// migrationsCollector counts the migrations config.changelog recorded within the window.
-// Only pairs with a migration get a series.
-type migrationsCollector struct{ c *Cluster }
+// chunkMovesCollector counts the chunk moves config.changelog recorded within the window.
+// Only pairs with a move get a series.
+type chunkMovesCollector struct{ c *Cluster }
 
-func (migrationsCollector) Name() string { return "mongo_migrations" }
+func (chunkMovesCollector) Name() string { return "mongo_chunk_moves" }
 
-// changeEvent is one config.changelog entry of a migration.
+// changeEvent is one config.changelog entry of a chunk move.
 type changeEvent struct {
 	What    string `bson:"what"`
 	NS      string `bson:"ns"`
@@ -31,36 +31,36 @@ type changeEvent struct {
 	} `bson:"details"`
 }
 
-type migrationKey struct{ from, to, ns, result string }
+type moveKey struct{ from, to, ns, result string }
 
-func (m migrationsCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (m chunkMovesCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	filter := bson.D{
-		{Key: "time", Value: bson.D{{Key: "$gte", Value: time.Now().Add(-m.c.opts.MigrationWindow)}}},
+		{Key: "time", Value: bson.D{{Key: "$gte", Value: time.Now().Add(-m.c.opts.ChunkMoveWindow)}}},
 		{Key: "what", Value: bson.D{{Key: "$in", Value: bson.A{"moveChunk.commit", "moveChunk.error", "moveChunk.from"}}}},
 	}
 	var events []changeEvent
 	if err := findAll(ctx, m.c.config.Database("config").Collection("changelog"), filter, &events); err != nil {
 		return err
 	}
-	for k, n := range countMigrations(events) {
-		ch <- prometheus.MustNewConstMetric(migrationsDesc, prometheus.GaugeValue, float64(n), k.from, k.to, k.ns, k.result)
+	for k, n := range countChunkMoves(events) {
+		ch <- prometheus.MustNewConstMetric(chunkMovesDesc, prometheus.GaugeValue, float64(n), k.from, k.to, k.ns, k.result)
 	}
 	return nil
 }
 
-// countMigrations counts committed and failed migrations. A failed migration leaves a
+// countChunkMoves counts committed and failed chunk moves. A failed move leaves a
 // moveChunk.error and a moveChunk.from with an error (note "aborted" or errmsg), or only one
 // of them when it failed early: per range, the larger of the two counts is the number of
 // failed attempts, so none is counted twice.
-func countMigrations(events []changeEvent) map[migrationKey]int {
+func countChunkMoves(events []changeEvent) map[moveKey]int {
 	type rangeKey struct {
-		migrationKey
+		moveKey
 		min string
 	}
 	errs, froms := map[rangeKey]int{}, map[rangeKey]int{}
-	out := map[migrationKey]int{}
+	out := map[moveKey]int{}
 	for _, e := range events {
-		k := migrationKey{from: e.Details.From, to: e.Details.To, ns: e.NS}
+		k := moveKey{from: e.Details.From, to: e.Details.To, ns: e.NS}
 		switch {
 		case e.What == "moveChunk.commit":
 			k.result = "committed"
@@ -77,7 +77,7 @@ func countMigrations(events []changeEvent) map[migrationKey]int {
 		errs[k] = max(errs[k], n)
 	}
 	for k, n := range errs {
-		out[k.migrationKey] += n
+		out[k.moveKey] += n
 	}
 	return out
 }
