@@ -46,16 +46,16 @@ var Families = []Family{Sessions, Carts, History, Events, Catalog}
 // ParseFamily accepts a family name.
 func ParseFamily(s string) (Family, error) {
 	f := Family(s)
-	return f, f.valid()
+	_, err := f.family()
+	return f, err
 }
 
-func (f Family) valid() error {
-	for _, g := range Families {
-		if f == g {
-			return nil
-		}
+// family is f's entry in the registry.
+func (f Family) family() (family, error) {
+	if fam, ok := registry[f]; ok {
+		return fam, nil
 	}
-	return fmt.Errorf("migrate: family %q: want one of sessions, carts, history, events, catalog", f)
+	return nil, fmt.Errorf("migrate: family %q: want one of sessions, carts, history, events, catalog", f)
 }
 
 // Reader is the old store's side of a migration: the embedded store (Source) or MongoDB.
@@ -100,6 +100,9 @@ type Range struct {
 	ID     int
 	Lo, Hi string
 }
+
+// keyOnly is the range holding exactly key.
+func keyOnly(key string) Range { return Range{Lo: key, Hi: key + "\x00"} }
 
 func (r Range) contains(key string) bool {
 	return key >= r.Lo && (r.Hi == "" || key < r.Hi)

@@ -38,7 +38,7 @@ func Verify(ctx context.Context, src Reader, dst *Target, f Family, opts Options
 	opts.defaults()
 	const margin = time.Minute
 	rep := Report{Family: f}
-	if err := f.valid(); err != nil {
+	if _, err := f.family(); err != nil {
 		return rep, err
 	}
 	ranges, err := src.Split(ctx, f, opts.Split)
@@ -114,7 +114,7 @@ type Sides struct{ Source, Target string }
 func Explain(ctx context.Context, src Reader, dst *Target, f Family, keys []string) (map[string]Sides, error) {
 	out := make(map[string]Sides, len(keys))
 	for _, k := range keys {
-		rows, err := src.Read(ctx, f, Range{Lo: k, Hi: k + "\x00"})
+		rows, err := src.Read(ctx, f, keyOnly(k))
 		if err != nil {
 			return nil, err
 		}

@@ -12,8 +12,9 @@ import (
 	"github.com/shardmart/shardmart/internal/history"
 )
 
-// What a migration (internal/migrate) writes through: the repositories' own write paths on a
-// session it opened, so a copied row is exactly what the shop would have written.
+// What `shardmart migrate` (internal/migrate) writes and reads through: the repositories' own
+// write paths and row decoders on a session it opened, so a copied row is exactly what the
+// shop would have written, and a scanned one what it would have read.
 
 // NewHistory is the history repository on s.
 func NewHistory(s *gocql.Session) history.Repository { return &History{s: s} }
@@ -100,11 +101,30 @@ func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, 
 	wt := writeTime(at)
 	bucket := bucketOfProduct(p.ID)
 	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(CatalogConsistency)
-	b.Entries = append(b.Entries,
-		gocql.BatchEntry{Stmt: byCatInsert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true},
-		gocql.BatchEntry{Stmt: newestInsert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true})
+	for _, t := range searchTablesOf(p) {
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: t.insert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true})
+	}
 	if err := b.Exec(); err != nil {
 		return true, fmt.Errorf("insert product %s search rows: %w", p.ID, err)
 	}
 	return true, nil
+}
+
+// ProductScan reads every product of the read model (a full, paged scan), for a verify.
+func ProductScan(ctx context.Context, s *gocql.Session, fn func(catalog.Product) error) error {
+	iter := s.Query(`SELECT ` + productCols + ` FROM products`).WithContext(ctx).Consistency(CatalogConsistency).PageSize(1000).Iter()
+	for {
+		var p catalog.Product
+		if !scanProduct(iter, &p) {
+			break
+		}
+		if err := fn(p); err != nil {
+			iter.Close()
+			return err
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return fmt.Errorf("scan products: %w", err)
+	}
+	return nil
 }
