@@ -27,42 +27,39 @@ func NewEvents(s *gocql.Session, retention time.Duration) event.Repository {
 // NewCatalog is the catalog read model on s.
 func NewCatalog(s *gocql.Session) *Catalog { return &Catalog{s: s} }
 
-// HistoryScan reads every history entry (a full, paged scan), for a verify.
-func HistoryScan(ctx context.Context, s *gocql.Session, fn func(history.Entry) error) error {
-	iter := s.Query(`SELECT ` + historyCols + ` FROM order_history`).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
+// scanAll reads every row of table (a full, paged scan at QUORUM), decoding each with scan
+// and handing it to fn; fn's error stops the scan and is returned.
+func scanAll[T any](ctx context.Context, s *gocql.Session, cols, table string, scan func(*gocql.Iter, *T) bool, fn func(T) error) error {
+	iter := s.Query(`SELECT ` + cols + ` FROM ` + table).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
 	for {
-		var e history.Entry
-		if !scanEntry(iter, &e) {
+		var v T
+		if !scan(iter, &v) {
 			break
 		}
-		if err := fn(e); err != nil {
+		if err := fn(v); err != nil {
 			iter.Close()
 			return err
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return fmt.Errorf("scan history: %w", err)
+		return fmt.Errorf("scan %s: %w", table, err)
 	}
 	return nil
 }
 
+// HistoryScan reads every history entry (a full, paged scan), for a verify.
+func HistoryScan(ctx context.Context, s *gocql.Session, fn func(history.Entry) error) error {
+	return scanAll(ctx, s, historyCols, "order_history", scanEntry, fn)
+}
+
 // EventScan reads every event (a full, paged scan), for a verify.
 func EventScan(ctx context.Context, s *gocql.Session, fn func(event.Event) error) error {
-	iter := s.Query(`SELECT ` + eventCols + ` FROM user_events`).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
-	for {
-		var e event.Event
-		if !scanEvent(iter, &e) {
-			break
-		}
-		if err := fn(e); err != nil {
-			iter.Close()
-			return err
-		}
-	}
-	if err := iter.Close(); err != nil {
-		return fmt.Errorf("scan events: %w", err)
-	}
-	return nil
+	return scanAll(ctx, s, eventCols, "user_events", scanEvent, fn)
+}
+
+// ProductScan reads every product of the read model (a full, paged scan), for a verify.
+func ProductScan(ctx context.Context, s *gocql.Session, fn func(catalog.Product) error) error {
+	return scanAll(ctx, s, productCols, "products", scanProduct, fn)
 }
 
 // CatalogBucket is the search partition of product id within its category.
@@ -108,23 +105,4 @@ func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, 
 		return true, fmt.Errorf("insert product %s search rows: %w", p.ID, err)
 	}
 	return true, nil
-}
-
-// ProductScan reads every product of the read model (a full, paged scan), for a verify.
-func ProductScan(ctx context.Context, s *gocql.Session, fn func(catalog.Product) error) error {
-	iter := s.Query(`SELECT ` + productCols + ` FROM products`).WithContext(ctx).Consistency(CatalogConsistency).PageSize(1000).Iter()
-	for {
-		var p catalog.Product
-		if !scanProduct(iter, &p) {
-			break
-		}
-		if err := fn(p); err != nil {
-			iter.Close()
-			return err
-		}
-	}
-	if err := iter.Close(); err != nil {
-		return fmt.Errorf("scan products: %w", err)
-	}
-	return nil
 }

@@ -68,21 +68,8 @@ func AddSessionDelete(b *gocql.Batch, id string, ts int64) {
 
 // SessionScan reads every session (a full, paged scan), expired ones included.
 func SessionScan(ctx context.Context, s *gocql.Session, fn func(session.Session) error) error {
-	iter := s.Query(`SELECT ` + sessionCols + ` FROM sessions`).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
-	for {
-		var row sessionRow
-		if !iter.Scan(row.dest()...) {
-			break
-		}
-		if err := fn(row.session()); err != nil {
-			iter.Close()
-			return err
-		}
-	}
-	if err := iter.Close(); err != nil {
-		return fmt.Errorf("scan sessions: %w", err)
-	}
-	return nil
+	scan := func(iter *gocql.Iter, row *sessionRow) bool { return iter.Scan(row.dest()...) }
+	return scanAll(ctx, s, sessionCols, "sessions", scan, func(row sessionRow) error { return fn(row.session()) })
 }
 
 // CartTable is the table holding owner's carts, its partition key column and owner's key.
