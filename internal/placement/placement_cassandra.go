@@ -11,8 +11,8 @@ import (
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
-// cassandraBackend serves carts, sessions, events, history and the catalog read model
-// (issue 3); it cannot hold orders (Validate refuses that placement).
+// cassandraBackend serves carts, sessions, events, history and the catalog read model; it
+// cannot hold orders (Validate refuses that placement).
 type cassandraBackend struct{ st *cassandrastore.Store }
 
 // openCassandra connects to o.CassandraHosts and checks that `shardmart cassandra schema

@@ -9,7 +9,7 @@ import (
 	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
-// openMongo opens the MongoDB backend (issue 4): it serves orders with products, stock, the
+// openMongo opens the MongoDB backend: it serves orders with products, stock, the
 // outbox and users, and carts, sessions, events and history, so a MongoDB-only placement works.
 // Reads follow RPL-1 through a replication-lag monitor: over the shards behind a mongos, or
 // over the replica set itself when MongoURI names one. The monitor logs in with
