@@ -35,7 +35,7 @@ func TestMigrateRefusesBadArguments(t *testing.T) {
 func TestMigrateProgress(t *testing.T) {
 	for _, mode := range []string{"bar", "lines"} {
 		var out bytes.Buffer
-		o := &migrateOptions{progress: mode}
+		o := &migrateRunOptions{Progress: mode}
 		p := o.newProgress(IO{Err: &out}, migrate.Carts, 1000)
 		p.update(migrate.Progress{Family: migrate.Carts, RangesDone: 1, Ranges: 4, Rows: 250, RowsPerSec: 500})
 		p.update(migrate.Progress{Family: migrate.Carts, RangesDone: 4, Ranges: 4, Rows: 1000, RowsPerSec: 500})

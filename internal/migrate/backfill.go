@@ -5,9 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +67,7 @@ type Stats struct {
 // their writes are upserts of the same cells with the same timestamps, so nothing is duplicated.
 func Backfill(ctx context.Context, src Reader, dst *Target, f Family, opts Options) (Stats, error) {
 	opts.defaults()
-	if err := f.valid(); err != nil {
+	if _, err := f.family(); err != nil {
 		return Stats{}, err
 	}
 	ranges, err := runRanges(ctx, src, dst, f, opts)
@@ -186,46 +183,11 @@ func copyRange(ctx context.Context, src Reader, dst *Target, f Family, r Range, 
 // Canonical is the encoding both sides of Verify hash: the fields the source holds, times in
 // milliseconds (Cassandra's precision), map entries and cart lines sorted.
 func Canonical(r Row) string {
-	t := func(x time.Time) string {
-		if x.IsZero() {
-			return "0"
-		}
-		return strconv.FormatInt(x.UnixMilli(), 10)
+	var c canon
+	if fam := familyOf(r); fam != nil {
+		fam.canonical(r, &c)
 	}
-	var b strings.Builder
-	field := func(s string) { b.WriteString(s); b.WriteByte(0x1f) }
-	switch {
-	case r.Session != nil:
-		s := r.Session
-		ip := ""
-		if v := canonIP(s.IP); v != nil {
-			ip = v.String()
-		}
-		for _, v := range []string{"session", s.ID, s.UserID, t(s.CreatedAt), t(s.LastActive), t(s.ExpiresAt), ip, s.UserAgent, string(s.Status)} {
-			field(v)
-		}
-		keys := make([]string, 0, len(s.Data))
-		for k := range s.Data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			field(k + "=" + s.Data[k])
-		}
-	case r.Cart != nil:
-		c := r.Cart
-		for _, v := range []string{"cart", c.ID, c.Owner.Key(), string(c.Status), c.OrderID, t(c.CreatedAt), t(c.UpdatedAt), t(c.ExpiresAt), c.CheckoutOrder, t(c.CheckoutUntil)} {
-			field(v)
-		}
-		items := append(c.Items[:0:0], c.Items...)
-		sort.Slice(items, func(i, j int) bool { return items[i].ProductID < items[j].ProductID })
-		for _, it := range items {
-			field(fmt.Sprintf("%s|%s|%d|%s", it.ProductID, it.Category, it.Quantity, t(it.AddedAt)))
-		}
-	default:
-		canonicalWhole(r, field, t)
-	}
-	return b.String()
+	return c.b.String()
 }
 
 func rowHash(r Row) uint64 {

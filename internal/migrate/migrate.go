@@ -1,16 +1,19 @@
-// Package migrate is the backfill engine of MIG-1: it copies a data family (sessions, carts)
-// from the embedded store (SQLite) into Cassandra by key range, checkpoints every range in
-// Cassandra so a killed run resumes without losing or duplicating a row, and verifies both
-// sides with per-range counts and checksums. The CLI, the dual-write phase and cutover are
-// later steps (docs/migration.md).
+// Package migrate moves data families (sessions, carts, order history, events, the catalog
+// read model) from the embedded store (SQLite) or MongoDB into Cassandra with the shop
+// running (MIG-1, docs/migration.md): the backfill copies a family by key range and
+// checkpoints every range in Cassandra, so a killed run resumes without losing or duplicating
+// a row (backfill.go); Verify compares both sides with per-range counts and checksums
+// (verify.go); Mirror is the shop's dual write of a changed key (mirror.go); the phases a
+// family goes through are phase.go's; Open opens an old store and the target (open.go).
+// Each family is one file, family_<name>.go, behind the family interface (family.go).
 //
-// Ranges: both families are keyed by lower-case hex strings (SHA-256 session ids, UUID cart
-// ids), so a range is a half-open interval of the primary key between two hex prefixes. The
-// source reads a range with an index range scan; the first range starts at "" and the last
-// is unbounded, so a key of any shape still falls in exactly one range.
+// Ranges: a range is a half-open interval of a family's key (session, cart, order, event or
+// product id), cut from the old store's key quantiles. The source reads a range with an index
+// range scan; the first range starts at "" and the last is unbounded, so a key of any shape
+// still falls in exactly one range.
 //
 // Ordering with later writes: every backfilled cell carries USING TIMESTAMP = the row's last
-// modification (µs). A dual write or a delete made after the read carries the current time,
+// modification (µs, Row.Modified, one rule per family whichever store it is read from). A dual write or a delete made after the read carries the current time,
 // a later timestamp, so it wins whatever order the two reach Cassandra in, and replaying a
 // range never overwrites it. Empty optional columns are left unset rather than written null:
 // a null is a tombstone, which would win a timestamp tie against a later equal-timestamp value.
@@ -46,16 +49,16 @@ var Families = []Family{Sessions, Carts, History, Events, Catalog}
 // ParseFamily accepts a family name.
 func ParseFamily(s string) (Family, error) {
 	f := Family(s)
-	return f, f.valid()
+	_, err := f.family()
+	return f, err
 }
 
-func (f Family) valid() error {
-	for _, g := range Families {
-		if f == g {
-			return nil
-		}
+// family is f's entry in the registry.
+func (f Family) family() (family, error) {
+	if fam, ok := registry[f]; ok {
+		return fam, nil
 	}
-	return fmt.Errorf("migrate: family %q: want one of sessions, carts, history, events, catalog", f)
+	return nil, fmt.Errorf("migrate: family %q: want one of sessions, carts, history, events, catalog", f)
 }
 
 // Reader is the old store's side of a migration: the embedded store (Source) or MongoDB.
@@ -100,6 +103,9 @@ type Range struct {
 	ID     int
 	Lo, Hi string
 }
+
+// keyOnly is the range holding exactly key.
+func keyOnly(key string) Range { return Range{Lo: key, Hi: key + "\x00"} }
 
 func (r Range) contains(key string) bool {
 	return key >= r.Lo && (r.Hi == "" || key < r.Hi)

@@ -69,8 +69,8 @@ func (m *Mirror) stamp() time.Time {
 	return time.UnixMicro(ts)
 }
 
-// Keys copies keys of f (sessions, history, catalog) as the old store holds them now; a
-// session gone from it (revoked, purged) is deleted.
+// Keys copies keys of f as the old store holds them now (each family's replace); a session
+// gone from it (revoked, purged) is deleted.
 func (m *Mirror) Keys(ctx context.Context, f Family, keys ...string) error {
 	for _, k := range keys {
 		if err := m.key(ctx, f, k); err != nil {
@@ -81,8 +81,12 @@ func (m *Mirror) Keys(ctx context.Context, f Family, keys ...string) error {
 }
 
 func (m *Mirror) key(ctx context.Context, f Family, key string) error {
+	fam, err := f.family()
+	if err != nil {
+		return err
+	}
 	defer m.lock(string(f) + "/" + key)()
-	rows, err := m.Src.Read(ctx, f, Range{Lo: key, Hi: key + "\x00"})
+	rows, err := m.Src.Read(ctx, f, keyOnly(key))
 	if err != nil {
 		return err
 	}
@@ -90,31 +94,7 @@ func (m *Mirror) key(ctx context.Context, f Family, key string) error {
 	for i := range rows {
 		rows[i].Modified = ts
 	}
-	switch f {
-	case Catalog:
-		// A repair: the old store's state wins over whatever the read model holds.
-		for _, r := range rows {
-			if err := cassandrastore.NewCatalog(m.Dst.s).UpsertProduct(ctx, *r.Product); err != nil {
-				return err
-			}
-		}
-		return nil
-	case Sessions:
-	default:
-		_, err = m.Dst.Write(ctx, f, rows, m.now())
-		return err
-	}
-	b := m.Dst.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
-	b.Query(`DELETE FROM sessions USING TIMESTAMP ? WHERE session_id = ?`, ts.UnixMicro()-1, key)
-	for _, r := range rows {
-		if ttl := ttlLeft(r.Expires, m.now()); ttl >= 0 {
-			m.Dst.sessionStatement(b, r, ttl)
-		}
-	}
-	if err := b.ExecContext(ctx); err != nil {
-		return fmt.Errorf("migrate: mirror session %s: %w", key, err)
-	}
-	return nil
+	return fam.replace(ctx, m.Dst, key, rows, ts, m.now())
 }
 
 func (m *Mirror) now() time.Time {
@@ -151,14 +131,13 @@ func (m *Mirror) Carts(ctx context.Context, owner cart.Owner, ids ...string) err
 	ts := m.stamp()
 	tsv := ts.UnixMicro()
 	now := m.now()
-	table, key, val := cartTable(owner)
 	b := m.Dst.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
 	for _, id := range ids {
 		cid, err := TimeUUID(id)
 		if err != nil {
 			return err
 		}
-		b.Query(fmt.Sprintf(`DELETE FROM %s USING TIMESTAMP ? WHERE %s = ? AND cart_id = ?`, table, key), tsv-1, val, cid)
+		cassandrastore.AddCartDelete(b, owner, cid, tsv-1)
 	}
 	activeTTL := 0
 	for _, r := range rows {
@@ -169,20 +148,21 @@ func (m *Mirror) Carts(ctx context.Context, owner cart.Owner, ids ...string) err
 		if r.Key == active {
 			activeTTL = ttl
 		}
-		r.Modified = ts
-		if err := m.Dst.cartStatements(b, r, ttl, false); err != nil {
+		cid, err := TimeUUID(r.Cart.ID)
+		if err != nil {
 			return err
 		}
+		cassandrastore.AddCartWrite(b, *r.Cart, cid, tsv, ttl, false)
 	}
-	var act any // null: no active cart
+	var act *gocql.UUID // nil: no active cart
 	if active != "" {
 		id, err := TimeUUID(active)
 		if err != nil {
 			return err
 		}
-		act = id
+		act = &id
 	}
-	b.Query(fmt.Sprintf(`UPDATE %s USING TIMESTAMP ? AND TTL ? SET active_cart = ? WHERE %s = ?`, table, key), tsv, activeTTL, act, val)
+	cassandrastore.AddActiveCart(b, owner, act, tsv, activeTTL)
 	if err := b.ExecContext(ctx); err != nil {
 		return fmt.Errorf("migrate: mirror %s carts: %w", owner.Key(), err)
 	}

@@ -13,7 +13,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/shardmart/shardmart/internal/cart"
-	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
@@ -27,7 +26,8 @@ import (
 // is a time-ordered ObjectId. Their keys (cart_id, event_id) have no index in the shop's schema
 // on purpose (each would cost a write per cart change or event, for no shop query), so Read and
 // Split still work without one, by a collection scan per range, and EnsureIndexes builds the
-// two indexes for the length of the migration (DropIndexes removes them).
+// two indexes for the length of the migration (DropIndexes removes them). Where each family
+// lives is its family file's mongo().
 type MongoSource struct {
 	client *mongo.Client
 	db     *mongo.Database
@@ -35,19 +35,21 @@ type MongoSource struct {
 	Retention time.Duration
 }
 
-// mongoFamily is where a family lives and which field holds its key.
-type mongoFamily struct{ coll, key string }
-
-var mongoFamilies = map[Family]mongoFamily{
-	Sessions: {mongostore.SessionsCollection, "_id"},
-	Carts:    {mongostore.CartsCollection, "cart_id"},
-	History:  {mongostore.HistoryCollection, "_id"},
-	Events:   {mongostore.EventsCollection, "event_id"},
-	Catalog:  {mongostore.ProductsCollection, "_id"},
+// mongoFamily is where a family lives and which field holds its key; index names the key's
+// index EnsureIndexes builds ("": the key is _id); snapshot reads at "snapshot" (carts).
+type mongoFamily struct {
+	coll, key, index string
+	snapshot         bool
 }
 
-// migrationIndexes are the key indexes EnsureIndexes builds, by family.
-var migrationIndexes = map[Family]string{Carts: "migrate_cart_id", Events: "migrate_event_id"}
+// mongoFamilies is every family's mongoFamily.
+var mongoFamilies = func() map[Family]mongoFamily {
+	m := map[Family]mongoFamily{}
+	for f, fam := range registry {
+		m[f] = fam.mongo()
+	}
+	return m
+}()
 
 // OpenMongoSource connects to uri and reads database.
 func OpenMongoSource(ctx context.Context, uri, database string) (*MongoSource, error) {
@@ -65,20 +67,17 @@ func OpenMongoSource(ctx context.Context, uri, database string) (*MongoSource, e
 
 func (s *MongoSource) Close() error { return s.client.Disconnect(context.Background()) }
 
-func (s *MongoSource) family(f Family) (mongoFamily, error) {
-	if err := f.valid(); err != nil {
-		return mongoFamily{}, err
-	}
-	return mongoFamilies[f], nil
-}
-
-// EnsureIndexes builds {cart_id: 1} and {event_id: 1}, so the carts' and events' ranges are
-// index range scans. On a large events collection the build takes a while (it runs online).
+// EnsureIndexes builds the key indexes the shop's schema does not have ({cart_id: 1},
+// {event_id: 1}), so every family's ranges are index range scans. On a large events
+// collection the build takes a while (it runs online); building an existing index is a no-op.
 func (s *MongoSource) EnsureIndexes(ctx context.Context) error {
-	for _, f := range []Family{Carts, Events} {
+	for _, f := range Families {
 		mf := mongoFamilies[f]
+		if mf.index == "" {
+			continue
+		}
 		_, err := s.db.Collection(mf.coll).Indexes().CreateOne(ctx, mongo.IndexModel{
-			Keys: bson.D{{Key: mf.key, Value: 1}}, Options: options.Index().SetName(migrationIndexes[f])})
+			Keys: bson.D{{Key: mf.key, Value: 1}}, Options: options.Index().SetName(mf.index)})
 		if err != nil {
 			return fmt.Errorf("migrate: index %s.%s: %w", mf.coll, mf.key, err)
 		}
@@ -88,21 +87,25 @@ func (s *MongoSource) EnsureIndexes(ctx context.Context) error {
 
 // DropIndexes removes what EnsureIndexes built, once the migration no longer reads MongoDB.
 func (s *MongoSource) DropIndexes(ctx context.Context) error {
-	for _, f := range []Family{Carts, Events} {
-		err := s.db.Collection(mongoFamilies[f].coll).Indexes().DropOne(ctx, migrationIndexes[f])
+	for _, f := range Families {
+		mf := mongoFamilies[f]
+		if mf.index == "" {
+			continue
+		}
+		err := s.db.Collection(mf.coll).Indexes().DropOne(ctx, mf.index)
 		var ce mongo.CommandError
 		if err != nil && !(errors.As(err, &ce) && ce.Code == 27) { // IndexNotFound
-			return fmt.Errorf("migrate: drop index %s: %w", migrationIndexes[f], err)
+			return fmt.Errorf("migrate: drop index %s: %w", mf.index, err)
 		}
 	}
 	return nil
 }
 
-// collection is f's collection. A cart's lines live in its document, so majority gives one
+// collection is mf's collection. A cart's lines live in its document, so majority gives one
 // consistent cart; carts read at "snapshot" all the same, so a cart caught between its slot and
 // its retired copy (retire writes one, then the other) is seen in both at one instant.
-func (s *MongoSource) collection(f Family, mf mongoFamily) *mongo.Collection {
-	if f == Carts {
+func (s *MongoSource) collection(mf mongoFamily) *mongo.Collection {
+	if mf.snapshot {
 		return s.db.Collection(mf.coll, options.Collection().SetReadConcern(readconcern.Snapshot()))
 	}
 	return s.db.Collection(mf.coll)
@@ -110,15 +113,16 @@ func (s *MongoSource) collection(f Family, mf mongoFamily) *mongo.Collection {
 
 // Read returns the rows of f with keys in r, ordered by key: a range query on the key field.
 func (s *MongoSource) Read(ctx context.Context, f Family, r Range) ([]Row, error) {
-	mf, err := s.family(f)
+	fam, err := f.family()
 	if err != nil {
 		return nil, err
 	}
+	mf := fam.mongo()
 	bounds := bson.D{{Key: "$gte", Value: r.Lo}}
 	if r.Hi != "" {
 		bounds = append(bounds, bson.E{Key: "$lt", Value: r.Hi})
 	}
-	cur, err := s.collection(f, mf).Find(ctx, bson.D{{Key: mf.key, Value: bounds}},
+	cur, err := s.collection(mf).Find(ctx, bson.D{{Key: mf.key, Value: bounds}},
 		options.Find().SetSort(bson.D{{Key: mf.key, Value: 1}}).SetAllowDiskUse(true))
 	if err != nil {
 		return nil, fmt.Errorf("migrate: read %s range %d: %w", f, r.ID, err)
@@ -126,14 +130,15 @@ func (s *MongoSource) Read(ctx context.Context, f Family, r Range) ([]Row, error
 	defer cur.Close(ctx)
 	var out []Row
 	for cur.Next(ctx) {
-		row, retired, err := s.decode(f, cur.Current)
+		row, retired, err := fam.decodeMongo(cur.Current)
 		if err != nil {
 			return nil, fmt.Errorf("migrate: read %s range %d: %w", f, r.ID, err)
 		}
+		fam.stamp(&row, s.Retention)
 		if n := len(out); n > 0 && out[n-1].Key == row.Key {
 			// Only a cart has two documents (slot and retired copy) for a moment: keep the
 			// later state; on a tie the retired copy, which retire writes second.
-			if f == Carts && (row.Modified.After(out[n-1].Modified) || retired && !row.Modified.Before(out[n-1].Modified)) {
+			if row.Modified.After(out[n-1].Modified) || retired && !row.Modified.Before(out[n-1].Modified) {
 				out[n-1] = row
 			}
 			continue
@@ -146,39 +151,15 @@ func (s *MongoSource) Read(ctx context.Context, f Family, r Range) ([]Row, error
 	return out, nil
 }
 
-// decode turns a document into its Row, with Modified and Expires by source.go's rules.
-func (s *MongoSource) decode(f Family, raw bson.Raw) (row Row, retired bool, err error) {
-	switch f {
-	case Sessions:
-		v, err := mongostore.DecodeSession(raw)
-		return Row{Key: v.ID, Modified: latest(v.CreatedAt, v.LastActive), Expires: v.ExpiresAt, Session: &v}, false, err
-	case Carts:
-		v, retired, err := mongostore.DecodeCart(raw)
-		m := latest(v.CreatedAt, v.UpdatedAt)
-		for _, it := range v.Items {
-			m = latest(m, it.AddedAt)
-		}
-		return Row{Key: v.ID, Modified: m, Expires: v.ExpiresAt, Cart: &v}, retired, err
-	case History:
-		v, err := mongostore.DecodeHistoryEntry(raw)
-		return Row{Key: v.OrderID, Modified: v.UpdatedAt, Entry: &v}, false, err
-	case Events:
-		v, err := mongostore.DecodeEvent(raw)
-		return Row{Key: v.ID, Modified: v.At, Expires: event.Expiry(v.At, s.Retention), Event: &v}, false, err
-	default:
-		v, err := mongostore.DecodeProduct(raw)
-		return Row{Key: v.ID, Modified: v.UpdatedAt, Product: &v}, false, err
-	}
-}
-
 // Count is the exact number of documents of f (CountDocuments, not the metadata estimate,
 // which is off after an unclean shutdown and on sharded clusters with orphans). A cart caught
 // mid-retire counts twice.
 func (s *MongoSource) Count(ctx context.Context, f Family) (int64, error) {
-	mf, err := s.family(f)
+	fam, err := f.family()
 	if err != nil {
 		return 0, err
 	}
+	mf := fam.mongo()
 	n, err := s.db.Collection(mf.coll).CountDocuments(ctx, bson.D{})
 	if err != nil {
 		return 0, fmt.Errorf("migrate: count %s: %w", f, err)
@@ -190,10 +171,11 @@ func (s *MongoSource) Count(ctx context.Context, f Family) (int64, error) {
 // (count/n)-th. $bucketAuto would send back only the n boundaries, but it sorts every key in
 // memory (spilling to disk past 100 MB) instead of reading them in index order.
 func (s *MongoSource) Split(ctx context.Context, f Family, n int) ([]Range, error) {
-	mf, err := s.family(f)
+	fam, err := f.family()
 	if err != nil {
 		return nil, err
 	}
+	mf := fam.mongo()
 	step, err := splitStep(ctx, s, f, n)
 	if err != nil {
 		return nil, err
@@ -232,7 +214,7 @@ func (s *MongoSource) Split(ctx context.Context, f Family, n int) ([]Range, erro
 // The owner's slot document holds the active cart, so one lookup by _id says which it is.
 func (s *MongoSource) ReadCarts(ctx context.Context, owner cart.Owner, ids []string) (rows []Row, active string, err error) {
 	for _, id := range ids {
-		rs, err := s.Read(ctx, Carts, Range{Lo: id, Hi: id + "\x00"})
+		rs, err := s.Read(ctx, Carts, keyOnly(id))
 		if err != nil {
 			return nil, "", err
 		}
@@ -242,7 +224,7 @@ func (s *MongoSource) ReadCarts(ctx context.Context, owner cart.Owner, ids []str
 		CartID string `bson:"cart_id"`
 		Status string `bson:"status"`
 	}
-	err = s.collection(Carts, mongoFamilies[Carts]).FindOne(ctx, bson.D{{Key: "_id", Value: mongostore.ActiveCartSlot(owner)}}).Decode(&slot)
+	err = s.collection(mongoFamilies[Carts]).FindOne(ctx, bson.D{{Key: "_id", Value: mongostore.ActiveCartSlot(owner)}}).Decode(&slot)
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return rows, "", nil

@@ -10,37 +10,6 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
-// Phase is where a family's migration stands. The old store is the source of truth until
-// Cutover; from Cutover on, Cassandra is.
-type Phase string
-
-const (
-	// PhaseNone: not migrating; the family lives where the placement says.
-	PhaseNone Phase = ""
-	// DualWrite: shop processes write the old store, then copy each changed key into Cassandra;
-	// the backfill runs (or ran) underneath.
-	DualWrite Phase = "dual_write"
-	// Copied: the backfill finished; dual writes continue.
-	Copied Phase = "copied"
-	// Verified: a verify found 0 differences; dual writes continue; cutover is allowed.
-	Verified Phase = "verified"
-	// Cutover: shop processes read and write the family in Cassandra, and keep the old store
-	// updated for a rollback where the family allows it (docs/migration.md).
-	Cutover Phase = "cutover"
-)
-
-// ParsePhase accepts a stored phase.
-func ParsePhase(s string) (Phase, error) {
-	switch p := Phase(s); p {
-	case PhaseNone, DualWrite, Copied, Verified, Cutover:
-		return p, nil
-	}
-	return "", fmt.Errorf("migrate: unknown phase %q", s)
-}
-
-// Mirrors reports whether shop processes copy their writes of the family into Cassandra.
-func (p Phase) Mirrors() bool { return p == DualWrite || p == Copied || p == Verified }
-
 // State is a family's row in migration_state.
 type State struct {
 	Family     Family
@@ -88,9 +57,6 @@ func (t *Target) State(ctx context.Context, f Family) (State, error) {
 	}
 	return all[f], nil
 }
-
-// ErrPhase is returned when a step is asked of a family in the wrong phase.
-var ErrPhase = errors.New("migrate: wrong phase")
 
 // SetState moves f from phase `from` to s.Phase with a lightweight transaction, so two
 // operators (or a retried command) cannot both move it: ErrPhase says where it stands.

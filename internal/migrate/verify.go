@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/cart"
 )
 
 // RangeSum is one side of one range: its row count and the sum (mod 2^64) of its rows'
@@ -38,7 +40,7 @@ func Verify(ctx context.Context, src Reader, dst *Target, f Family, opts Options
 	opts.defaults()
 	const margin = time.Minute
 	rep := Report{Family: f}
-	if err := f.valid(); err != nil {
+	if _, err := f.family(); err != nil {
 		return rep, err
 	}
 	ranges, err := src.Split(ctx, f, opts.Split)
@@ -114,7 +116,7 @@ type Sides struct{ Source, Target string }
 func Explain(ctx context.Context, src Reader, dst *Target, f Family, keys []string) (map[string]Sides, error) {
 	out := make(map[string]Sides, len(keys))
 	for _, k := range keys {
-		rows, err := src.Read(ctx, f, Range{Lo: k, Hi: k + "\x00"})
+		rows, err := src.Read(ctx, f, keyOnly(k))
 		if err != nil {
 			return nil, err
 		}
@@ -132,4 +134,37 @@ func Explain(ctx context.Context, src Reader, dst *Target, f Family, keys []stri
 		return nil
 	})
 	return out, err
+}
+
+// Repair copies each differing key again from the old store with the dual write's rule (read
+// now, replace at now): the old store is the source of truth until cutover. A cart is copied
+// with its owner's partition, the owner found on whichever side holds the cart.
+func Repair(ctx context.Context, src MirrorSource, dst *Target, f Family, diffs []Diff) error {
+	m := &Mirror{Src: src, Dst: dst}
+	for _, d := range diffs {
+		var err error
+		if f == Carts {
+			err = m.repairCart(ctx, d.Key)
+		} else {
+			err = m.Keys(ctx, f, d.Key)
+		}
+		if err != nil {
+			return fmt.Errorf("repair %s %s: %w", f, d.Key, err)
+		}
+	}
+	return nil
+}
+
+func (m *Mirror) repairCart(ctx context.Context, id string) error {
+	rows, err := m.Src.Read(ctx, Carts, keyOnly(id))
+	if err != nil {
+		return err
+	}
+	var owner cart.Owner
+	if len(rows) > 0 {
+		owner = rows[0].Cart.Owner
+	} else if owner, err = m.Dst.CartOwner(ctx, id); err != nil {
+		return err
+	}
+	return m.Carts(ctx, owner, id)
 }

@@ -1,5 +1,6 @@
 // Package placement decides which backend holds which data family and opens the repositories
-// accordingly, so a migration moves a family by changing configuration.
+// accordingly, so moving a family to another backend (`shardmart migrate`) ends in a change
+// of configuration.
 package placement
 
 import (
@@ -144,7 +145,7 @@ type Stores struct {
 
 	closers   []func() error
 	pings     []namedPing
-	migration *migration // nil unless Options.Migrations
+	dualWrite *dualWrite // nil unless Options.Migrations
 }
 
 type namedPing struct {
@@ -233,7 +234,7 @@ type Options struct {
 	// ObserveStatement, when set, receives the backend-specific detail below the operations:
 	// each Cassandra statement ("select.user_carts") and MongoDB wire command ("find").
 	ObserveStatement func(backend, statement string, d time.Duration, err error)
-	// Migrations turns on the migration layer (MIG-1, migration.go): families in an old store
+	// Migrations turns on the dual-write layer (dualwrite.go): families in an old store
 	// follow their phase in Cassandra's migration_state (dual writes, then cutover).
 	Migrations bool
 	// MigrationError, when set, receives each change the dual write could not copy to
@@ -345,7 +346,7 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 		return nil, err
 	}
 	if o.Migrations {
-		if err := s.openMigrations(ctx, cfg, o, opened); err != nil {
+		if err := s.openDualWrite(ctx, cfg, o, opened); err != nil {
 			_ = s.Close()
 			return nil, err
 		}

@@ -63,9 +63,12 @@ type cartStmts struct {
 // one, not being merged away, and not frozen by a checkout.
 const editIf = `IF active_cart = ? AND status = 'active' AND checkout_order = null`
 
-func newCartTable(name, key string) cartTable {
-	cols := `active_cart, cart_id, product_id, status, order_id, created_at, updated_at, expires_at, merged_from, merge_seq, category, quantity, added_at,
+// cartCols are the columns a cartRow scans (cartRow.dest).
+const cartCols = `active_cart, cart_id, product_id, status, order_id, created_at, updated_at, expires_at, merged_from, merge_seq, category, quantity, added_at,
 		checkout_order, checkout_until, merge_into`
+
+func newCartTable(name, key string) cartTable {
+	cols := cartCols
 	header := fmt.Sprintf(`WHERE %s = ? AND cart_id = ? AND product_id = ''`, key)
 	return cartTable{name: name, key: key, stmts: cartStmts{
 		// Newest cart first: the active cart is normally the first prefix of the partition,
@@ -157,12 +160,17 @@ type cartRow struct {
 	checkoutUntil                      time.Time
 }
 
+// dest is where a row of cartCols scans to.
+func (r *cartRow) dest() []any {
+	return []any{&r.active, &r.cartID, &r.productID, &r.status, &r.orderID, &r.created, &r.updated, &r.expires,
+		&r.merged, &r.mergeSeq, &r.category, &r.quantity, &r.addedAt, &r.checkoutOrder, &r.checkoutUntil, &r.mergeInto}
+}
+
 func scanCartRows(iter *gocql.Iter) ([]cartRow, error) {
 	var rows []cartRow
 	for {
 		var r cartRow
-		if !iter.Scan(&r.active, &r.cartID, &r.productID, &r.status, &r.orderID, &r.created, &r.updated, &r.expires,
-			&r.merged, &r.mergeSeq, &r.category, &r.quantity, &r.addedAt, &r.checkoutOrder, &r.checkoutUntil, &r.mergeInto) {
+		if !iter.Scan(r.dest()...) {
 			break
 		}
 		rows = append(rows, r)
@@ -205,22 +213,14 @@ func (r *Carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency
 	}
 	st.c = cart.Cart{ID: st.active.String(), Owner: owner}
 	for _, row := range mine {
-		if row.productID == "" {
+		if row.addTo(&st.c) {
 			st.header = true
-			st.c.Status, st.c.OrderID = cart.Status(row.status), row.orderID
-			st.c.CreatedAt, st.c.UpdatedAt, st.c.ExpiresAt = row.created, row.updated, row.expires
-			st.c.CheckoutOrder, st.c.CheckoutUntil = row.checkoutOrder, row.checkoutUntil
 			st.merged = map[string]bool{}
 			for _, m := range row.merged {
 				st.merged[m] = true
 			}
 			st.mergeSeq, st.mergeInto = row.mergeSeq, row.mergeInto
-			continue
 		}
-		if row.quantity <= 0 { // a line half-written by an expired TTL or a racing delete
-			continue
-		}
-		st.c.Items = append(st.c.Items, cart.Item{ProductID: row.productID, Category: row.category, Quantity: row.quantity, AddedAt: row.addedAt})
 	}
 	sortItems(st.c.Items)
 	return st, nil

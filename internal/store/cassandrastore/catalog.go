@@ -103,9 +103,8 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	}
 	cols := []any{p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt)}
 	add(productInsert, append(cols, wt)...)
-	if !p.Inactive {
-		add(byCatInsert, append(append([]any{bucket}, cols...), wt)...)
-		add(newestInsert, append(append([]any{bucket}, cols...), wt)...)
+	for _, t := range searchTablesOf(p) {
+		add(t.insert, append(append([]any{bucket}, cols...), wt)...)
 	}
 	if err := b.Exec(); err != nil {
 		return fmt.Errorf("upsert product %s: %w", p.ID, err)

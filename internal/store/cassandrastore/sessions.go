@@ -71,29 +71,46 @@ func (r *Sessions) CreateSession(ctx context.Context, s session.Session) error {
 	return nil
 }
 
+// sessionRow is a row of sessionCols as scanned, before it is a session.
+type sessionRow struct {
+	s              session.Session
+	userID, status *string
+	ip             net.IP
+}
+
+func (r *sessionRow) dest() []any {
+	return []any{&r.s.ID, &r.userID, &r.s.CreatedAt, &r.s.LastActive, &r.s.ExpiresAt, &r.ip, &r.s.UserAgent, &r.status, &r.s.Data}
+}
+
+// session is the row's session; a null user, status or ip is empty.
+func (r *sessionRow) session() session.Session {
+	s := r.s
+	if r.status != nil {
+		s.Status = session.Status(*r.status)
+	}
+	if r.userID != nil {
+		s.UserID = *r.userID
+	}
+	if r.ip != nil {
+		s.IP = r.ip.String()
+	}
+	return s
+}
+
 func (r *Sessions) get(ctx context.Context, id string, now time.Time) (session.Session, error) {
-	var s session.Session
-	var userID, status *string
-	var ip net.IP
-	err := r.s.Query(sessionSelect, id).WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).
-		Scan(&s.ID, &userID, &s.CreatedAt, &s.LastActive, &s.ExpiresAt, &ip, &s.UserAgent, &status, &s.Data)
+	var row sessionRow
+	err := r.s.Query(sessionSelect, id).WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).Scan(row.dest()...)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return s, session.ErrNotFound
-	}
-	if err != nil {
-		return s, fmt.Errorf("read session: %w", err)
-	}
-	// A row without expiry or status is a remnant of a write that outlived the row: gone.
-	if status == nil || s.ExpiresAt.IsZero() || !s.ExpiresAt.After(now) {
 		return session.Session{}, session.ErrNotFound
 	}
-	s.Status = session.Status(*status)
-	if userID != nil {
-		s.UserID = *userID
+	if err != nil {
+		return session.Session{}, fmt.Errorf("read session: %w", err)
 	}
-	if ip != nil {
-		s.IP = ip.String()
+	// A row without expiry or status is a remnant of a write that outlived the row: gone.
+	if row.status == nil || row.s.ExpiresAt.IsZero() || !row.s.ExpiresAt.After(now) {
+		return session.Session{}, session.ErrNotFound
 	}
+	s := row.session()
 	if s.Data == nil {
 		s.Data = map[string]string{}
 	}

@@ -30,12 +30,38 @@ func (c cartRow) editable(now time.Time) error {
 	return cart.Cart{ID: c.id, CheckoutOrder: c.checkoutOrder, CheckoutUntil: fromNanos(c.checkoutUntil)}.Editable(now)
 }
 
+const cartColumns = `id, status, order_id, created_at, updated_at, expires_at, checkout_order, checkout_until`
+
+// dest is where a row of cartColumns scans to.
+func (c *cartRow) dest() []any {
+	return []any{&c.id, &c.status, &c.orderID, &c.created, &c.updated, &c.expiresAt, &c.checkoutOrder, &c.checkoutUntil}
+}
+
+// cart is the cart the header row holds, without its lines.
+func (c cartRow) cart(owner cart.Owner) cart.Cart {
+	return cart.Cart{ID: c.id, Owner: owner, Status: cart.Status(c.status), OrderID: c.orderID,
+		CreatedAt: fromNanos(c.created), UpdatedAt: fromNanos(c.updated), ExpiresAt: fromNanos(c.expiresAt),
+		CheckoutOrder: c.checkoutOrder, CheckoutUntil: fromNanos(c.checkoutUntil)}
+}
+
+const cartItemColumns = `product_id, category, qty, added_at`
+
+// scanCartItem decodes a row of cartItemColumns, after any columns in before.
+func scanCartItem(row rowScanner, before ...any) (cart.Item, error) {
+	var it cart.Item
+	var added int64
+	if err := row.Scan(append(before, &it.ProductID, &it.Category, &it.Quantity, &added)...); err != nil {
+		return it, err
+	}
+	it.AddedAt = fromNanos(added)
+	return it, nil
+}
+
 // activeCart finds the owner's live active cart; q is the reader pool or the current tx.
 func activeCart(ctx context.Context, q queryRower, owner cart.Owner, now time.Time) (cartRow, error) {
 	var c cartRow
-	err := q.QueryRowContext(ctx, `SELECT id, status, order_id, created_at, updated_at, expires_at, checkout_order, checkout_until FROM carts
-		WHERE owner = ? AND status = 'active' AND (expires_at = 0 OR expires_at > ?)`, owner.Key(), nanos(now)).
-		Scan(&c.id, &c.status, &c.orderID, &c.created, &c.updated, &c.expiresAt, &c.checkoutOrder, &c.checkoutUntil)
+	err := q.QueryRowContext(ctx, `SELECT `+cartColumns+` FROM carts
+		WHERE owner = ? AND status = 'active' AND (expires_at = 0 OR expires_at > ?)`, owner.Key(), nanos(now)).Scan(c.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, cart.ErrNotFound
 	}
@@ -57,21 +83,17 @@ type queryer interface {
 }
 
 func loadCart(ctx context.Context, q queryer, owner cart.Owner, row cartRow) (cart.Cart, error) {
-	c := cart.Cart{ID: row.id, Owner: owner, Status: cart.Status(row.status), OrderID: row.orderID,
-		CreatedAt: fromNanos(row.created), UpdatedAt: fromNanos(row.updated), ExpiresAt: fromNanos(row.expiresAt),
-		CheckoutOrder: row.checkoutOrder, CheckoutUntil: fromNanos(row.checkoutUntil)}
-	rows, err := q.QueryContext(ctx, `SELECT product_id, category, qty, added_at FROM cart_items WHERE cart_id = ? ORDER BY added_at, product_id`, row.id)
+	c := row.cart(owner)
+	rows, err := q.QueryContext(ctx, `SELECT `+cartItemColumns+` FROM cart_items WHERE cart_id = ? ORDER BY added_at, product_id`, row.id)
 	if err != nil {
 		return c, fmt.Errorf("read cart items: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var it cart.Item
-		var added int64
-		if err := rows.Scan(&it.ProductID, &it.Category, &it.Quantity, &added); err != nil {
+		it, err := scanCartItem(rows)
+		if err != nil {
 			return c, err
 		}
-		it.AddedAt = fromNanos(added)
 		c.Items = append(c.Items, it)
 	}
 	return c, rows.Err()

@@ -27,24 +27,29 @@ func (r *sessions) CreateSession(ctx context.Context, s session.Session) (err er
 	return nil
 }
 
-func getSession(ctx context.Context, q queryRower, id string, now time.Time) (session.Session, error) {
+const sessionColumns = `id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data`
+
+// scanSession decodes a row of sessionColumns.
+func scanSession(row rowScanner) (session.Session, error) {
 	var s session.Session
 	var created, last, expires int64
 	var data string
-	err := q.QueryRowContext(ctx, `SELECT id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data
-		FROM sessions WHERE id = ? AND expires_at > ?`, id, nanos(now)).
-		Scan(&s.ID, &s.UserID, &created, &last, &expires, &s.IP, &s.UserAgent, &s.Status, &data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return s, session.ErrNotFound
-	}
-	if err != nil {
+	if err := row.Scan(&s.ID, &s.UserID, &created, &last, &expires, &s.IP, &s.UserAgent, &s.Status, &data); err != nil {
 		return s, err
 	}
 	s.CreatedAt, s.LastActive, s.ExpiresAt = fromNanos(created), fromNanos(last), fromNanos(expires)
 	if err := json.Unmarshal([]byte(data), &s.Data); err != nil {
-		return s, fmt.Errorf("session data: %w", err)
+		return s, fmt.Errorf("session %s data: %w", s.ID, err)
 	}
 	return s, nil
+}
+
+func getSession(ctx context.Context, q queryRower, id string, now time.Time) (session.Session, error) {
+	s, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ? AND expires_at > ?`, id, nanos(now)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, session.ErrNotFound
+	}
+	return s, err
 }
 
 func (r *sessions) GetSession(ctx context.Context, id string, now time.Time) (s session.Session, err error) {

@@ -12,8 +12,9 @@ import (
 	"github.com/shardmart/shardmart/internal/history"
 )
 
-// What a migration (internal/migrate) writes through: the repositories' own write paths on a
-// session it opened, so a copied row is exactly what the shop would have written.
+// What `shardmart migrate` (internal/migrate) writes and reads through: the repositories' own
+// write paths and row decoders on a session it opened, so a copied row is exactly what the
+// shop would have written, and a scanned one what it would have read.
 
 // NewHistory is the history repository on s.
 func NewHistory(s *gocql.Session) history.Repository { return &History{s: s} }
@@ -26,42 +27,39 @@ func NewEvents(s *gocql.Session, retention time.Duration) event.Repository {
 // NewCatalog is the catalog read model on s.
 func NewCatalog(s *gocql.Session) *Catalog { return &Catalog{s: s} }
 
-// HistoryScan reads every history entry (a full, paged scan), for a verify.
-func HistoryScan(ctx context.Context, s *gocql.Session, fn func(history.Entry) error) error {
-	iter := s.Query(`SELECT ` + historyCols + ` FROM order_history`).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
+// scanAll reads every row of table (a full, paged scan at QUORUM), decoding each with scan
+// and handing it to fn; fn's error stops the scan and is returned.
+func scanAll[T any](ctx context.Context, s *gocql.Session, cols, table string, scan func(*gocql.Iter, *T) bool, fn func(T) error) error {
+	iter := s.Query(`SELECT ` + cols + ` FROM ` + table).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
 	for {
-		var e history.Entry
-		if !scanEntry(iter, &e) {
+		var v T
+		if !scan(iter, &v) {
 			break
 		}
-		if err := fn(e); err != nil {
+		if err := fn(v); err != nil {
 			iter.Close()
 			return err
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return fmt.Errorf("scan history: %w", err)
+		return fmt.Errorf("scan %s: %w", table, err)
 	}
 	return nil
 }
 
+// HistoryScan reads every history entry (a full, paged scan), for a verify.
+func HistoryScan(ctx context.Context, s *gocql.Session, fn func(history.Entry) error) error {
+	return scanAll(ctx, s, historyCols, "order_history", scanEntry, fn)
+}
+
 // EventScan reads every event (a full, paged scan), for a verify.
 func EventScan(ctx context.Context, s *gocql.Session, fn func(event.Event) error) error {
-	iter := s.Query(`SELECT ` + eventCols + ` FROM user_events`).WithContext(ctx).Consistency(gocql.Quorum).PageSize(1000).Iter()
-	for {
-		var e event.Event
-		if !scanEvent(iter, &e) {
-			break
-		}
-		if err := fn(e); err != nil {
-			iter.Close()
-			return err
-		}
-	}
-	if err := iter.Close(); err != nil {
-		return fmt.Errorf("scan events: %w", err)
-	}
-	return nil
+	return scanAll(ctx, s, eventCols, "user_events", scanEvent, fn)
+}
+
+// ProductScan reads every product of the read model (a full, paged scan), for a verify.
+func ProductScan(ctx context.Context, s *gocql.Session, fn func(catalog.Product) error) error {
+	return scanAll(ctx, s, productCols, "products", scanProduct, fn)
 }
 
 // CatalogBucket is the search partition of product id within its category.
@@ -100,9 +98,9 @@ func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, 
 	wt := writeTime(at)
 	bucket := bucketOfProduct(p.ID)
 	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(CatalogConsistency)
-	b.Entries = append(b.Entries,
-		gocql.BatchEntry{Stmt: byCatInsert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true},
-		gocql.BatchEntry{Stmt: newestInsert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true})
+	for _, t := range searchTablesOf(p) {
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: t.insert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true})
+	}
 	if err := b.Exec(); err != nil {
 		return true, fmt.Errorf("insert product %s search rows: %w", p.ID, err)
 	}

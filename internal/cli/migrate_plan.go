@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardmart/shardmart/internal/migrate"
+)
+
+// migratePlanOptions are `migrate plan`'s settings.
+type migratePlanOptions struct {
+	Stores migrateStores
+}
+
+// newCmdMigratePlan builds `migrate plan`; runF, if not nil, replaces migratePlan (tests).
+func newCmdMigratePlan(stdio IO, fl *migrateFlags, runF func(context.Context, migratePlanOptions) error) *cobra.Command {
+	return &cobra.Command{Use: "plan", Short: "Row counts, estimated time and the placement change", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			o := migratePlanOptions{Stores: fl.stores}
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			return migratePlan(c.Context(), stdio, o)
+		}}
+}
+
+// assumedRates are the plan's rows/s per family: the backfill's medians into one node with 4
+// workers in docs/benchmarks.md (2 shared cores), rounded down. A cluster of real machines
+// copies faster; a busy old store slower.
+var assumedRates = map[migrate.Family]float64{migrate.Sessions: 10_000, migrate.Carts: 7_000,
+	migrate.History: 11_000, migrate.Events: 17_000, migrate.Catalog: 3_000}
+
+func migratePlan(ctx context.Context, stdio IO, o migratePlanOptions) error {
+	env, fams, err := o.Stores.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	states, err := env.Dst.States(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAMILY\tROWS\tESTIMATE\tPHASE\tPLACEMENT CHANGE")
+	var total int64
+	var all time.Duration
+	for _, f := range fams {
+		n, err := env.Src.Count(ctx, f)
+		if err != nil {
+			return err
+		}
+		total += n
+		est := time.Duration(float64(n) / assumedRates[f] * float64(time.Second)).Round(time.Second)
+		all += est
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s=%s -> %s=%s\n", f, n, est, migrate.PhaseName(states[f].Phase), f, o.Stores.From, f, o.Stores.To)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdio.Out, "\n%d rows, about %s at the 1-node rates of docs/benchmarks.md. Steps: every shop process runs serve --migrations; then migrate run, verify, cutover per family.\n", total, all)
+	return nil
+}

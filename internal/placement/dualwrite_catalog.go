@@ -1,0 +1,45 @@
+package placement
+
+import (
+	"context"
+
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/projection"
+)
+
+// dualWriteCatalog serves product reads from the old store until cutover, then from
+// Cassandra's read model.
+type dualWriteCatalog struct{ pair[CatalogReader] }
+
+// catalogSink feeds Cassandra's catalog read model from the projector while the catalog is
+// being migrated or cut over; before, it drops changes. The projector's checkpoint makes it
+// durable: a failed write is retried, never skipped. The read model orders a product by its
+// UpdatedAt, so the write runs after the phase is released (a hung Cassandra holds up no phase
+// change), bounded by copyTimeout like every copy.
+type catalogSink struct {
+	neu projection.CatalogSink
+	ph  *familyPhase
+}
+
+func (s *catalogSink) UpsertProduct(ctx context.Context, p catalog.Product) error {
+	if s.ph.get() == migrate.PhaseNone {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, copyTimeout)
+	defer cancel()
+	return s.neu.UpsertProduct(ctx, p)
+}
+
+func (d *dualWriteCatalog) GetProduct(ctx context.Context, id string) (catalog.Product, error) {
+	r, _, done := d.pick()
+	defer done()
+	return r.GetProduct(ctx, id)
+}
+
+func (d *dualWriteCatalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error) {
+	r, _, done := d.pick()
+	defer done()
+	return r.SearchProducts(ctx, q)
+}

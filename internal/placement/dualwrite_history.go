@@ -1,0 +1,36 @@
+package placement
+
+import (
+	"context"
+
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/paging"
+)
+
+type dualWriteHistory struct{ pair[history.Repository] }
+
+// UpsertEntry writes the projector's entry to both stores: it is a whole state, and the
+// projector applies one order's changes in order. A failed copy is returned, not only
+// reported: the projector retries the message (both writes are idempotent), so no entry is
+// left behind; while Cassandra is down that holds the projector back.
+//
+// The copy runs after the phase is released and bounded in time: both stores order an entry
+// by its UpdatedAt, not by when it lands, so a late copy is harmless, while one held under
+// the phase would let a hung Cassandra block every phase change, and with it every history
+// read queued behind the change.
+func (d *dualWriteHistory) UpsertEntry(ctx context.Context, e history.Entry) error {
+	r, p, done := d.pick()
+	err := r.UpsertEntry(ctx, e)
+	done()
+	if err != nil || p == migrate.PhaseNone {
+		return err
+	}
+	return d.copy(ctx, History, e.OrderID, func(ctx context.Context) error { return d.other(p).UpsertEntry(ctx, e) })
+}
+
+func (d *dualWriteHistory) ListHistory(ctx context.Context, userID string, page paging.Request) (paging.Page[history.Entry], error) {
+	r, _, done := d.pick()
+	defer done()
+	return r.ListHistory(ctx, userID, page)
+}

@@ -1,0 +1,173 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
+)
+
+// A hung Cassandra (its only node SIGSTOPped) holds up neither a phase change of the history
+// family nor a history read, while the dual write's copy of an entry into it hangs: the copy
+// runs after the phase is released. Once the node runs again, the projector's retry lands.
+func TestDualWriteHungTargetBlocksNoPhaseChange(t *testing.T) {
+	c := launcher.ForTest(t, launcher.Options{Nodes: 1, BaseAddr: launcher.DualWriteTestAddr, HeapMB: 512})
+	ctx := context.Background()
+	const ks = "dualwrite_hung"
+	if _, err := cassandrastore.ApplySchema(ctx, c.Hosts(), cassandrastore.SchemaOptions{Keyspace: ks, RF: 1}); err != nil {
+		t.Fatalf("apply schema: %v", err)
+	}
+	s, err := Open(ctx, Embedded(), Options{SQLitePath: filepath.Join(t.TempDir(), "shop.db"), CassandraHosts: c.Hosts(),
+		CassandraKeyspace: ks, Migrations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: c.Hosts(), Keyspace: ks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	dst := migrate.NewTarget(st.Session())
+	if err := dst.SetState(ctx, migrate.PhaseNone, migrate.State{Family: migrate.History, Phase: migrate.DualWrite, Source: migrate.FromSQLite, Run: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RefreshMigrations(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if p := s.MigrationPhases()[History]; p != migrate.DualWrite {
+		t.Fatalf("history applies phase %q, want %q", p, migrate.DualWrite)
+	}
+	entry := func(id string) history.Entry {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		return history.Entry{UserID: "u1", OrderID: id, PlacedAt: now, UpdatedAt: now, Status: order.Paid, Zone: "eu-west", Total: money.Amount(1250),
+			Items: []order.Item{{ProductID: "p1", Category: "books", Name: "A book", Quantity: 1, UnitPrice: 1250}}}
+	}
+	if err := s.History.UpsertEntry(ctx, entry("o-before")); err != nil {
+		t.Fatalf("dual write with Cassandra up: %v", err)
+	}
+
+	pid := cassandraPID(t, c)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT %d: %v", pid, err)
+			}
+		}
+	}
+	t.Cleanup(resume)
+
+	hung := entry("o-hung")
+	upserted := make(chan error, 1)
+	go func() { upserted <- s.History.UpsertEntry(ctx, hung) }()
+	// The old store took the entry: the copy into the stopped node is under way.
+	waitFor(t, time.Minute, "the entry in the old store", func() bool {
+		return hasEntry(t, ctx, s.History, hung.OrderID)
+	})
+
+	// A phase change and a read, each while the copy still hangs.
+	ph := s.dualWrite.phases[History]
+	changed := make(chan struct{})
+	go func() { ph.set(migrate.Copied); close(changed) }()
+	select {
+	case <-changed:
+	case err := <-upserted:
+		t.Fatalf("the phase change waited for the hung copy (which ended with %v)", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the phase change did not happen in 2 min")
+	}
+	read := make(chan bool, 1)
+	go func() { read <- hasEntry(t, ctx, s.History, hung.OrderID) }()
+	select {
+	case ok := <-read:
+		if !ok {
+			t.Fatal("the history read after the phase change misses the entry")
+		}
+	case err := <-upserted:
+		t.Fatalf("the history read waited for the hung copy (which ended with %v)", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the history read did not answer in 2 min")
+	}
+	select {
+	case err := <-upserted:
+		t.Fatalf("the copy into a stopped node ended before the phase change was checked (%v): nothing was shown", err)
+	default:
+	}
+
+	// The copy is bounded: it ends with an error while the node is stopped (the driver's
+	// request timeout, under copyTimeout), and the projector's retry lands once it runs again.
+	select {
+	case err := <-upserted:
+		if err == nil {
+			t.Fatal("the copy into a stopped node reported success")
+		}
+		t.Logf("the hung copy ended with: %v", err)
+	case <-time.After(copyTimeout + time.Minute):
+		t.Fatalf("the copy into a stopped node did not end within copyTimeout (%s) and a minute", copyTimeout)
+	}
+	resume()
+	waitFor(t, 2*time.Minute, "the retried copy to land", func() bool {
+		return s.History.UpsertEntry(ctx, hung) == nil
+	})
+	page, err := st.History().ListHistory(ctx, "u1", paging.Request{Limit: 10})
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("Cassandra's history of u1 after the retry: %v, %d entries, want 2", err, len(page.Items))
+	}
+}
+
+func hasEntry(t *testing.T, ctx context.Context, h history.Repository, orderID string) bool {
+	page, err := h.ListHistory(ctx, "u1", paging.Request{Limit: 10})
+	if err != nil {
+		t.Errorf("list history: %v", err)
+		return false
+	}
+	for _, e := range page.Items {
+		if e.OrderID == orderID {
+			return true
+		}
+	}
+	return false
+}
+
+// cassandraPID is the JVM of the cluster's only node, from the pidfile the launcher writes.
+func cassandraPID(t *testing.T, c *launcher.Cluster) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Nodes()[0].Dir, "cassandra.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(fmt.Errorf("pidfile: %w", err))
+	}
+	return pid
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
