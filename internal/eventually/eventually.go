@@ -15,17 +15,18 @@ import (
 // firstPoll is the first pause between two checks; pauses then double up to the cap.
 const firstPoll = 10 * time.Millisecond
 
-// maxPoll bounds the pause between checks: long waits (a Cassandra node republishing its
-// load every minute) need not hammer the server, short ones stay responsive.
+// maxPoll bounds the pause between checks: a hundredth of the wait, so long waits (a Cassandra
+// node republishing its load every minute) do not hammer the server, but at most 250 ms, so a
+// test that reports how long a condition took to hold reports it to a quarter second.
 func maxPoll(within time.Duration) time.Duration {
-	return min(max(within/100, firstPoll), time.Second)
+	return min(max(within/100, firstPoll), 250*time.Millisecond)
 }
 
 // Until calls check until it returns nil and returns nil, or returns an error wrapping
 // ctx.Err() and check's last error once ctx is done. The pause between calls starts at 10 ms
-// and doubles up to a hundredth of the time ctx has left (at most 1 s).
+// and doubles up to a hundredth of the time ctx has left (at most 250 ms).
 func Until(ctx context.Context, check func() error) error {
-	limit := time.Second
+	limit := maxPoll(time.Hour)
 	if d, ok := ctx.Deadline(); ok {
 		limit = maxPoll(time.Until(d))
 	}

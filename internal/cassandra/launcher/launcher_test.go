@@ -122,8 +122,8 @@ func TestSingleNodeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := syscall.Kill(pid, 0); err == nil {
-		// Down returns once the JVM has exited; our own child may linger as a zombie until its
-		// reaper runs, which is not alive.
+		// Our own child may linger as a zombie until reaped; give the reaper a moment.
+		time.Sleep(time.Second)
 		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && !strings.Contains(string(b), "zombie") {
 			t.Fatalf("JVM %d still alive after Down", pid)
 		}
