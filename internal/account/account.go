@@ -3,9 +3,12 @@ package account
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/mail"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -44,11 +47,65 @@ func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(
 func ValidateCredentials(email, password string) error {
 	var c validation.Collector
 	a, err := mail.ParseAddress(email)
-	c.Check(err == nil && a.Address == email && len(email) <= 254, "email", "must be a plain email address")
-	// At least 8 characters (the OpenAPI minLength counts characters), at most 72 bytes: bcrypt
-	// reads no further, and the document states this limit in bytes too.
-	c.Check(utf8.RuneCountInString(password) >= 8 && len(password) <= 72, "password", "must be at least 8 characters and at most 72 bytes")
+	c.Check(err == nil && a.Address == email && mailbox(email), "email", "must be a plain email address")
+	// 8 to 72 characters, as the OpenAPI document's minLength and maxLength count them; a
+	// password over bcrypt's 72 bytes is pre-hashed (bcryptInput), so bytes do not matter.
+	n := utf8.RuneCountInString(password)
+	c.Check(n >= 8 && n <= MaxPasswordChars, "password", "must be 8-72 characters")
 	return c.Err()
+}
+
+// mailbox applies what the OpenAPI document's `format: email` (an RFC 5321 mailbox) asks
+// beyond net/mail, which takes UTF-8 and any domain: ASCII, at most 254 characters, a local
+// part of at most 64, and a domain that is a host name (labels of 1-63 letters, digits or
+// inner hyphens) or a bracketed IP address.
+func mailbox(s string) bool {
+	at := strings.LastIndexByte(s, '@')
+	if len(s) > 254 || at < 1 || at > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	domain := s[at+1:]
+	if ip, ok := strings.CutPrefix(domain, "["); ok {
+		ip, ok = strings.CutSuffix(ip, "]")
+		v6, isV6 := strings.CutPrefix(ip, "IPv6:")
+		addr, err := netip.ParseAddr(v6)
+		return ok && err == nil && addr.Zone() == "" && (isV6 && addr.Is6() || !isV6 && addr.Is4())
+	}
+	domain = strings.TrimSuffix(domain, ".")
+	if len(domain) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(domain, ".") {
+		if len(label) < 1 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, ch := range label {
+			if !('a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// MaxPasswordChars bounds a password in characters (the document's maxLength).
+const MaxPasswordChars = 72
+
+// bcryptInput is what bcrypt hashes for password. bcrypt reads at most 72 bytes (Go's refuses
+// more), while 72 characters of UTF-8 take up to 288: a longer password is hashed first with
+// SHA-256 (base64, 44 bytes), so every character counts. Passwords of up to 72 bytes go in
+// unchanged, which keeps every hash stored before this rule valid.
+func bcryptInput(password string) []byte {
+	if len(password) <= 72 {
+		return []byte(password)
+	}
+	sum := sha256.Sum256([]byte(password))
+	return []byte(base64.StdEncoding.EncodeToString(sum[:]))
 }
 
 // HashCost is bcrypt's work factor; tests lower it to stay fast.
@@ -56,7 +113,7 @@ var HashCost = bcrypt.DefaultCost
 
 // HashPassword returns the bcrypt hash of password.
 func HashPassword(password string) (string, error) {
-	h, err := bcrypt.GenerateFromPassword([]byte(password), HashCost)
+	h, err := bcrypt.GenerateFromPassword(bcryptInput(password), HashCost)
 	if err != nil {
 		return "", err
 	}
@@ -100,7 +157,7 @@ func Authenticate(ctx context.Context, repo Repository, email, password string) 
 	case err != nil:
 		return User{}, err
 	}
-	match := compareHash(hash, []byte(password)) == nil
+	match := compareHash(hash, bcryptInput(password)) == nil
 	if err != nil || !match {
 		return User{}, ErrBadCredentials
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +145,39 @@ func TestLoginRepeatedAfterFailedRevokeEndsConsistent(t *testing.T) {
 	c, err := w.carts.Get(ctx, cart.User(u.ID))
 	if err != nil || len(c.Items) != 1 || c.Items[0].Quantity != 2 {
 		t.Errorf("user cart after the repeated login: %+v, %v; want the 2 mugs once", c.Items, err)
+	}
+}
+
+// Passwords are 8-72 characters, however many bytes: a 72-character password of 4-byte
+// characters registers and logs in, a password differing only past bcrypt's 72nd byte does
+// not, and a password stored before long ones were pre-hashed (a plain bcrypt hash of up to
+// 72 bytes) still logs in.
+func TestPasswordLengthCountsCharacters(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	long := strings.Repeat("😀", account.MaxPasswordChars) // 288 bytes
+	if _, err := w.service(w.sessions).Register(ctx, "long@example.com", long); err != nil {
+		t.Fatalf("register with 72 four-byte characters: %v", err)
+	}
+	if _, err := account.Authenticate(ctx, w.stores.Users, "long@example.com", long); err != nil {
+		t.Errorf("login with the 288-byte password: %v", err)
+	}
+	sameStart := strings.Repeat("😀", 18) + strings.Repeat("a", 54) // the same first 72 bytes
+	if _, err := account.Authenticate(ctx, w.stores.Users, "long@example.com", sameStart); !errors.Is(err, account.ErrBadCredentials) {
+		t.Errorf("login with a password sharing only the first 72 bytes: %v, want ErrBadCredentials", err)
+	}
+	if _, err := w.service(w.sessions).Register(ctx, "toolong@example.com", long+"a"); err == nil {
+		t.Error("a 73-character password was registered")
+	}
+	// A hash made the old way: bcrypt over the password's bytes.
+	old, err := bcrypt.GenerateFromPassword([]byte("12345678ÿÿ"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.stores.Users.CreateUser(ctx, account.User{ID: "old", Email: "old@example.com", PasswordHash: string(old), CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := account.Authenticate(ctx, w.stores.Users, "old@example.com", "12345678ÿÿ"); err != nil {
+		t.Errorf("login against a hash stored before pre-hashing: %v", err)
 	}
 }

@@ -18,6 +18,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"pgregory.net/rapid"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/money"
 )
 
 // TestOpenAPIConformance is the property test behind the document's promise. It reads the
@@ -108,8 +111,10 @@ func loadDoc(t *testing.T, body []byte) *oasDoc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// OpenAPI 3.1 schemas are JSON Schema 2020-12, the compiler's default draft.
+	// OpenAPI 3.1 schemas are JSON Schema 2020-12, the compiler's default draft. Formats are
+	// asserted, as schema-driven fuzzers assert them: the server must refuse a malformed date.
 	d.comp = jsonschema.NewCompiler()
+	d.comp.AssertFormat()
 	if err := d.comp.AddResource(docURL, forSchemas); err != nil {
 		t.Fatal(err)
 	}
@@ -281,11 +286,28 @@ func newFixtures(t *testing.T, e *env) *fixtures {
 	e.put(t, token, "fx-1", 1)
 	var o orderView
 	e.placeOrder(t, token, "fx-order").json(t, &o)
+	// At the server's limits, so every answer showing money shows its largest amounts: an
+	// order of cart.MaxItems lines of cart.MaxQuantity units at money.Max, then a cart holding
+	// such a line. Their totals must still match the documented schemas.
+	top := money.Max.String()
+	for i := range cart.MaxItems {
+		id := fmt.Sprintf("fx-max-%03d", i)
+		e.product(t, id, "fxmax", top, cart.MaxQuantity)
+		e.put(t, token, id, cart.MaxQuantity)
+		products = append(products, id)
+	}
+	var big struct{ ID string } // an orderView cannot hold the total: money.Amount reads input amounts only
+	if r := e.placeOrder(t, token, "fx-order-max"); r.status != http.StatusCreated {
+		t.Fatalf("order of the largest cart: %d %s", r.status, r.body)
+	} else {
+		r.json(t, &big)
+	}
+	e.put(t, token, "fx-max-000", cart.MaxQuantity) // the order took the stock: the line stays, unavailable to order
 	e.put(t, token, "fx-2", 1)
 	return &fixtures{token: token, known: map[string][]string{
-		"id":         append(slices.Clone(products), o.ID),
+		"id":         append(slices.Clone(products), o.ID, big.ID),
 		"product_id": slices.Clone(products),
-		"category":   {"fx"},
+		"category":   {"fx", "fxmax"},
 		"zone":       {"eu"},
 	}}
 }
@@ -386,6 +408,12 @@ func (c *conformanceCase) str(s map[string]any, name string) string {
 	case s["format"] == "date":
 		days := rapid.IntRange(0, 200*365).Draw(c.t, name+" (days from 1950)")
 		return time.Date(1950, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, days).Format(time.DateOnly)
+	}
+	if n, ok := s["maxLength"].(float64); ok && rapid.IntRange(0, 3).Draw(c.t, name+" at maxLength (0: yes)") == 0 {
+		// The longest string allowed, in characters of 1 to 4 bytes: a limit the server
+		// counts in bytes, or counts differently, shows here.
+		r := rapid.SampledFrom([]rune{'a', 'é', '€', '😀'}).Draw(c.t, name+" rune")
+		return strings.Repeat(string(r), int(n))
 	}
 	return rapid.StringOfN(rapid.Rune(), num(s["minLength"], 0), num(s["maxLength"], 100), -1).Draw(c.t, name)
 }
@@ -673,12 +701,7 @@ func (c *conformanceCase) get(st site) any {
 // set puts v at st when that makes the request violate its schema, and reports whether it did.
 func (c *conformanceCase) set(st site, v any, remove bool) bool {
 	if st.param != "" {
-		var p parameter
-		for _, p = range c.op.params {
-			if p.name == st.param {
-				break
-			}
-		}
+		p := c.param(st.param)
 		if remove {
 			if !p.required || p.in == "path" {
 				return false
@@ -714,6 +737,17 @@ func (c *conformanceCase) set(st site, v any, remove bool) bool {
 	return true
 }
 
+// param is the operation's parameter named name.
+func (c *conformanceCase) param(name string) parameter {
+	for _, p := range c.op.params {
+		if p.name == name {
+			return p
+		}
+	}
+	c.t.Fatalf("%s has no parameter %s", c.op.id, name)
+	return parameter{}
+}
+
 func deepCopy(v any) any {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -745,8 +779,14 @@ func (c *conformanceCase) mutations(st site) []mutation {
 				ms = append(ms, to("wrong type "+w.typ, w.v))
 			}
 		}
-	} else if s["type"] == "integer" {
-		ms = append(ms, to("not an integer", "7x"))
+	} else {
+		if s["type"] == "integer" {
+			ms = append(ms, to("not an integer", "7x"))
+		}
+		// A query or header parameter sent empty is not an absent one ("?date=").
+		if p := c.param(st.param); p.in != "path" {
+			ms = append(ms, to("empty", ""))
+		}
 	}
 	if v, ok := s["minimum"].(float64); ok {
 		ms = append(ms, to("below minimum", int64(v)-1))
@@ -756,7 +796,9 @@ func (c *conformanceCase) mutations(st site) []mutation {
 	}
 	if s["type"] == "string" || s["pattern"] != nil {
 		ms = append(ms, to("too long", strings.Repeat("a", num(s["maxLength"], 199)+1)))
-		if n := num(s["minLength"], 0); n > 0 {
+		// An empty path parameter is not this operation with a bad id but another path (one
+		// with "//", a 404 for every path not in canonical form).
+		if n := num(s["minLength"], 0); n > 0 && (n > 1 || st.param == "" || c.param(st.param).in != "path") {
 			ms = append(ms, to("too short", strings.Repeat("a", n-1)))
 		}
 		ms = append(ms, mutation{"off pattern", func(cur any) (any, bool, string) {

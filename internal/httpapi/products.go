@@ -55,19 +55,29 @@ func listOf[S, T any](page paging.Page[S], view func(S) T) listView[T] {
 }
 
 // queryValue reads a query parameter that the OpenAPI document declares as one value. Given
-// twice it is refused, since a gateway and this server might each pick a different one.
+// twice it is refused, since a gateway and this server might each pick a different one. Given
+// empty ("?date=") it is refused too: no parameter's schema allows "" but the cursor's, which
+// pageParams reads with queryRaw, so an empty value is never mistaken for an absent one.
 func queryValue(q url.Values, name string, c *validation.Collector) string {
+	v, given := queryRaw(q, name, c)
+	c.Check(!given || v != "", name, "must not be empty (leave the parameter out instead)")
+	return v
+}
+
+// queryRaw is queryValue allowing the empty value; given says whether the parameter was sent.
+func queryRaw(q url.Values, name string, c *validation.Collector) (v string, given bool) {
 	vs := q[name]
 	if len(vs) == 0 {
-		return ""
+		return "", false
 	}
 	c.Check(len(vs) == 1, name, "must be given at most once")
-	return vs[0]
+	return vs[0], true
 }
 
 // pageParams reads limit and cursor; a bad limit names "limit".
 func pageParams(q url.Values, c *validation.Collector) paging.Request {
-	req := paging.Request{Cursor: queryValue(q, "cursor", c)}
+	cursor, _ := queryRaw(q, "cursor", c) // empty: the first page
+	req := paging.Request{Cursor: cursor}
 	if l := queryValue(q, "limit", c); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > paging.MaxLimit {
@@ -76,7 +86,7 @@ func pageParams(q url.Values, c *validation.Collector) paging.Request {
 			req.Limit = n
 		}
 	}
-	if len(req.Cursor) > 512 {
+	if !paging.ValidCursor(req.Cursor) {
 		c.Add("cursor", "is not a cursor this server issued")
 	}
 	return req

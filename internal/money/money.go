@@ -113,16 +113,46 @@ func (a Amount) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON accepts only a JSON string; a JSON number is refused so that
-// no client can send a binary float by accident.
+// no client can send a binary float by accident. It reads back every non-negative amount
+// MarshalJSON writes, not only what Parse accepts from input: an order event or a stored
+// document carries totals far above Max (100 lines of 999 units at Max), and a projector that
+// could not decode one would stop at it for good.
 func (a *Amount) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return ErrSyntax
 	}
-	v, err := Parse(s)
+	v, err := parseStored(s)
 	if err != nil {
 		return err
 	}
 	*a = v
 	return nil
+}
+
+// parseStored is Parse without the input bound: any amount up to the type's maximum.
+func parseStored(s string) (Amount, error) {
+	whole, frac, hasDot := strings.Cut(s, ".")
+	if whole == "" || (hasDot && (frac == "" || len(frac) > 2)) || !digits(whole) || !digits(frac) {
+		return 0, ErrSyntax
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil {
+		return 0, ErrRange
+	}
+	var f int64
+	if frac != "" {
+		f, _ = strconv.ParseInt(frac, 10, 64)
+		if len(frac) == 1 {
+			f *= 10
+		}
+	}
+	v, err := Amount(w).Mul(100)
+	if err == nil {
+		v, err = v.Add(Amount(f))
+	}
+	if err != nil {
+		return 0, ErrRange
+	}
+	return v, nil
 }

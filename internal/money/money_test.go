@@ -91,6 +91,25 @@ func TestJSON(t *testing.T) {
 	}
 }
 
+// Totals above Max (an order of 100 lines of 999 units at Max) survive a JSON round trip, up
+// to the largest amount; past it, decoding fails rather than wraps.
+func TestJSONCarriesTotalsAboveMax(t *testing.T) {
+	for _, a := range []Amount{Max * 999 * 100, math.MaxInt64} {
+		raw, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Amount
+		if err := json.Unmarshal(raw, &back); err != nil || back != a {
+			t.Errorf("JSON round trip of %s: %d, %v", raw, back, err)
+		}
+	}
+	var v Amount
+	if err := json.Unmarshal([]byte(`"92233720368547758.08"`), &v); !errors.Is(err, ErrRange) {
+		t.Errorf("one cent past the largest amount: %v, want ErrRange", err)
+	}
+}
+
 // FuzzParse: Parse never panics; what it accepts is in range and survives String -> Parse.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"0", "12.5", "12.50", "9999999999.99", "10000000000", "1.234", "-1", "", ".", "1e3", "00.00"} {

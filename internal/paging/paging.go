@@ -5,7 +5,9 @@ package paging
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/shardmart/shardmart/internal/validation"
 )
@@ -36,11 +38,25 @@ func (r Request) Normalize() (Request, error) {
 	if r.Limit < 1 || r.Limit > MaxLimit {
 		return r, validation.Field("limit", fmt.Sprintf("must be between 1 and %d", MaxLimit))
 	}
-	if len(r.Cursor) > 512 {
+	if !ValidCursor(r.Cursor) {
 		return r, validation.Field("cursor", "is not a cursor this server issued")
 	}
 	return r, nil
 }
+
+// A cursor's shape, as the OpenAPI document states it: at most MaxCursorLen characters of
+// unpadded base64url (RFC 4648 §5) encoding a JSON object, so it starts with "e" (for "{")
+// and its length is never 1 more than a multiple of 4. Whether it is one this server issued
+// for this list is decided when it is decoded.
+const (
+	MaxCursorLen  = 512
+	CursorPattern = `^(e([A-Za-z0-9_-]{4})*[A-Za-z0-9_-]{1,3})?$`
+)
+
+var cursorRE = regexp.MustCompile(CursorPattern)
+
+// ValidCursor reports whether s has a cursor's shape ("" is the first page).
+func ValidCursor(s string) bool { return len(s) <= MaxCursorLen && cursorRE.MatchString(s) }
 
 // Encode turns a backend position into an opaque cursor.
 func Encode(pos any) string {
@@ -55,6 +71,9 @@ func Encode(pos any) string {
 // validation error on the "cursor" field.
 func Decode(cursor string, pos any) error {
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err == nil && !ValidCursor(cursor) {
+		err = errors.New("not a cursor's shape") // the decoder skips line breaks; a cursor has none
+	}
 	if err == nil {
 		err = json.Unmarshal(b, pos)
 	}

@@ -2,6 +2,7 @@ package paging
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/shardmart/shardmart/internal/validation"
@@ -38,5 +39,36 @@ func TestBuildAndCursorRoundTrip(t *testing.T) {
 	var v *validation.Error
 	if err := Decode("%%%not-a-cursor", &p); !errors.As(err, &v) || v.Fields[0].Field != "cursor" {
 		t.Errorf("foreign cursor: got %v, want a validation error on cursor", err)
+	}
+}
+
+// Every cursor Encode makes has the documented shape, whatever the position's length; what
+// has another shape is refused before it is decoded.
+func TestCursorShape(t *testing.T) {
+	for n := 0; n < 200; n++ {
+		c := Encode(struct {
+			S string `json:"s"`
+			N int    `json:"n"`
+		}{strings.Repeat("x", n), n})
+		if !ValidCursor(c) {
+			t.Fatalf("Encode made %q, which does not match %s", c, CursorPattern)
+		}
+		if n < 5 {
+			var back struct{ S string }
+			if err := Decode(c[:len(c)/2]+"\n"+c[len(c)/2:], &back); err == nil {
+				t.Errorf("a cursor with a line break was decoded")
+			}
+		}
+	}
+	for _, bad := range []string{"e", "eyJ9e", "abcd", "ey J9", "e30=", strings.Repeat("e", MaxCursorLen+2)} {
+		if ValidCursor(bad) {
+			t.Errorf("ValidCursor(%q) = true", bad)
+		}
+		if _, err := (Request{Cursor: bad}).Normalize(); err == nil {
+			t.Errorf("Normalize accepted cursor %q", bad)
+		}
+	}
+	if !ValidCursor("") || !ValidCursor(Encode(struct{}{})) {
+		t.Error("the empty cursor or an empty object's is refused")
 	}
 }
