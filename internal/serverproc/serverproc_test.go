@@ -2,10 +2,13 @@ package serverproc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,6 +56,97 @@ func TestZombie(t *testing.T) {
 	} {
 		if got := zombie([]byte(stat)); got != want {
 			t.Errorf("zombie(%q) = %t, want %t", stat, got, want)
+		}
+	}
+}
+
+// A wait on FailOnExit's context ends when a watched child exits, with the cause naming that
+// child and how it exited, while a child that keeps running ends nothing.
+func TestFailOnExitEndsTheWaitWithTheCause(t *testing.T) {
+	dir := t.TempDir()
+	long, err := Start(exec.Command("sleep", "30"), filepath.Join(dir, "long.pid"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Kill()
+	dies, err := Start(exec.Command("sh", "-c", "read x; exit 3"), filepath.Join(dir, "dies.pid"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dies.Kill()
+	parent, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ctx, explain, stop := FailOnExit(parent, []*Child{long, dies}, func(c *Child) error {
+		_, how := c.Exited()
+		return fmt.Errorf("%w: pid %d (%s)", ErrExited, c.PID, how)
+	})
+	defer stop()
+	// sh reads its stdin, which is /dev/null: it exits now, on its own.
+	<-ctx.Done()
+	err = explain(ctx.Err())
+	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d (exit status 3)", dies.PID)) {
+		t.Fatalf("cause %v; want pid %d's exit status 3", err, dies.PID)
+	}
+	if gone, _ := long.Exited(); gone {
+		t.Error("the running child was touched")
+	}
+	if err := explain(nil); err != nil {
+		t.Errorf("explain(nil) = %v", err)
+	}
+}
+
+// StopAll finds every pidfile under a directory, however deep, and stops the servers they
+// name, but never a pid whose command line is not that directory's server, and never looks
+// into skipped directories.
+func TestStopAllStopsOnlyTheDirectorysServers(t *testing.T) {
+	dir := t.TempDir()
+	marker := func(d string) string { return "\x00" + d + "\x00" }
+	start := func(rel, arg string) *Child {
+		t.Helper()
+		d := filepath.Join(dir, rel)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The directory rides in sh's command line as $0, as --dbpath does in mongod's.
+		c, err := Start(exec.Command("sh", "-c", "sleep 60", arg), filepath.Join(d, "srv.pid"), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Kill)
+		return c
+	}
+	a := start("a", filepath.Join(dir, "a"))
+	nested := start("b/c", filepath.Join(dir, "b/c"))
+	foreign := start("d", "not-this-directory") // a recycled pid: alive, but not d's server
+	skipped := start("data/e", filepath.Join(dir, "data/e"))
+	if err := os.MkdirAll(filepath.Join(dir, "stale"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stale", "srv.pid"), []byte("999999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := StopAll(ctx, dir, "srv.pid", marker, []string{"data"}, 10*time.Second, nil)
+	if err != nil || n != 2 {
+		t.Fatalf("StopAll = %d, %v; want 2 stopped", n, err)
+	}
+	for name, c := range map[string]*Child{"a": a, "b/c": nested} {
+		if _, ok := ReadPID(filepath.Join(dir, name, "srv.pid"), marker(filepath.Join(dir, name))); ok {
+			t.Errorf("%s: still running", name)
+		}
+		if _, err := os.Stat(filepath.Join(dir, name, "srv.pid")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: pidfile left: %v", name, err)
+		}
+		select {
+		case <-c.exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: not reaped 10 s after StopAll", name)
+		}
+	}
+	for name, c := range map[string]*Child{"foreign": foreign, "skipped": skipped} {
+		if gone, how := c.Exited(); gone {
+			t.Errorf("%s server was stopped (%s)", name, how)
 		}
 	}
 }
