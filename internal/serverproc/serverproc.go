@@ -145,7 +145,47 @@ func SignalAndWait(ctx context.Context, pid int, sig syscall.Signal, grace time.
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A server on its way out no longer reads as alive (its command line goes with its memory)
+	// while its threads still close its ports and files: wait for the last of them, or a
+	// restart finds its port taken.
+	for deadline := time.Now().Add(30 * time.Second); exiting(pid) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	return nil
+}
+
+// exiting reports whether pid is a process part way through its exit: its memory released
+// (an empty command line, and not a kernel thread, which has none either) and it not yet a
+// zombie, or a zombie main thread whose other threads still run.
+func exiting(pid int) bool {
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	cmdline, err := os.ReadFile(filepath.Join(proc, "cmdline"))
+	if err != nil || len(cmdline) > 0 {
+		return false // gone, or running (a recycled pid at worst: not ours to wait for)
+	}
+	st, err := os.ReadFile(filepath.Join(proc, "stat"))
+	if err != nil || kernelThread(st) {
+		return false
+	}
+	if !zombie(st) {
+		return true
+	}
+	tasks, err := os.ReadDir(filepath.Join(proc, "task"))
+	return err == nil && len(tasks) > 1
+}
+
+// kernelThread reads the flags field of /proc/PID/stat (the 9th) for PF_KTHREAD.
+func kernelThread(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(stat[i+1:])) // state, ppid, pgrp, session, tty, tpgid, flags, …
+	if len(f) < 7 {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&0x00200000 != 0
 }
 
 // Lock takes an exclusive flock on path, polling so ctx can cancel the wait. The kernel drops
@@ -234,18 +274,18 @@ func StartShared[S TestServer](ctx context.Context, what, dir, lockName string, 
 // ErrExited marks the error of a server that exited while something waited for it.
 var ErrExited = errors.New("server exited")
 
-// FailOnExit returns a context that ends as soon as one of children exits, with cause(child)
-// as its cause, so a wait on a server that died stops at once instead of running to its
+// FailOnExit returns a context that ends as soon as one of children exits, with cause(key,
+// child) as its cause, so a wait on a server that died stops at once instead of running to its
 // timeout; cause should wrap ErrExited. explain turns the error of such a wait into the exit's
 // when a child has died, even if the wait noticed the death first (a peer refusing a
 // connection). stop releases the watchers.
-func FailOnExit(ctx context.Context, children []*Child, cause func(*Child) error) (_ context.Context, explain func(error) error, stop func()) {
+func FailOnExit[K comparable](ctx context.Context, children map[K]*Child, cause func(K, *Child) error) (_ context.Context, explain func(error) error, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	for _, c := range children {
+	for k, c := range children {
 		go func() {
 			select {
 			case <-c.exited:
-				cancel(cause(c))
+				cancel(cause(k, c))
 			case <-ctx.Done():
 			}
 		}()
@@ -257,13 +297,13 @@ func FailOnExit(ctx context.Context, children []*Child, cause func(*Child) error
 		if c := context.Cause(ctx); errors.Is(c, ErrExited) {
 			return c
 		}
-		for _, c := range children {
+		for k, c := range children {
 			if c.dead() {
 				select { // reaped in a moment: its wait status says how it died
 				case <-c.exited:
 				case <-time.After(5 * time.Second):
 				}
-				return cause(c)
+				return cause(k, c)
 			}
 		}
 		return err

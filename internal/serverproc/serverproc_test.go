@@ -48,6 +48,15 @@ func TestReadPIDChecksTheCommandLine(t *testing.T) {
 	}
 }
 
+func TestKernelThread(t *testing.T) {
+	if st, err := os.ReadFile("/proc/2/stat"); err == nil && strings.HasPrefix(string(st), "2 (kthreadd)") && !kernelThread(st) {
+		t.Errorf("kthreadd is not taken for a kernel thread: %q", st)
+	}
+	if st, err := os.ReadFile("/proc/self/stat"); err != nil || kernelThread(st) {
+		t.Errorf("this test process is taken for a kernel thread: %q, %v", st, err)
+	}
+}
+
 func TestZombie(t *testing.T) {
 	for stat, want := range map[string]bool{
 		"12 (mongod) S 1 12": false,
@@ -76,15 +85,15 @@ func TestFailOnExitEndsTheWaitWithTheCause(t *testing.T) {
 	defer dies.Kill()
 	parent, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ctx, explain, stop := FailOnExit(parent, []*Child{long, dies}, func(c *Child) error {
+	ctx, explain, stop := FailOnExit(parent, map[string]*Child{"long": long, "dies": dies}, func(name string, c *Child) error {
 		_, how := c.Exited()
-		return fmt.Errorf("%w: pid %d (%s)", ErrExited, c.PID, how)
+		return fmt.Errorf("%w: %s, pid %d (%s)", ErrExited, name, c.PID, how)
 	})
 	defer stop()
 	// sh reads its stdin, which is /dev/null: it exits now, on its own.
 	<-ctx.Done()
 	err = explain(ctx.Err())
-	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d (exit status 3)", dies.PID)) {
+	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), fmt.Sprintf("dies, pid %d (exit status 3)", dies.PID)) {
 		t.Fatalf("cause %v; want pid %d's exit status 3", err, dies.PID)
 	}
 	if gone, _ := long.Exited(); gone {
@@ -148,5 +157,47 @@ func TestStopAllStopsOnlyTheDirectorysServers(t *testing.T) {
 		if gone, how := c.Exited(); gone {
 			t.Errorf("%s server was stopped (%s)", name, how)
 		}
+	}
+}
+
+// A server whose main thread has exited while other threads still run (holding its ports) no
+// longer reads as live, so SignalAndWait also waits for its last thread.
+func TestSignalAndWaitWaitsForTheLastThread(t *testing.T) {
+	dir := t.TempDir()
+	// The main thread exits at once; a second one runs until its stdin closes.
+	cmd := exec.Command("python3", "-c", `import ctypes, sys, threading
+threading.Thread(target=sys.stdin.read).start()
+ctypes.CDLL(None).pthread_exit(None)`, "threads-test")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(cmd, filepath.Join(dir, "pid"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for !exiting(c.PID) {
+		if time.Now().After(deadline) {
+			t.Fatal("the main thread did not exit alone within 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, ok := ReadPID(filepath.Join(dir, "pid"), "threads-test"); ok {
+		t.Fatal("a zombie main thread reads as live")
+	}
+	_ = stdin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = SignalAndWait(ctx, c.PID, 0, 10*time.Second, func() bool {
+		_, ok := ReadPID(filepath.Join(dir, "pid"), "threads-test")
+		return ok
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exiting(c.PID) {
+		t.Fatal("SignalAndWait returned while a thread of the server still ran")
 	}
 }
