@@ -103,8 +103,10 @@ func (c *Cluster) Up(ctx context.Context) error {
 	for _, s := range c.sets() {
 		go func() {
 			err := s.Up(setsCtx)
-			if err != nil {
+			if err != nil && !errors.Is(err, serverproc.ErrExited) { // an exit names its set
 				err = fmt.Errorf("set %s: %w", s.Name(), err)
+			}
+			if err != nil {
 				fail(err)
 			}
 			errs <- err
