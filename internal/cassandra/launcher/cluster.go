@@ -239,7 +239,12 @@ func (c *Cluster) Up(ctx context.Context) error {
 	// From here a node that dies (the seed while the others join, any node while the ring
 	// settles) fails Up at once, with its ERROR lines, instead of leaving the others' waits to
 	// their timeouts.
-	seedCtx, explain, stop := serverproc.FailOnExit(ctx, c.started(), c.exitedAt)
+	// The seed alone: the others' entries may be JVMs of an earlier start, exited since.
+	seed := map[int]*serverproc.Child{}
+	if p := c.started()[0]; p != nil {
+		seed[0] = p
+	}
+	seedCtx, explain, stop := serverproc.FailOnExit(ctx, seed, c.exitedAt)
 	defer stop()
 	startCtx, fail := context.WithCancelCause(seedCtx)
 	defer fail(nil)
@@ -297,6 +302,7 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	}
 	log := c.opts.Logger.With("node", i+1, "addr", n.Addr)
 	if _, ok := c.livePID(n); ok {
+		c.forgetExited(i) // started by another process since
 		log.Info("cassandra node already running")
 		return c.waitCQL(ctx, n)
 	}
@@ -537,6 +543,17 @@ func (c *Cluster) started() map[int]*serverproc.Child {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return maps.Clone(c.procs)
+}
+
+// forgetExited drops node i's JVM of an earlier start once it has exited.
+func (c *Cluster) forgetExited(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.procs[i]; p != nil {
+		if gone, _ := p.Exited(); gone {
+			delete(c.procs, i)
+		}
+	}
 }
 
 // exitedAt is the error of node i's JVM p exiting, for FailOnExit.

@@ -339,6 +339,7 @@ func (s *Set) StartMember(ctx context.Context, i int) error {
 	}
 	log := s.opts.Logger.With("set", s.opts.Name, "member", i, "host", m.Host)
 	if _, ok := s.livePID(m); ok {
+		s.forgetExited(i) // started by another process since
 		return s.waitHello(ctx, m)
 	}
 	if conn, err := net.DialTimeout("tcp", m.Host, 200*time.Millisecond); err == nil {
@@ -687,6 +688,17 @@ func (s *Set) started() map[int]*serverproc.Child {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.procs)
+}
+
+// forgetExited drops member i's mongod of an earlier start once it has exited.
+func (s *Set) forgetExited(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[i]; p != nil {
+		if gone, _ := p.Exited(); gone {
+			delete(s.procs, i)
+		}
+	}
 }
 
 // exitedAt is the error of member i's mongod p exiting, for FailOnExit.
