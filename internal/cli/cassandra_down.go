@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,7 +18,7 @@ type cassandraDownOptions struct {
 func newCmdCassandraDown(stdio IO, cl *cassandraClusterOptions, runF func(context.Context, cassandraDownOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "down",
-		Short: "Stop the local cluster (SIGTERM, then SIGKILL after a grace period)",
+		Short: "Stop every node the directory holds (SIGTERM, then SIGKILL after a grace period)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := cassandraDownOptions{Cluster: *cl}
@@ -32,19 +31,20 @@ func newCmdCassandraDown(stdio IO, cl *cassandraClusterOptions, runF func(contex
 }
 
 func cassandraDown(ctx context.Context, stdio IO, o cassandraDownOptions) error {
-	c, err := o.Cluster.open(stdio)
-	if errors.Is(err, launcher.ErrNoCluster) {
-		fmt.Fprintln(stdio.Out, "no cluster to stop")
-		return nil
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	c, others, err := launcher.DownDir(ctx, o.Cluster.Dir, cassandraLogger(stdio))
+	if c != nil {
+		fmt.Fprintln(stdio.Out, "cassandra stopped")
+	}
+	if others > 0 {
+		fmt.Fprintf(stdio.Out, "%d other cassandra node(s) stopped (cluster.json does not list them)\n", others)
 	}
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	if err := c.Down(ctx); err != nil {
-		return err
+	if c == nil && others == 0 {
+		fmt.Fprintln(stdio.Out, "no cluster to stop")
 	}
-	fmt.Fprintln(stdio.Out, "cassandra stopped")
 	return nil
 }

@@ -44,15 +44,8 @@ func newCmdCassandraUp(stdio IO, cl *cassandraClusterOptions, runF func(context.
 }
 
 func cassandraUp(ctx context.Context, stdio IO, o cassandraUpOptions) error {
-	dir := o.Cluster.Dir
-	if prev, err := launcher.Open(dir, nil); err == nil && len(prev.Nodes()) != o.Nodes {
-		for i := range prev.Nodes() {
-			if prev.Running(i) {
-				return fmt.Errorf("a %d-node cluster is running in %s: run `shardmart cassandra down` first", len(prev.Nodes()), dir)
-			}
-		}
-	}
-	c, err := launcher.New(launcher.Options{Dir: dir, Nodes: o.Nodes, BaseAddr: o.BaseAddr, HeapMB: o.HeapMB, Logger: cassandraLogger(stdio)})
+	// The launcher refuses a directory holding a cluster of another size or on other addresses.
+	c, err := launcher.New(launcher.Options{Dir: o.Cluster.Dir, Nodes: o.Nodes, BaseAddr: o.BaseAddr, HeapMB: o.HeapMB, Logger: cassandraLogger(stdio)})
 	if err != nil {
 		return err
 	}

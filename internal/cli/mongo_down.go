@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,7 +19,7 @@ func newCmdMongoDown(stdio IO, runF func(context.Context, mongoDownOptions) erro
 	var o mongoDownOptions
 	cmd := &cobra.Command{
 		Use:   "down",
-		Short: "Stop the local replica set cleanly (secondaries first, then the primary)",
+		Short: "Stop every mongod the directory holds: its replica set or cluster cleanly (secondaries first), then any other",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -34,30 +33,17 @@ func newCmdMongoDown(stdio IO, runF func(context.Context, mongoDownOptions) erro
 }
 
 func mongoDown(ctx context.Context, stdio IO, o mongoDownOptions) error {
-	if c, err := launcher.OpenCluster(o.Dir, nil); err == nil {
-		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-		defer cancel()
-		if err := c.Down(ctx); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdio.Out, "sharded cluster stopped: config server and %d shard(s) (data kept in %s)\n", len(c.Shards), o.Dir)
-		return nil
-	} else if !errors.Is(err, launcher.ErrNoSet) {
-		return err
-	}
-	s, err := launcher.Open(o.Dir, nil)
-	if errors.Is(err, launcher.ErrNoSet) {
-		fmt.Fprintln(stdio.Out, "no replica set to stop")
-		return nil
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	done, err := launcher.DownDir(ctx, o.Dir, nil)
+	for _, d := range done {
+		fmt.Fprintf(stdio.Out, "%s (data kept in %s)\n", d, o.Dir)
 	}
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	if err := s.Down(ctx); err != nil {
-		return err
+	if len(done) == 0 {
+		fmt.Fprintln(stdio.Out, "no replica set to stop")
 	}
-	fmt.Fprintf(stdio.Out, "replica set %s stopped (data kept in %s)\n", s.Name(), s.Dir())
 	return nil
 }

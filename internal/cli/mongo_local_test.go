@@ -56,6 +56,11 @@ func TestMongoUpStatusDown(t *testing.T) {
 	if err != nil || !strings.Contains(out, "PRIMARY") || !strings.Contains(out, launcher.DefaultVersion) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
+	// A sharded cluster in the set's directory is refused before anything starts.
+	_, err = runMongo(t, "up", "--dir", dir, "--port", itoa(port+2), "--shards", "1")
+	if !errors.Is(err, launcher.ErrOtherTopology) || !strings.Contains(err.Error(), dir+" holds a replica set rs0 of 1 member(s)") {
+		t.Fatalf("up --shards 1 in the set's directory: %v; want a refusal saying what it holds", err)
+	}
 	if out, err = runMongo(t, "down", "--dir", dir); err != nil || !strings.Contains(out, "stopped") {
 		t.Fatalf("down: %v\n%s", err, out)
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -67,13 +66,7 @@ func mongoUp(ctx context.Context, stdio IO, o mongoUpOptions) error {
 	if o.Shards > 0 {
 		return mongoUpCluster(ctx, stdio, o, log)
 	}
-	if prev, err := launcher.Open(o.Dir, nil); err == nil {
-		for i := range prev.Members() {
-			if prev.Running(i) && (len(prev.Members()) != o.Nodes || prev.Name() != o.Name) {
-				return fmt.Errorf("a %d-member set %s is running in %s: run `shardmart mongo down` first", len(prev.Members()), prev.Name(), o.Dir)
-			}
-		}
-	} else if !errors.Is(err, launcher.ErrNoSet) {
+	if err := launcher.CheckDir(o.Dir, launcher.Topology{Members: o.Nodes, Name: o.Name, BasePort: o.Port}); err != nil {
 		return err
 	}
 	s, err := launcher.New(launcher.Options{Dir: o.Dir, Name: o.Name, Members: o.Nodes, BasePort: o.Port, Logger: log})
@@ -100,8 +93,8 @@ func mongoUp(ctx context.Context, stdio IO, o mongoUpOptions) error {
 // last. There is no router: the application cannot serve from this cluster; it is for watching
 // the balancer, zones and range moves, which tests drive through the config server.
 func mongoUpCluster(ctx context.Context, stdio IO, o mongoUpOptions, log *slog.Logger) error {
-	if prev, err := launcher.OpenCluster(o.Dir, nil); err == nil && prev.Running() && len(prev.Shards) != o.Shards {
-		return fmt.Errorf("a cluster of %d shards is running in %s: run `shardmart mongo down` first", len(prev.Shards), o.Dir)
+	if err := launcher.CheckDir(o.Dir, launcher.Topology{Shards: o.Shards, Members: o.Nodes, BasePort: o.Port}); err != nil {
+		return err
 	}
 	c, err := launcher.NewCluster(launcher.ClusterOptions{Dir: o.Dir, Shards: o.Shards, MembersPerShard: o.Nodes,
 		BasePort: o.Port, ChunkSizeMB: o.ChunkSizeMB, Logger: log})

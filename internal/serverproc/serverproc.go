@@ -18,7 +18,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -54,6 +56,14 @@ func Start(cmd *exec.Cmd, pidFile string, dieWithParent bool) (*Child, error) {
 	}
 	c := &Child{PID: cmd.Process.Pid, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); c.state = cmd.ProcessState; close(c.exited) }()
+	// cmd.Start returns once the exec cannot fail, but the new command line shows in /proc a
+	// moment later (empty until then): wait for it, or ReadPID would not know the server yet.
+	cmdline := filepath.Join("/proc", strconv.Itoa(c.PID), "cmdline")
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile(cmdline); err != nil || len(b) > 0 {
+			break
+		}
+	}
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(c.PID)+"\n"), 0o644); err != nil {
 		_ = syscall.Kill(-c.PID, syscall.SIGKILL)
 		return nil, fmt.Errorf("pidfile: %w", err)
@@ -135,7 +145,47 @@ func SignalAndWait(ctx context.Context, pid int, sig syscall.Signal, grace time.
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A server on its way out no longer reads as alive (its command line goes with its memory)
+	// while its threads still close its ports and files: wait for the last of them, or a
+	// restart finds its port taken.
+	for deadline := time.Now().Add(30 * time.Second); exiting(pid) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	return nil
+}
+
+// exiting reports whether pid is a process part way through its exit: its memory released
+// (an empty command line, and not a kernel thread, which has none either) and it not yet a
+// zombie, or a zombie main thread whose other threads still run.
+func exiting(pid int) bool {
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	cmdline, err := os.ReadFile(filepath.Join(proc, "cmdline"))
+	if err != nil || len(cmdline) > 0 {
+		return false // gone, or running (a recycled pid at worst: not ours to wait for)
+	}
+	st, err := os.ReadFile(filepath.Join(proc, "stat"))
+	if err != nil || kernelThread(st) {
+		return false
+	}
+	if !zombie(st) {
+		return true
+	}
+	tasks, err := os.ReadDir(filepath.Join(proc, "task"))
+	return err == nil && len(tasks) > 1
+}
+
+// kernelThread reads the flags field of /proc/PID/stat (the 9th) for PF_KTHREAD.
+func kernelThread(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(stat[i+1:])) // state, ppid, pgrp, session, tty, tpgid, flags, …
+	if len(f) < 7 {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&0x00200000 != 0
 }
 
 // Lock takes an exclusive flock on path, polling so ctx can cancel the wait. The kernel drops
@@ -219,4 +269,136 @@ func StartShared[S TestServer](ctx context.Context, what, dir, lockName string, 
 		return s, nil, fmt.Errorf("start test %s: %w", what, err)
 	}
 	return s, stop, nil
+}
+
+// ErrExited marks the error of a server that exited while something waited for it.
+var ErrExited = errors.New("server exited")
+
+// FailOnExit returns a context that ends as soon as one of children exits, with cause(key,
+// child) as its cause, so a wait on a server that died stops at once instead of running to its
+// timeout; cause should wrap ErrExited. explain turns the error of such a wait into the exit's
+// when a child has died, even if the wait noticed the death first (a peer refusing a
+// connection). stop releases the watchers.
+func FailOnExit[K comparable](ctx context.Context, children map[K]*Child, cause func(K, *Child) error) (_ context.Context, explain func(error) error, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	for k, c := range children {
+		go func() {
+			select {
+			case <-c.exited:
+				cancel(cause(k, c))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	explain = func(err error) error {
+		if err == nil {
+			return nil
+		}
+		if c := context.Cause(ctx); errors.Is(c, ErrExited) {
+			return c
+		}
+		for k, c := range children {
+			if c.dead() {
+				select { // reaped in a moment: its wait status says how it died
+				case <-c.exited:
+				case <-time.After(5 * time.Second):
+				}
+				return cause(k, c)
+			}
+		}
+		return err
+	}
+	return ctx, explain, func() { cancel(context.Canceled) }
+}
+
+// dead reports whether the child has exited, reaped or not yet.
+func (c *Child) dead() bool {
+	if gone, _ := c.Exited(); gone {
+		return true
+	}
+	st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.PID), "stat"))
+	return err != nil || zombie(st)
+}
+
+// StopAll stops every live server whose pidfile (named pidName) lies anywhere under dir,
+// whichever layout left it there: SIGTERM, SIGKILL after grace, all in parallel. marker(d)
+// is what the command line of the server in directory d (the pidfile's) must contain, so a
+// pid that is not that server is never signalled. skip names subdirectories not worth walking
+// (server data). It returns how many servers it stopped; the directory and its marker are
+// absolute paths.
+func StopAll(ctx context.Context, dir, pidName string, marker func(dir string) string, skip []string, grace time.Duration, log *slog.Logger) (int, error) {
+	dir, err := filepath.Abs(dir) // servers are started with absolute paths, which markers hold
+	if err != nil {
+		return 0, err
+	}
+	var pidFiles []string
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		case d.IsDir() && path != dir && slices.Contains(skip, d.Name()):
+			return filepath.SkipDir
+		case !d.IsDir() && d.Name() == pidName:
+			pidFiles = append(pidFiles, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("find servers under %s: %w", dir, err)
+	}
+	errs := make(chan error, len(pidFiles))
+	stopped := 0
+	for _, pf := range pidFiles {
+		m := marker(filepath.Dir(pf))
+		pid, ok := ReadPID(pf, m)
+		if !ok {
+			errs <- nil
+			continue
+		}
+		stopped++
+		go func() {
+			alive := func() bool { _, ok := ReadPID(pf, m); return ok }
+			if err := SignalAndWait(ctx, pid, syscall.SIGTERM, grace, alive, log); err != nil {
+				errs <- fmt.Errorf("%s: %w", pf, err)
+				return
+			}
+			_ = os.Remove(pf)
+			errs <- nil
+		}()
+	}
+	var all []error
+	for range pidFiles {
+		all = append(all, <-errs)
+	}
+	return stopped, errors.Join(all...)
+}
+
+// LogSize is how long the log at path is now (0 when absent). Servers append to their logs, so
+// what a start writes, and only that, is what LogLinesSince(path, LogSize before it) returns.
+func LogSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// LogLinesSince returns the lines of the log at path after offset (all of it when the log was
+// replaced by a shorter one).
+func LogLinesSince(path string, offset int64) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	if offset <= int64(len(b)) {
+		b = b[offset:]
+	}
+	s := strings.TrimRight(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
 }

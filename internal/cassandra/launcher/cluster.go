@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,9 +92,10 @@ type Cluster struct {
 	lib   string // jar directory, set by prepare
 	jamm  string // the jamm agent jar in lib (Cassandra measures memtables with it)
 
-	mu     sync.Mutex
-	procs  map[int]*serverproc.Child // JVMs this process started
-	booted map[int]time.Duration     // last start-to-CQL time per node
+	mu      sync.Mutex
+	procs   map[int]*serverproc.Child // JVMs this process started
+	booted  map[int]time.Duration     // last start-to-CQL time per node
+	logFrom map[int]logOffsets        // where each node's last start began writing its logs
 }
 
 // New validates opts and lays out the nodes; nothing starts.
@@ -104,7 +107,7 @@ func New(opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{opts: opts, nodes: nodes, procs: map[int]*serverproc.Child{}, booted: map[int]time.Duration{}}, nil
+	return &Cluster{opts: opts, nodes: nodes, procs: map[int]*serverproc.Child{}, booted: map[int]time.Duration{}, logFrom: map[int]logOffsets{}}, nil
 }
 
 // stateFile remembers the topology so `down`, `status` and `repair` work from another process.
@@ -122,18 +125,31 @@ type state struct {
 // ErrNoCluster means the directory holds no cluster written by Up.
 var ErrNoCluster = errors.New("no cluster in directory (run `shardmart cassandra up` first)")
 
-// Open loads the cluster that Up wrote into dir.
-func Open(dir string, logger *slog.Logger) (*Cluster, error) {
+// ErrOtherTopology means the directory holds a cluster of another size or on other addresses:
+// its nodes keep the ring they had, so nothing starts.
+var ErrOtherTopology = errors.New("the directory holds another cluster's data")
+
+// readState reads the state file Up wrote into dir.
+func readState(dir string) (state, error) {
+	var s state
 	b, err := os.ReadFile(stateFile(dir))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", dir, ErrNoCluster)
+		return s, fmt.Errorf("%s: %w", dir, ErrNoCluster)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open cluster: %w", err)
+		return s, fmt.Errorf("open cluster: %w", err)
 	}
-	var s state
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("open cluster %s: %w", stateFile(dir), err)
+		return s, fmt.Errorf("open cluster %s: %w", stateFile(dir), err)
+	}
+	return s, nil
+}
+
+// Open loads the cluster that Up wrote into dir.
+func Open(dir string, logger *slog.Logger) (*Cluster, error) {
+	s, err := readState(dir)
+	if err != nil {
+		return nil, err
 	}
 	return New(Options{Dir: dir, Nodes: s.Nodes, BaseAddr: s.BaseAddr, Name: s.Name, HeapMB: s.HeapMB,
 		Version: s.Version, CacheDir: s.CacheDir, Logger: logger})
@@ -177,6 +193,17 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	if c.lib != "" {
 		return nil
 	}
+	// Each node keeps the tokens and peers it first started with, whatever the new layout says:
+	// a 3-node cluster's node started alone owns a third of the ring and waits for the others.
+	held, err := readState(c.opts.Dir)
+	switch {
+	case errors.Is(err, ErrNoCluster):
+	case err != nil:
+		return err
+	case held.Nodes != c.opts.Nodes || held.BaseAddr != c.opts.BaseAddr:
+		return fmt.Errorf("%w: %s holds a %d-node cluster from %s; asked for %d node(s) from %s (stop it with `shardmart cassandra down`, then move it away, or choose another --cassandra-dir)",
+			ErrOtherTopology, c.opts.Dir, held.Nodes, held.BaseAddr, c.opts.Nodes, c.opts.BaseAddr)
+	}
 	if err := CheckPrerequisites(ctx); err != nil {
 		return err
 	}
@@ -209,18 +236,43 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.StartNode(ctx, 0); err != nil {
 		return err
 	}
+	// From here a node that dies (the seed while the others join, any node while the ring
+	// settles) fails Up at once, with its ERROR lines, instead of leaving the others' waits to
+	// their timeouts.
+	// The seed alone: the others' entries may be JVMs of an earlier start, exited since.
+	seed := map[int]*serverproc.Child{}
+	if p := c.started()[0]; p != nil {
+		seed[0] = p
+	}
+	seedCtx, explain, stop := serverproc.FailOnExit(ctx, seed, c.exitedAt)
+	defer stop()
+	startCtx, fail := context.WithCancelCause(seedCtx)
+	defer fail(nil)
 	errs := make(chan error, len(c.nodes))
 	for i := 1; i < len(c.nodes); i++ {
-		go func() { errs <- c.StartNode(ctx, i) }()
+		go func() {
+			err := c.StartNode(startCtx, i)
+			if err != nil {
+				fail(err)
+			}
+			errs <- err
+		}()
 	}
 	var all []error
 	for i := 1; i < len(c.nodes); i++ {
-		all = append(all, <-errs)
+		if err := <-errs; err != nil {
+			all = append(all, err)
+		}
 	}
-	if err := errors.Join(all...); err != nil {
-		return err
+	if len(all) > 0 {
+		if seedCtx.Err() == nil { // a node failed first; the others' errors are its echo
+			return context.Cause(startCtx)
+		}
+		return explain(errors.Join(all...))
 	}
-	return c.WaitConverged(ctx)
+	ctx, explain, stop = serverproc.FailOnExit(ctx, c.started(), c.exitedAt)
+	defer stop()
+	return explain(c.WaitConverged(ctx))
 }
 
 // Running reports whether node i's JVM (per its pidfile) is alive.
@@ -236,7 +288,7 @@ func (c *Cluster) Running(i int) bool {
 // livePID returns the pid from the node's pidfile if that process is this node's JVM, so a
 // recycled pid is never signalled.
 func (c *Cluster) livePID(n Node) (int, bool) {
-	return serverproc.ReadPID(n.pidFile(), "-Dcassandra.config=file://"+n.yamlPath()+"\x00")
+	return serverproc.ReadPID(n.pidFile(), nodeMarker(n.Dir))
 }
 
 // StartNode starts node i if it is not running and waits until it answers CQL.
@@ -250,6 +302,7 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	}
 	log := c.opts.Logger.With("node", i+1, "addr", n.Addr)
 	if _, ok := c.livePID(n); ok {
+		c.forgetExited(i) // started by another process since
 		log.Info("cassandra node already running")
 		return c.waitCQL(ctx, n)
 	}
@@ -274,13 +327,14 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	cmd := exec.Command("java", serverArgs(c, n)...)
 	cmd.Dir = n.Dir
 	cmd.Stdout, cmd.Stderr = out, out
+	from := logOffsets{system: serverproc.LogSize(n.SystemLog()), stdout: serverproc.LogSize(out.Name())}
 	start := time.Now()
 	p, err := serverproc.Start(cmd, n.pidFile(), c.opts.DieWithParent)
 	if err != nil {
 		return fmt.Errorf("node %d: start java: %w", i+1, err)
 	}
 	c.mu.Lock()
-	c.procs[i] = p
+	c.procs[i], c.logFrom[i] = p, from
 	c.mu.Unlock()
 	log.Info("cassandra node starting", "pid", p.PID, "jmx_port", n.JMXPort)
 	if err := c.waitCQL(ctx, n); err != nil {
@@ -316,7 +370,7 @@ func (c *Cluster) waitCQL(ctx context.Context, n Node) error {
 	defer cancel()
 	for {
 		if exited, how := c.exitedDuringStart(n); exited {
-			return fmt.Errorf("node %d exited during startup (%s); log:\n%s", n.Index+1, how, tailErrors(n))
+			return c.exitError(n, how)
 		}
 		if err := pingCQL(ctx, n.Addr); err == nil {
 			return nil
@@ -481,6 +535,83 @@ func (c *Cluster) KillAll() {
 	}
 }
 
+// logOffsets are the sizes of a node's logs when it was last started.
+type logOffsets struct{ system, stdout int64 }
+
+// started are the JVMs this process started, by node.
+func (c *Cluster) started() map[int]*serverproc.Child {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.procs)
+}
+
+// forgetExited drops node i's JVM of an earlier start once it has exited.
+func (c *Cluster) forgetExited(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.procs[i]; p != nil {
+		if gone, _ := p.Exited(); gone {
+			delete(c.procs, i)
+		}
+	}
+}
+
+// exitedAt is the error of node i's JVM p exiting, for FailOnExit.
+func (c *Cluster) exitedAt(i int, p *serverproc.Child) error {
+	_, how := p.Exited()
+	return c.exitError(c.nodes[i], how)
+}
+
+// exitError says that node n died while starting, how, and why in its own words: the ERROR
+// lines its start logged (the cause is often well above the shutdown chatter at the end).
+func (c *Cluster) exitError(n Node, how string) error {
+	c.mu.Lock()
+	from := c.logFrom[n.Index]
+	c.mu.Unlock()
+	var picked []string
+	inError := false
+	for _, l := range serverproc.LogLinesSince(n.SystemLog(), from.system) {
+		switch {
+		case errorLine(l):
+			picked, inError = append(picked, l), true
+		case logEntry(l):
+			inError = false
+		case inError && !strings.HasPrefix(strings.TrimSpace(l), "at ") && !strings.HasPrefix(strings.TrimSpace(l), "..."):
+			// The exception the ERROR entry carries ("…Exception: Saved cluster name a !=
+			// configured name b", "Caused by: …"): the cause itself. Its stack frames are not.
+			picked = append(picked, "  "+strings.TrimSpace(l))
+		}
+	}
+	for _, l := range serverproc.LogLinesSince(filepath.Join(n.LogDir(), "stdout.log"), from.stdout) {
+		if errorLine(l) && !slices.Contains(picked, l) { // stdout repeats system.log's lines
+			picked = append(picked, l)
+		}
+	}
+	if len(picked) == 0 { // killed, say: what it was doing
+		picked = serverproc.LogLinesSince(n.SystemLog(), from.system)
+	}
+	if len(picked) > 12 {
+		picked = picked[len(picked)-12:]
+	}
+	return fmt.Errorf("%w: node %d (%s), while starting (%s):\n  %s", serverproc.ErrExited, n.Index+1, n.Addr, how,
+		strings.Join(append(picked, "(log: "+n.SystemLog()+")"), "\n  "))
+}
+
+// logEntry tells a line that starts a system.log entry ("INFO  [main] 2026-…").
+func logEntry(l string) bool {
+	for _, level := range []string{"TRACE", "DEBUG", "INFO", "WARN", "ERROR"} {
+		if strings.HasPrefix(l, level+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// errorLine tells a line that says why Cassandra or its JVM stopped.
+func errorLine(l string) bool {
+	return strings.Contains(l, "ERROR") || strings.Contains(l, "Exception encountered") || strings.HasPrefix(l, "Error:")
+}
+
 // tailErrors returns the last lines of the node's logs, for startup failures.
 func tailErrors(n Node) string {
 	var b strings.Builder
@@ -493,7 +624,7 @@ func tailErrors(n Node) string {
 		// The cause is an ERROR line, often well above the shutdown chatter at the end.
 		var errs []string
 		for _, l := range lines {
-			if strings.Contains(l, "ERROR") || strings.Contains(l, "Exception encountered") || strings.HasPrefix(l, "Error:") {
+			if errorLine(l) {
 				errs = append(errs, l)
 			}
 		}

@@ -12,6 +12,9 @@
 // settle and ring delay cut (see config.go). Each JVM is its own process group with a pidfile;
 // Open(dir) finds a cluster another process started (cluster.json), so `down` works anywhere.
 // StopNode drains with SIGTERM then SIGKILLs after a grace period; KillNode SIGKILLs at once.
+// DownDir stops every node JVM with a pidfile under a directory, whichever cluster left it.
+// Up refuses a directory whose cluster.json names another size or base address, and fails at
+// once, with the node's ERROR lines, when a node exits while it waits.
 //
 // Tests and parallel packages: StartShared (TestMain) and ForTest (one test) start JVMs that
 // die with the test process (PR_SET_PDEATHSIG) and SIGKILL them at the end, so a failing,

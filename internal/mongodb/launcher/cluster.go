@@ -13,6 +13,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 // ClusterOptions describe a local sharded cluster without a router: a config server replica
@@ -93,18 +95,50 @@ func (c *Cluster) ConfigURI() string { return c.Config.URI() }
 // Up starts every set (in parallel), registers each shard with the config server unless it is
 // already registered, and sets the chunk size.
 func (c *Cluster) Up(ctx context.Context) error {
+	// The first set to fail stops the others' waits: a cluster with a dead shard is not coming
+	// up, and its error is the one worth reading.
+	setsCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	errs := make(chan error, len(c.sets()))
 	for _, s := range c.sets() {
-		go func() { errs <- s.Up(ctx) }()
+		go func() {
+			err := s.Up(setsCtx)
+			if err != nil && !errors.Is(err, serverproc.ErrExited) { // an exit names its set
+				err = fmt.Errorf("set %s: %w", s.Name(), err)
+			}
+			if err != nil {
+				fail(err)
+			}
+			errs <- err
+		}()
 	}
 	var all []error
 	for range c.sets() {
-		all = append(all, <-errs)
+		if err := <-errs; err != nil {
+			all = append(all, err)
+		}
 	}
-	if err := errors.Join(all...); err != nil {
-		return fmt.Errorf("launcher: start cluster: %w", err)
+	if len(all) > 0 {
+		if ctx.Err() == nil { // a set failed first; the others' errors are its echo
+			return fmt.Errorf("launcher: start cluster: %w", context.Cause(setsCtx))
+		}
+		return fmt.Errorf("launcher: start cluster: %w", errors.Join(all...))
 	}
-	return c.withConfig(ctx, func(admin *mongo.Database) error {
+	type member struct {
+		set *Set
+		i   int
+	}
+	children := map[member]*serverproc.Child{}
+	for _, s := range c.sets() {
+		for i, p := range s.started() {
+			children[member{s, i}] = p
+		}
+	}
+	ctx, explain, stop := serverproc.FailOnExit(ctx, children, func(m member, p *serverproc.Child) error {
+		return m.set.exitedAt(m.i, p)
+	})
+	defer stop()
+	return explain(c.withConfig(ctx, func(admin *mongo.Database) error {
 		have, err := c.registered(ctx, admin)
 		if err != nil {
 			return err
@@ -128,7 +162,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 // registered reads config.shards: the shards the config server knows.

@@ -13,6 +13,9 @@
 // pidfile; Open(dir) finds a set another process started (set.json), so `down` and `status`
 // work from anywhere. Stop shuts secondaries down before the primary (a primary with no
 // secondary waits ~15 s for one to catch up); Kill SIGKILLs; Pause/Resume SIGSTOP/SIGCONT.
+// DownDir stops every mongod with a pidfile under a directory, whichever topology left it;
+// CheckDir refuses a directory holding another topology (Holds says what it holds); a member
+// that exits while Up waits fails Up at once with its fatal log entries.
 //
 // Tests: StartShared (TestMain) and ForTest (one test) start mongods that die with the test
 // process (PR_SET_PDEATHSIG) and are SIGKILLed at the end, so a failing, panicking, timed-out or

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -119,8 +120,9 @@ type Set struct {
 	members []Member
 	bin     string
 
-	mu    sync.Mutex
-	procs map[int]*serverproc.Child // mongods this process started
+	mu      sync.Mutex
+	procs   map[int]*serverproc.Child // mongods this process started
+	logFrom map[int]logOffsets        // where each member's last start began writing its logs
 }
 
 // New validates opts and lays out the members; nothing starts.
@@ -128,7 +130,7 @@ func New(opts Options) (*Set, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	s := &Set{opts: opts, procs: map[int]*serverproc.Child{}}
+	s := &Set{opts: opts, procs: map[int]*serverproc.Child{}, logFrom: map[int]logOffsets{}}
 	for i := range opts.Members {
 		s.members = append(s.members, Member{
 			Index: i,
@@ -142,6 +144,11 @@ func New(opts Options) (*Set, error) {
 // ErrNoSet means the directory holds no set written by Up.
 var ErrNoSet = errors.New("no replica set in directory (run `shardmart mongo up` first)")
 
+// ErrOtherTopology means a directory holds the data of another replica set or cluster than the
+// one asked for: its members would wait forever for peers, ports or a set name that are not
+// there, so nothing starts.
+var ErrOtherTopology = errors.New("the directory holds another topology's data")
+
 type state struct {
 	Name     string  `json:"name"`
 	Members  int     `json:"members"`
@@ -154,18 +161,38 @@ type state struct {
 
 func stateFile(dir string) string { return filepath.Join(dir, "set.json") }
 
-// Open loads the set that Up wrote into dir.
-func Open(dir string, logger *slog.Logger) (*Set, error) {
+// sameSet tells whether two states describe the same replica set: the fields its data (the
+// replica set config, the shard identity) depends on.
+func (st state) sameSet(o state) bool {
+	return st.Name == o.Name && st.Members == o.Members && st.Addr == o.Addr && st.BasePort == o.BasePort && st.Role == o.Role
+}
+
+func (st state) String() string {
+	what := map[Role]string{RolePlain: "replica set", RoleShard: "shard replica set", RoleConfig: "config server replica set"}[st.Role]
+	return fmt.Sprintf("%s %s of %d member(s) on %s:%d", what, st.Name, st.Members, st.Addr, st.BasePort)
+}
+
+// readState reads the set file Up wrote into dir.
+func readState(dir string) (state, error) {
+	var st state
 	b, err := os.ReadFile(stateFile(dir))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", dir, ErrNoSet)
+		return st, fmt.Errorf("%s: %w", dir, ErrNoSet)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open replica set: %w", err)
+		return st, fmt.Errorf("open replica set: %w", err)
 	}
-	var st state
 	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("open replica set %s: %w", stateFile(dir), err)
+		return st, fmt.Errorf("open replica set %s: %w", stateFile(dir), err)
+	}
+	return st, nil
+}
+
+// Open loads the set that Up wrote into dir.
+func Open(dir string, logger *slog.Logger) (*Set, error) {
+	st, err := readState(dir)
+	if err != nil {
+		return nil, err
 	}
 	return New(Options{Dir: dir, Name: st.Name, Members: st.Members, Addr: st.Addr, BasePort: st.BasePort,
 		Role: st.Role, CacheGB: st.CacheGB, CacheDir: st.CacheDir, Logger: logger})
@@ -210,6 +237,17 @@ func (s *Set) prepare(ctx context.Context) error {
 	if s.bin != "" {
 		return nil
 	}
+	want := state{Name: s.opts.Name, Members: s.opts.Members, Addr: s.opts.Addr,
+		BasePort: s.opts.BasePort, Role: s.opts.Role, CacheGB: s.opts.CacheGB, CacheDir: s.opts.CacheDir}
+	held, err := readState(s.opts.Dir)
+	switch {
+	case errors.Is(err, ErrNoSet):
+	case err != nil:
+		return err
+	case !held.sameSet(want):
+		return fmt.Errorf("%w: %s holds a %s; asked for a %s (stop it, then move it away or choose another directory)",
+			ErrOtherTopology, s.opts.Dir, held, want)
+	}
 	bin, err := EnsureMongod(ctx, s.opts.CacheDir)
 	if err != nil {
 		return err
@@ -218,8 +256,7 @@ func (s *Set) prepare(ctx context.Context) error {
 	if err := os.MkdirAll(s.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("set dir: %w", err)
 	}
-	b, _ := json.MarshalIndent(state{Name: s.opts.Name, Members: s.opts.Members, Addr: s.opts.Addr,
-		BasePort: s.opts.BasePort, Role: s.opts.Role, CacheGB: s.opts.CacheGB, CacheDir: s.opts.CacheDir}, "", "  ")
+	b, _ := json.MarshalIndent(want, "", "  ")
 	if err := os.WriteFile(stateFile(s.opts.Dir), b, 0o644); err != nil {
 		return fmt.Errorf("set dir: %w", err)
 	}
@@ -243,10 +280,14 @@ func (s *Set) Up(ctx context.Context) error {
 	if err := errors.Join(all...); err != nil {
 		return err
 	}
+	// A member that dies from here on (a fatal assertion on the set's config, say) fails Up at
+	// once with its log's fatal lines, instead of leaving WaitHealthy to its timeout.
+	ctx, explain, stop := serverproc.FailOnExit(ctx, s.started(), s.exitedAt)
+	defer stop()
 	if err := s.initiate(ctx); err != nil {
-		return err
+		return explain(err)
 	}
-	return s.WaitHealthy(ctx)
+	return explain(s.WaitHealthy(ctx))
 }
 
 // args is member m's command line.
@@ -269,7 +310,12 @@ func (s *Set) args(m Member) []string {
 
 // livePID returns the pid in member m's pidfile if that process is this member's mongod.
 func (s *Set) livePID(m Member) (int, bool) {
-	return serverproc.ReadPID(m.pidFile(), "\x00--dbpath\x00"+m.dbPath()+"\x00")
+	return serverproc.ReadPID(m.pidFile(), memberMarker(m.Dir))
+}
+
+// memberMarker is what the command line of the mongod of member directory dir contains.
+func memberMarker(dir string) string {
+	return "\x00--dbpath\x00" + Member{Dir: dir}.dbPath() + "\x00"
 }
 
 // Running reports whether member i's mongod is alive.
@@ -293,6 +339,7 @@ func (s *Set) StartMember(ctx context.Context, i int) error {
 	}
 	log := s.opts.Logger.With("set", s.opts.Name, "member", i, "host", m.Host)
 	if _, ok := s.livePID(m); ok {
+		s.forgetExited(i) // started by another process since
 		return s.waitHello(ctx, m)
 	}
 	if conn, err := net.DialTimeout("tcp", m.Host, 200*time.Millisecond); err == nil {
@@ -302,7 +349,7 @@ func (s *Set) StartMember(ctx context.Context, i int) error {
 	if err := os.MkdirAll(m.dbPath(), 0o755); err != nil {
 		return fmt.Errorf("member %d: %w", i, err)
 	}
-	out, err := os.OpenFile(filepath.Join(m.Dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(m.stdoutPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("member %d: %w", i, err)
 	}
@@ -310,13 +357,14 @@ func (s *Set) StartMember(ctx context.Context, i int) error {
 	cmd := exec.Command(s.bin, s.args(m)...)
 	cmd.Dir = m.Dir
 	cmd.Stdout, cmd.Stderr = out, out
+	from := logOffsets{log: serverproc.LogSize(m.LogPath()), stdout: serverproc.LogSize(m.stdoutPath())}
 	start := time.Now()
 	p, err := serverproc.Start(cmd, m.pidFile(), s.opts.DieWithParent)
 	if err != nil {
 		return fmt.Errorf("member %d: start %s: %w", i, s.bin, err)
 	}
 	s.mu.Lock()
-	s.procs[i] = p
+	s.procs[i], s.logFrom[i] = p, from
 	s.mu.Unlock()
 	if err := s.waitHello(ctx, m); err != nil {
 		return err
@@ -345,7 +393,7 @@ func (s *Set) waitHello(ctx context.Context, m Member) error {
 	defer cancel()
 	for {
 		if gone, how := s.exited(m); gone {
-			return fmt.Errorf("member %d (%s) exited during startup (%s); log:\n%s", m.Index, m.Host, how, s.tail(m))
+			return s.exitError(m, how)
 		}
 		if err := s.ping(ctx, m); err == nil {
 			return nil
@@ -613,7 +661,7 @@ func (s *Set) KillAll() {
 // tail returns the last lines of member m's log, for startup failures.
 func (s *Set) tail(m Member) string {
 	var b strings.Builder
-	for _, f := range []string{filepath.Join(m.Dir, "stdout.log"), m.LogPath()} {
+	for _, f := range []string{m.stdoutPath(), m.LogPath()} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			continue
@@ -629,3 +677,84 @@ func (s *Set) tail(m Member) string {
 
 // LogTail is the end of member i's log, for a failed test.
 func (s *Set) LogTail(i int) string { return s.tail(s.members[i]) }
+
+// logOffsets are the sizes of a member's logs when it was last started.
+type logOffsets struct{ log, stdout int64 }
+
+func (m Member) stdoutPath() string { return filepath.Join(m.Dir, "stdout.log") }
+
+// started are the mongods this process started, by member.
+func (s *Set) started() map[int]*serverproc.Child {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.procs)
+}
+
+// forgetExited drops member i's mongod of an earlier start once it has exited.
+func (s *Set) forgetExited(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.procs[i]; p != nil {
+		if gone, _ := p.Exited(); gone {
+			delete(s.procs, i)
+		}
+	}
+}
+
+// exitedAt is the error of member i's mongod p exiting, for FailOnExit.
+func (s *Set) exitedAt(i int, p *serverproc.Child) error {
+	_, how := p.Exited()
+	return s.exitError(s.members[i], how)
+}
+
+// exitError says that member m died while starting, how, and why in its own words.
+func (s *Set) exitError(m Member, how string) error {
+	return fmt.Errorf("%w: set %s member %d (%s), while starting (%s):\n  %s",
+		serverproc.ErrExited, s.opts.Name, m.Index, m.Host, how, s.fatalLines(m))
+}
+
+// fatalLines picks why member m's last start failed from what that start wrote: mongod's
+// fatal and error entries ("s":"F" and "E" in its JSON log), else the end of its output.
+func (s *Set) fatalLines(m Member) string {
+	s.mu.Lock()
+	from := s.logFrom[m.Index]
+	s.mu.Unlock()
+	var picked []string
+	for _, l := range serverproc.LogLinesSince(m.LogPath(), from.log) {
+		var e struct {
+			S    string          `json:"s"`
+			Msg  string          `json:"msg"`
+			Attr json.RawMessage `json:"attr"`
+		}
+		if json.Unmarshal([]byte(l), &e) != nil || e.S != "F" && e.S != "E" {
+			continue
+		}
+		line := e.S + " " + strings.TrimSpace(e.Msg)
+		if len(e.Attr) > 0 {
+			line += " " + string(e.Attr)
+		}
+		picked = append(picked, clip(line, 500))
+	}
+	if len(picked) == 0 { // killed, say: what it was doing
+		picked = lastLines(serverproc.LogLinesSince(m.LogPath(), from.log), 5)
+	}
+	if len(picked) == 0 { // refused before its log was open (a bad option): it said so on stdout
+		picked = serverproc.LogLinesSince(m.stdoutPath(), from.stdout)
+	}
+	picked = lastLines(picked, 8)
+	return strings.Join(append(picked, "(log: "+m.LogPath()+")"), "\n  ")
+}
+
+func lastLines(lines []string, n int) []string {
+	if len(lines) > n {
+		return lines[len(lines)-n:]
+	}
+	return lines
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

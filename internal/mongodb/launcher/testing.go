@@ -29,6 +29,9 @@ const (
 	MonitorPageTestPort    = 27800 // internal/monitor's page and browser tests (config server and 2 shards); not 277xx: hand-started sets use 27720
 	MigrateTestPort        = 27900 // internal/migrate's MongoDB source tests, 1 member
 	MigrateLiveTestPort    = 27910 // internal/cli's migration of a live MongoDB shop, 1 member
+	// LauncherClusterTestPort: this package's own sharded cluster (config server 27560, shards
+	// from 27570), next to sets on LauncherTestPort.
+	LauncherClusterTestPort = 27560
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,

@@ -1,0 +1,64 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/serverproc"
+)
+
+// A directory holding a one-node cluster is refused for a cluster of another size or base
+// address, at once; DownDir stops its node; and a node that dies while starting (Cassandra
+// refuses a cluster name other than the one its system tables hold) fails Up at once with
+// the ERROR line it logged.
+func TestDirectoryOfAnotherClusterIsRefusedAndADyingNodeReported(t *testing.T) {
+	dir := t.TempDir()
+	c := ForTest(t, Options{Dir: dir, Nodes: 1, BaseAddr: LauncherTestAddr, Name: "launcher-a"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, o := range []Options{{Nodes: 3, BaseAddr: LauncherTestAddr}, {Nodes: 1, BaseAddr: "127.0.0.32"}} {
+		o.Dir, o.Name, o.DieWithParent = dir, "launcher-a", true
+		other, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(other.KillAll)
+		err = other.Up(ctx)
+		if !errors.Is(err, ErrOtherTopology) || !strings.Contains(err.Error(), dir+" holds a 1-node cluster from "+LauncherTestAddr) {
+			t.Errorf("Up of %d node(s) from %s: %v; want ErrOtherTopology saying what %s holds", o.Nodes, o.BaseAddr, err, dir)
+		}
+	}
+
+	pid, ok := c.livePID(c.nodes[0])
+	if !ok {
+		t.Fatal("the node has no live pidfile")
+	}
+	got, others, err := DownDir(ctx, dir, nil)
+	if err != nil || got == nil || others != 0 {
+		t.Fatalf("DownDir = %v, %d, %v; want the cluster and no other node", got, others, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("JVM %d still exists after DownDir", pid)
+		}
+	}
+
+	renamed, err := New(Options{Dir: dir, Nodes: 1, BaseAddr: LauncherTestAddr, Name: "launcher-b", DieWithParent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(renamed.KillAll)
+	// Bounded well below the 3-minute boot timeout a wait without the exit watch would use.
+	uctx, ucancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer ucancel()
+	err = renamed.Up(uctx)
+	t.Logf("Up as launcher-b: %v", err)
+	if !errors.Is(err, serverproc.ErrExited) || !strings.Contains(err.Error(), "node 1 ("+LauncherTestAddr+"), while starting (exit status") ||
+		!strings.Contains(err.Error(), "Saved cluster name launcher-a != configured name launcher-b") {
+		t.Fatalf("Up under another cluster name: %v; want ErrExited with Cassandra's ERROR line", err)
+	}
+}
