@@ -70,13 +70,13 @@ type cluster struct {
 	shardChunks []int
 	zones       []zoneState
 
-	migrations    int
-	migratedBytes int64
-	moves         []move
-	tick          int
+	chunkMoves int
+	movedBytes int64
+	moves      []move
+	tick       int
 }
 
-// move is one migration the balancer ran.
+// move is one chunk move the balancer ran.
 type move struct {
 	tick     int
 	from, to int
@@ -84,7 +84,7 @@ type move struct {
 	bytes    int64
 }
 
-// maxMoveLog bounds the kept migration log; counts stay exact.
+// maxMoveLog bounds the kept chunk-move log; counts stay exact.
 const maxMoveLog = 10_000
 
 // keyMax sorts after every encoded key (tags stop at tagMax).
@@ -313,15 +313,15 @@ func (cl *cluster) move(c *chunk, to int) {
 		cl.moves = append(cl.moves, move{tick: cl.tick, from: c.shard, to: to, min: c.min, bytes: c.bytes})
 	}
 	c.shard = to
-	cl.migrations++
-	cl.migratedBytes += c.bytes
+	cl.chunkMoves++
+	cl.movedBytes += c.bytes
 }
 
-// balance runs up to rounds balancer rounds and returns the migrations made.
-// Per round each shard joins at most one migration. Zone violations are fixed
+// balance runs up to rounds balancer rounds and returns the chunk moves made.
+// Per round each shard joins at most one chunk move. Zone violations are fixed
 // first; then, per zone and for the unzoned ranges, data moves from the shard
 // with the most to the one with the least while the difference is at least
-// 3 × chunk size (MongoDB 6.0.3+ migration threshold).
+// 3 × chunk size (MongoDB 6.0.3+ balancing threshold).
 func (cl *cluster) balance(rounds int) int {
 	moved := 0
 	all := uint64(1)<<cl.shards - 1

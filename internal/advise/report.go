@@ -101,7 +101,7 @@ func (r *Result) HottestWriteShare() float64 {
 }
 
 // OneShardBeforeMove is the share of the inserts made before the balancer's
-// first migration that went to the busiest shard.
+// first chunk move that went to the busiest shard.
 func (r *Result) OneShardBeforeMove() float64 {
 	sh := shares(r.InsertsBeforeMove)
 	m := 0.0
@@ -217,16 +217,16 @@ func WriteTable(out io.Writer, w *Workload, results []*Result) {
 		add("hottest shard's write share", func(r *Result) string { return pct(r.HottestWriteShare()) })
 		add("inserts into the max chunk", func(r *Result) string { return pct(r.TopChunkShare()) })
 		add("inserts on one shard before 1st move", func(r *Result) string { return pct(r.OneShardBeforeMove()) })
-		add("first migration", func(r *Result) string {
-			if r.FirstMigrationTick < 0 {
+		add("first chunk move", func(r *Result) string {
+			if r.FirstMoveTick < 0 {
 				return "never"
 			}
-			return r.tickTime(r.FirstMigrationTick)
+			return r.tickTime(r.FirstMoveTick)
 		})
-		add("migrations (data moved)", func(r *Result) string {
-			return fmt.Sprintf("%d (%s)", r.Migrations, Bytes(r.MigratedBytes))
+		add("chunk moves (data moved)", func(r *Result) string {
+			return fmt.Sprintf("%d (%s)", r.ChunkMoves, Bytes(r.MovedBytes))
 		})
-		add("busiest migration routes", func(r *Result) string { return routes(r.Moves, 3) })
+		add("busiest chunk-move routes", func(r *Result) string { return routes(r.Moves, 3) })
 		add("chunks (per shard)", func(r *Result) string {
 			parts := make([]string, len(r.ChunksPerShard))
 			for i, c := range r.ChunksPerShard {
@@ -379,8 +379,8 @@ func spark(series [][]int64, shard, cols int) string {
 	return b.String()
 }
 
-// routes summarises migrations by donor and recipient, busiest first.
-func routes(moves []Migration, n int) string {
+// routes summarises chunk moves by donor and recipient, busiest first.
+func routes(moves []ChunkMove, n int) string {
 	if len(moves) == 0 {
 		return "-"
 	}
@@ -405,14 +405,14 @@ func routes(moves []Migration, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteMoves lists the first n migrations of a result, as the balancer
+// WriteMoves lists the first n chunk moves of a result, as the balancer
 // would log them.
 func WriteMoves(out io.Writer, r *Result, n int) {
-	if r.Migrations == 0 {
-		fmt.Fprintf(out, "%s / %s — no migrations\n\n", r.Collection, r.label())
+	if r.ChunkMoves == 0 {
+		fmt.Fprintf(out, "%s / %s — no chunk moves\n\n", r.Collection, r.label())
 		return
 	}
-	fmt.Fprintf(out, "%s / %s — first %d of %d migrations:\n", r.Collection, r.label(), min(n, len(r.Moves)), r.Migrations)
+	fmt.Fprintf(out, "%s / %s — first %d of %d chunk moves:\n", r.Collection, r.label(), min(n, len(r.Moves)), r.ChunkMoves)
 	for _, m := range r.Moves[:min(n, len(r.Moves))] {
 		fmt.Fprintf(out, "  %s  shard %d → shard %d  %8s  range from %s\n", r.tickTime(m.Tick), m.From, m.To, Bytes(m.Bytes), m.Min)
 	}

@@ -24,10 +24,10 @@ type Result struct {
 	Ops                 int64
 	Inserts             int64
 	TopChunkInserts     int64 // inserts that landed in the chunk holding MaxKey
-	FirstMigrationTick  int   // -1: the balancer never moved anything
+	FirstMoveTick       int   // -1: the balancer never moved anything
 	InsertsBeforeMove   []int64
-	Migrations          int
-	MigratedBytes       int64
+	ChunkMoves          int
+	MovedBytes          int64
 	Chunks              int
 	ChunksPerShard      []int
 	Jumbo               []JumboChunk
@@ -35,11 +35,11 @@ type Result struct {
 	Characteristics     KeyCharacteristics
 	SampleRepeats       bool // more inserts than sample documents: the sample was replayed
 	ZoneViolationsAtEnd int
-	Moves               []Migration // the first migrations, at most 10000
+	Moves               []ChunkMove // the first chunk moves, at most 10000
 }
 
-// Migration is one range the balancer moved.
-type Migration struct {
+// ChunkMove is one range the balancer moved.
+type ChunkMove struct {
 	Tick     int
 	From, To int
 	Min      string // the range's lower bound, rendered

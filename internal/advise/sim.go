@@ -131,7 +131,7 @@ func (s *sim) setZones() error {
 func newResult(w *Workload, c *Collection, cand Candidate) *Result {
 	ticks := w.ticks()
 	res := &Result{Collection: c.Name, Key: cand.Key, Shards: w.Shards, Ticks: ticks,
-		TickLength: w.span() / time.Duration(ticks), ChunkSize: w.ChunkSize, FirstMigrationTick: -1,
+		TickLength: w.span() / time.Duration(ticks), ChunkSize: w.ChunkSize, FirstMoveTick: -1,
 		InsertsBeforeMove: make([]int64, w.Shards)}
 	for _, z := range cand.Zones {
 		name := z.Name
@@ -168,8 +168,8 @@ func (s *sim) tick(t int) {
 	}
 	if w.Balancer.Enabled {
 		s.cl.tick = t
-		if s.cl.balance(w.Balancer.RoundsPerTick) > 0 && s.res.FirstMigrationTick < 0 {
-			s.res.FirstMigrationTick = t
+		if s.cl.balance(w.Balancer.RoundsPerTick) > 0 && s.res.FirstMoveTick < 0 {
+			s.res.FirstMoveTick = t
 		}
 	}
 	s.res.Data = append(s.res.Data, slices.Clone(s.cl.shardBytes))
@@ -192,7 +192,7 @@ func (s *sim) insert(st *OpStat, writes []int64) {
 	if ci == len(s.cl.chunks)-1 {
 		s.res.TopChunkInserts++
 	}
-	if s.res.FirstMigrationTick < 0 {
+	if s.res.FirstMoveTick < 0 {
 		s.res.InsertsBeforeMove[sh]++
 	}
 	s.cl.insert(ci, s.buf, s.docSize(d))
@@ -238,13 +238,13 @@ func (s *sim) result() *Result {
 	res := s.res
 	res.Ops = s.w.Ops
 	res.Inserts = s.inserted
-	res.Migrations = s.cl.migrations
-	res.MigratedBytes = s.cl.migratedBytes
+	res.ChunkMoves = s.cl.chunkMoves
+	res.MovedBytes = s.cl.movedBytes
 	res.Chunks = len(s.cl.chunks)
 	res.ChunksPerShard = slices.Clone(s.cl.shardChunks)
 	res.SampleRepeats = s.c.Sample != nil && s.inserted > int64(len(s.c.Sample))
 	for _, m := range s.cl.moves {
-		res.Moves = append(res.Moves, Migration{Tick: m.tick, From: m.from, To: m.to, Min: decodeKey(s.key, m.min), Bytes: m.bytes})
+		res.Moves = append(res.Moves, ChunkMove{Tick: m.tick, From: m.from, To: m.to, Min: decodeKey(s.key, m.min), Bytes: m.bytes})
 	}
 	res.Jumbo = s.jumbo()
 	res.ZoneViolationsAtEnd = s.cl.zoneViolations()

@@ -75,10 +75,10 @@ func TestScenarioQualitativeResults(t *testing.T) {
 	}{
 		{"ascending", "{_id: 1}", "≥ 95 % of inserts reach one shard before the balancer acts", func(t *testing.T, r *Result) {
 			if got := r.OneShardBeforeMove(); got < 0.95 {
-				t.Errorf("inserts on one shard before first migration: got %.3f, want ≥ 0.95", got)
+				t.Errorf("inserts on one shard before the first chunk move: got %.3f, want ≥ 0.95", got)
 			}
-			if r.FirstMigrationTick < 0 {
-				t.Errorf("first migration: got never, want the balancer to move old chunks")
+			if r.FirstMoveTick < 0 {
+				t.Errorf("first chunk move: got never, want the balancer to move old chunks")
 			}
 		}},
 		{"ascending", "{_id: 1}", "every insert lands in the max chunk", func(t *testing.T, r *Result) {
@@ -109,8 +109,8 @@ func TestScenarioQualitativeResults(t *testing.T) {
 			if got := r.WorstDeviation(); got > 0.10 {
 				t.Errorf("worst shard deviation from fair share: got %.3f (%s), want ≤ 0.10", got, pcts(r.FinalDataShare()))
 			}
-			if r.Migrations > 2 {
-				t.Errorf("migrations: got %d, want at most 2 (pre-split hashed chunks grow evenly)", r.Migrations)
+			if r.ChunkMoves > 2 {
+				t.Errorf("chunk moves: got %d, want at most 2 (pre-split hashed chunks grow evenly)", r.ChunkMoves)
 			}
 		}},
 		{"orders", "{user_id: hashed}", "history by user is targeted, status by _id alone is broadcast", func(t *testing.T, r *Result) {
@@ -210,13 +210,13 @@ func TestScenarioQualitativeResults(t *testing.T) {
 				t.Errorf("tier shards 2 and 3: got %.3f and %.3f, want within 5 points", sh[2], sh[3])
 			}
 		}},
-		{"random", "{rnd: 1}", "random key: writes spread, few migrations compared with the ascending key", func(t *testing.T, r *Result) {
+		{"random", "{rnd: 1}", "random key: writes spread, few chunk moves compared with the ascending key", func(t *testing.T, r *Result) {
 			if got := r.TopChunkShare(); got > 0.2 {
 				t.Errorf("max-chunk inserts: got %.3f, want ≤ 0.2", got)
 			}
 			asc := result(t, runScenario(t, "random"), "{_id: 1}")
-			if r.Migrations*3 > asc.Migrations {
-				t.Errorf("migrations: got %d, want under a third of the ascending key's %d", r.Migrations, asc.Migrations)
+			if r.ChunkMoves*3 > asc.ChunkMoves {
+				t.Errorf("chunk moves: got %d, want under a third of the ascending key's %d", r.ChunkMoves, asc.ChunkMoves)
 			}
 		}},
 		{"location", "{ip: 1} +zones USPS,Apple", "zoned ranges stay on their shards", func(t *testing.T, r *Result) {
@@ -239,8 +239,8 @@ func TestScenarioQualitativeResults(t *testing.T) {
 			if got := r.FinalDataShare()[0]; got > 0.7 {
 				t.Errorf("rolled zone data share on shard 0: got %.3f, want ≤ 0.7 (older days move away)", got)
 			}
-			if r.FirstMigrationTick < 23 {
-				t.Errorf("first migration at tick %d, want not before the first daily roll (tick 23)", r.FirstMigrationTick)
+			if r.FirstMoveTick < 23 {
+				t.Errorf("first chunk move at tick %d, want not before the first daily roll (tick 23)", r.FirstMoveTick)
 			}
 		}},
 	}

@@ -35,8 +35,8 @@ func (w *Workload) span() time.Duration { return time.Duration(w.Days) * 24 * ti
 // BalancerConfig says whether and how often the simulated balancer runs.
 type BalancerConfig struct {
 	Enabled bool
-	// RoundsPerTick bounds migrations per simulated tick; a shard takes part in
-	// at most one migration per round, as in MongoDB.
+	// RoundsPerTick bounds chunk moves per simulated tick; a shard takes part in
+	// at most one chunk move per round, as in MongoDB.
 	RoundsPerTick int
 }
 

@@ -63,7 +63,7 @@ See docs/advise.md for the workload format and how to read the output.`,
 	f.IntVar(&o.Shards, "shards", 0, "number of shards (default: the workload's)")
 	f.Uint64Var(&o.Seed, "seed", 0, "random seed (default: the workload's); equal seeds give equal results")
 	f.Int64Var(&o.Ops, "ops", 0, "simulated operations per candidate (default: the workload's)")
-	f.IntVar(&o.Moves, "moves", 0, "also list the first N balancer migrations of each candidate")
+	f.IntVar(&o.Moves, "moves", 0, "also list the first N balancer chunk moves of each candidate")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }

@@ -39,7 +39,7 @@ func TestAdviseScenarioPrintsComparisonAndSVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"{_id: hashed}", "{user_id: hashed}", "jumbo chunks", "{user_id: null}", "3 shards", "seed 9", "shard 2", "migrations:", "range from {user_id: NumberLong("} {
+	for _, want := range []string{"{_id: hashed}", "{user_id: hashed}", "jumbo chunks", "{user_id: null}", "3 shards", "seed 9", "shard 2", "chunk moves:", "range from {user_id: NumberLong("} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

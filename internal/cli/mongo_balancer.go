@@ -33,7 +33,7 @@ func newCmdMongoBalancer(stdio IO, cl *mongoClusterOptions, runF func(context.Co
 			},
 		}
 	}
-	stop := action("stop", "Disable the balancer and wait until no balancing round (migration) is running")
+	stop := action("stop", "Disable the balancer and wait until no balancing round (chunk move) is running")
 	stop.Flags().DurationVar(&o.Wait, "wait", 5*time.Minute, "how long to wait for a running round to finish")
 	stop.Flags().DurationVar(&o.Poll, "poll", 2*time.Second, "balancerStatus polling interval")
 	cmd.AddCommand(

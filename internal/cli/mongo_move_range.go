@@ -54,9 +54,9 @@ field are hash values, sent as NumberLong.`,
 	f.StringVar(&o.Min, "min", "", `range start, shard-key prefix as Extended JSON padded with MinKey`)
 	f.StringVar(&o.Max, "max", "", `range end, shard-key prefix padded with MaxKey (empty: the server picks by chunk size)`)
 	f.BoolVar(&o.Force, "force", false, "move even though the balancer is enabled")
-	f.BoolVar(&o.Move.ForceJumbo, "force-jumbo", false, "allow moving a range too large to migrate")
+	f.BoolVar(&o.Move.ForceJumbo, "force-jumbo", false, "allow moving a range too large to move (a jumbo chunk)")
 	f.BoolVar(&o.Move.WaitForDelete, "wait-for-delete", false, "wait for the donor to delete the moved documents")
-	f.BoolVar(&o.Move.SecondaryThrottle, "secondary-throttle", false, "wait for secondaries during the migration")
+	f.BoolVar(&o.Move.SecondaryThrottle, "secondary-throttle", false, "wait for secondaries during the move")
 	f.IntVar(&o.Move.MaxChunks, "max-chunks", sharding.DefaultMaxMoveChunks, "refuse a range over more chunks than this (use a zone instead)")
 	return cmd
 }

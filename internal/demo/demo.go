@@ -1,7 +1,7 @@
 // Package demo generates realistic shop data: thousands of products over categories of skewed
 // sizes (a few huge, many small, like a real catalog, with the hot categories that make a
-// shard key on category alone skew), stock in several zones, users, carts, orders and click events. It goes through the
-// same services the API uses, so demo data obeys every invariant.
+// shard key on category alone skew), stock in several zones, users, carts, orders and click
+// events. It goes through the same services the API uses, so demo data obeys every invariant.
 package demo
 
 import (

@@ -44,7 +44,7 @@ collections:
 const agreeInserts = 3000
 
 // simulated runs the advisor on agreeWorkload and returns, per candidate, the insert share
-// per shard: before the first migration for the ascending key (what the real run measures
+// per shard: before the first chunk move for the ascending key (what the real run measures
 // with the balancer stopped), over the whole run for the others.
 func simulated(t *testing.T) [3][]float64 {
 	t.Helper()

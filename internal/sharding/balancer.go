@@ -49,7 +49,7 @@ func StartBalancer(ctx context.Context, a Admin) error {
 var ErrBalancerBusy = errors.New("balancer still in a balancing round")
 
 // StopBalancer runs balancerStop, then polls balancerStatus until no balancing
-// round (and so no balancer migration) is running, printing progress: a round
+// round (and so no balancer chunk move) is running, printing progress: a round
 // can outlive balancerStop ("inBalancerRound can be true when mode is off").
 // It replaces the chapter's `while (sh.isBalancerRunning())` loop, which in
 // mongosh never ends: that helper returns a document, always truthy.
