@@ -322,10 +322,9 @@ func (c *Child) dead() bool {
 
 // StopAll stops every live server whose pidfile (named pidName) lies anywhere under dir,
 // whichever layout left it there: SIGTERM, SIGKILL after grace, all in parallel. marker(d)
-// is what the command line of the server in directory d (the pidfile's) must contain, so a
-// pid that is not that server is never signalled. skip names subdirectories not worth walking
-// (server data). It returns how many servers it stopped; the directory and its marker are
-// absolute paths.
+// is what the command line of the server in directory d (the pidfile's, absolute) must
+// contain, so a pid that is not that server is never signalled. skip names subdirectories not
+// worth walking (server data). It returns how many servers it stopped.
 func StopAll(ctx context.Context, dir, pidName string, marker func(dir string) string, skip []string, grace time.Duration, log *slog.Logger) (int, error) {
 	dir, err := filepath.Abs(dir) // servers are started with absolute paths, which markers hold
 	if err != nil {

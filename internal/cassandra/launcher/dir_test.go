@@ -18,7 +18,7 @@ import (
 func TestDirectoryOfAnotherClusterIsRefusedAndADyingNodeReported(t *testing.T) {
 	dir := t.TempDir()
 	c := ForTest(t, Options{Dir: dir, Nodes: 1, BaseAddr: LauncherTestAddr, Name: "launcher-a"})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for _, o := range []Options{{Nodes: 3, BaseAddr: LauncherTestAddr}, {Nodes: 1, BaseAddr: "127.0.0.32"}} {
 		o.Dir, o.Name, o.DieWithParent = dir, "launcher-a", true
@@ -52,10 +52,9 @@ func TestDirectoryOfAnotherClusterIsRefusedAndADyingNodeReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(renamed.KillAll)
-	// Bounded well below the 3-minute boot timeout a wait without the exit watch would use.
-	uctx, ucancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer ucancel()
-	err = renamed.Up(uctx)
+	// The JVM's own startup, until Cassandra checks the saved name, took up to about 2 minutes
+	// here under load averages of 60-70: the test asserts what Up says, not how fast.
+	err = renamed.Up(ctx)
 	t.Logf("Up as launcher-b: %v", err)
 	if !errors.Is(err, serverproc.ErrExited) || !strings.Contains(err.Error(), "node 1 ("+LauncherTestAddr+"), while starting (exit status") ||
 		!strings.Contains(err.Error(), "Saved cluster name launcher-a != configured name launcher-b") {
