@@ -12,7 +12,7 @@ import (
 	"github.com/shardmart/shardmart/internal/session"
 )
 
-// The migration to Cassandra (internal/migrate) reads these collections directly, by key range,
+// `shardmart migrate` (internal/migrate) reads these collections directly, by key range,
 // and decodes with the repositories' own document types so a row is exactly what they return.
 const (
 	SessionsCollection = collSessions
