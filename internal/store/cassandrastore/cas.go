@@ -126,10 +126,20 @@ func casLoop[T any](ctx context.Context, p *policy, what string, round casRound[
 	return zero, &casError{what: what, attempts: a.n, unknown: unsettled}
 }
 
-// runCAS runs one attempt of a conditional query or batch under casAttemptTimeout.
+// runCAS runs one attempt of a conditional query or batch under casAttemptTimeout, and
+// abandons it as soon as its coordinator stalls (answers nothing for stallAfter): a frozen
+// node then costs an LWT about stallAfter, not the whole attempt timeout. Either way the
+// outcome is unknown and the next round reads at SERIAL, on another host.
 func (p *policy) runCAS(ctx context.Context, q *gocql.Query, b *gocql.Batch) (bool, error) {
 	actx, cancel := context.WithTimeout(ctx, casAttemptTimeout)
 	defer cancel()
+	if p != nil && p.health != nil {
+		sent := &sentTo{}
+		actx = context.WithValue(actx, sentToKey{}, sent)
+		done := make(chan struct{})
+		defer close(done)
+		go p.health.abandonIfStalled(sent, cancel, done)
+	}
 	if q != nil {
 		return q.WithContext(actx).MapScanCASContext(actx, map[string]any{})
 	}

@@ -82,6 +82,7 @@ func (c suspectCollector) Collect(ch chan<- prometheus.Metric) {
 // the per-host metric and the statement observer (if any).
 type attemptWatch struct {
 	health  *hostHealth
+	latency *recentP99
 	metrics *clientMetrics
 	stmt    observer // nil: no statement metric
 }
@@ -98,6 +99,9 @@ func (w attemptWatch) record(ctx context.Context, host *gocql.HostInfo, err erro
 
 func (w attemptWatch) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	w.record(ctx, q.Host, q.Err)
+	if q.Err == nil && w.latency != nil && q.Query != nil {
+		w.latency.observe(kindOf(q.Statement, q.Query.GetConsistency()), q.End.Sub(q.Start))
+	}
 	if w.stmt != nil {
 		w.stmt.ObserveQuery(ctx, q)
 	}
@@ -105,6 +109,9 @@ func (w attemptWatch) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 
 func (w attemptWatch) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
 	w.record(ctx, b.Host, b.Err)
+	if b.Err == nil && w.latency != nil && b.Batch != nil {
+		w.latency.observe(kindOf("batch", b.Batch.GetConsistency()), b.End.Sub(b.Start))
+	}
 	if w.stmt != nil {
 		w.stmt.ObserveBatch(ctx, b)
 	}

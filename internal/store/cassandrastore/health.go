@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -116,6 +117,39 @@ func (h *hostHealth) attempt(host *gocql.HostInfo, bad bool) {
 	}
 }
 
+// stalled reports whether host has had a request waiting for stallAfter with no answer.
+func (h *hostHealth) stalled(host *gocql.HostInfo) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.hosts[hostKey(host)]
+	return s != nil && !s.pendingSince.IsZero() && h.now().Sub(s.pendingSince) > stallAfter
+}
+
+// sentTo records the host an attempt was written to (runCAS puts one in the attempt's
+// context; streamWatch fills it in).
+type sentTo struct {
+	host atomic.Pointer[gocql.HostInfo]
+}
+
+type sentToKey struct{}
+
+// abandonIfStalled cancels an attempt whose host stalls, until done.
+func (h *hostHealth) abandonIfStalled(sent *sentTo, cancel context.CancelFunc, done <-chan struct{}) {
+	t := time.NewTicker(stallAfter / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if host := sent.host.Load(); host != nil && h.stalled(host) {
+				cancel()
+				return
+			}
+		}
+	}
+}
+
 // suspect reports whether host should be tried only after the healthy ones.
 func (h *hostHealth) suspect(host *gocql.HostInfo) bool {
 	h.mu.Lock()
@@ -199,10 +233,26 @@ func outcomeOf(err error, callerDone bool) (outcome string, bad bool) {
 // read. The same value serves every stream.
 type streamWatch struct{ h *hostHealth }
 
-func (w streamWatch) StreamContext(context.Context) gocql.StreamObserverContext { return w }
-func (w streamWatch) StreamStarted(s gocql.ObservedStream)                      { w.h.sent(s.Host) }
-func (w streamWatch) StreamFinished(s gocql.ObservedStream)                     { w.h.answered(s.Host) }
-func (w streamWatch) StreamAbandoned(gocql.ObservedStream)                      {}
+func (w streamWatch) StreamContext(ctx context.Context) gocql.StreamObserverContext {
+	if sent, ok := ctx.Value(sentToKey{}).(*sentTo); ok {
+		return casStream{w, sent}
+	}
+	return w
+}
+func (w streamWatch) StreamStarted(s gocql.ObservedStream)  { w.h.sent(s.Host) }
+func (w streamWatch) StreamFinished(s gocql.ObservedStream) { w.h.answered(s.Host) }
+func (w streamWatch) StreamAbandoned(gocql.ObservedStream)  {}
+
+// casStream is streamWatch for an LWT attempt: it also tells runCAS the host.
+type casStream struct {
+	streamWatch
+	sent *sentTo
+}
+
+func (c casStream) StreamStarted(s gocql.ObservedStream) {
+	c.sent.host.Store(s.Host)
+	c.streamWatch.StreamStarted(s)
+}
 
 // tieredHosts is the fallback policy under token-aware routing. Its host tiers put suspect
 // hosts after healthy ones: with NonLocalReplicasFallback the token-aware policy then tries the

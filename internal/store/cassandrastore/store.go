@@ -90,7 +90,7 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
 	if c.NumConns == 0 {
 		c.NumConns = 2
 	}
-	p := &policy{health: newHostHealth()}
+	p := &policy{health: newHostHealth(), latency: newRecentP99()}
 	fallback := gocql.RoundRobinHostPolicy()
 	if cfg.Datacenter != "" {
 		fallback = gocql.DCAwareRoundRobinPolicy(cfg.Datacenter)
@@ -105,7 +105,7 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
 	if cfg.Metrics != nil {
 		p.metrics = newClientMetrics(cfg.Metrics, p.health)
 	}
-	w := attemptWatch{health: p.health, metrics: p.metrics}
+	w := attemptWatch{health: p.health, latency: p.latency, metrics: p.metrics}
 	if cfg.ObserveStatement != nil {
 		w.stmt = observer(cfg.ObserveStatement)
 	}
