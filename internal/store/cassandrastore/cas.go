@@ -35,6 +35,8 @@ type casOp[T any] struct {
 	query   *gocql.Query
 	batch   *gocql.Batch
 	applied func() T
+	// exec, when set, runs instead of query or batch (tests of the loop itself).
+	exec func(ctx context.Context) (bool, error)
 }
 
 // casDo proposes q, whose round has no result of its own.
@@ -104,7 +106,7 @@ func casLoop[T any](ctx context.Context, p *policy, what string, round casRound[
 		if op == nil {
 			return v, nil
 		}
-		applied, err := p.runCAS(ctx, op.query, op.batch)
+		applied, err := p.runCAS(ctx, op.query, op.batch, op.exec)
 		switch {
 		case err == nil:
 			if applied {
@@ -130,7 +132,7 @@ func casLoop[T any](ctx context.Context, p *policy, what string, round casRound[
 // abandons it as soon as its coordinator stalls (answers nothing for stallAfter): a frozen
 // node then costs an LWT about stallAfter, not the whole attempt timeout. Either way the
 // outcome is unknown and the next round reads at SERIAL, on another host.
-func (p *policy) runCAS(ctx context.Context, q *gocql.Query, b *gocql.Batch) (bool, error) {
+func (p *policy) runCAS(ctx context.Context, q *gocql.Query, b *gocql.Batch, exec func(context.Context) (bool, error)) (bool, error) {
 	actx, cancel := context.WithTimeout(ctx, casAttemptTimeout)
 	defer cancel()
 	if p != nil && p.health != nil {
@@ -140,7 +142,10 @@ func (p *policy) runCAS(ctx context.Context, q *gocql.Query, b *gocql.Batch) (bo
 		defer close(done)
 		go p.health.abandonIfStalled(sent, cancel, done)
 	}
-	if q != nil {
+	switch {
+	case exec != nil:
+		return exec(actx)
+	case q != nil:
 		return q.WithContext(actx).MapScanCASContext(actx, map[string]any{})
 	}
 	applied, iter, err := b.WithContext(actx).MapExecCASContext(actx, map[string]any{})
