@@ -133,7 +133,8 @@ type sentTo struct {
 
 type sentToKey struct{}
 
-// abandonIfStalled cancels an attempt whose host stalls, until done.
+// abandonIfStalled cancels an attempt whose host stalls, until done; not with a single host
+// up, where the next attempt would wait on the same node.
 func (h *hostHealth) abandonIfStalled(sent *sentTo, cancel context.CancelFunc, done <-chan struct{}) {
 	t := time.NewTicker(stallAfter / 4)
 	defer t.Stop()
@@ -142,7 +143,7 @@ func (h *hostHealth) abandonIfStalled(sent *sentTo, cancel context.CancelFunc, d
 		case <-done:
 			return
 		case <-t.C:
-			if host := sent.host.Load(); host != nil && h.stalled(host) {
+			if host := sent.host.Load(); host != nil && h.stalled(host) && h.upHosts() >= 2 {
 				cancel()
 				return
 			}

@@ -46,6 +46,9 @@ func TestRecentP99Delay(t *testing.T) {
 func TestAbandonIfStalled(t *testing.T) {
 	h := newHostHealth()
 	host := testHost(t, 7)
+	p := &tieredHosts{HostSelectionPolicy: gocql.RoundRobinHostPolicy(), health: h}
+	p.AddHost(host)
+	p.AddHost(testHost(t, 8)) // another host up: abandoning has somewhere to go
 	sent := &sentTo{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
