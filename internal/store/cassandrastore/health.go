@@ -32,9 +32,10 @@ type hostHealth struct {
 
 // The values are chosen in docs/cassandra.md ("Client policy").
 const (
-	// stallAfter: a host that has answered nothing for this long while requests wait on it is
-	// frozen. Above the slowest normal single request seen under load (an LWT round), so a lone
-	// slow request on an idle host rarely trips it; a false alarm only reorders hosts.
+	// stallAfter: a host that has answered nothing at all for this long while requests wait on
+	// it is frozen. A busy host answers something every few ms; 400 ms is above the LWT p50 at
+	// load 50 (230 ms), so a lone slow LWT on an otherwise idle host can trip it, and then
+	// costs only a reordering and a SERIAL read.
 	stallAfter = 400 * time.Millisecond
 	// failHalfLife is how fast the failure record decays: a host that failed and is then no
 	// longer chosen becomes a first choice again after about two half-lives, and is probed.
@@ -49,7 +50,6 @@ type hostState struct {
 	// in-flight count: the driver does not end every stream it starts (a request cancelled
 	// before it is written), and a leaked count would mark a healthy host frozen forever.
 	pendingSince time.Time
-	lastAnswer   time.Time
 	fails, total float64 // decayed counts of attempts
 	decayedAt    time.Time
 }
@@ -102,7 +102,7 @@ func (h *hostHealth) answered(host *gocql.HostInfo) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.state(hostKey(host))
-	s.pendingSince, s.lastAnswer = time.Time{}, h.now()
+	s.pendingSince = time.Time{}
 }
 
 // attempt records the outcome of one attempt of a statement on host.
