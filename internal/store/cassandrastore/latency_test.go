@@ -1,0 +1,81 @@
+package cassandrastore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// The speculative delay follows the recent p99 of its own kind, within its bounds, and starts
+// at the default.
+func TestRecentP99Delay(t *testing.T) {
+	r := newRecentP99()
+	read, write := kindOf("SELECT x FROM user_carts WHERE k = ?", gocql.Serial), kindOf("INSERT INTO sessions (k) VALUES (?)", gocql.One)
+	if read != "select.user_carts/SERIAL" || write != "insert.sessions/ONE" {
+		t.Fatalf("kinds %q, %q", read, write)
+	}
+	if got := r.delay(read); got != specDefault {
+		t.Fatalf("delay before samples = %s, want %s", got, specDefault)
+	}
+	// 1 % of the reads take 300 ms and the rest 20 ms: the p99 is 300 ms. Writes take 1 ms.
+	for i := 0; i < 2*p99Samples; i++ {
+		d := 20 * time.Millisecond
+		if i%100 == 0 || i%100 == 1 {
+			d = 300 * time.Millisecond
+		}
+		r.observe(read, d)
+		r.observe(write, time.Millisecond)
+	}
+	if got := r.delay(read); got != 300*time.Millisecond {
+		t.Errorf("read delay %s, want the p99 300ms", got)
+	}
+	if got := r.delay(write); got != specMin {
+		t.Errorf("write delay %s, want the floor %s", got, specMin)
+	}
+	for i := 0; i < p99Samples; i++ {
+		r.observe(read, 3*time.Second)
+	}
+	if got := r.delay(read); got != specMax {
+		t.Errorf("read delay after slow reads %s, want the cap %s", got, specMax)
+	}
+}
+
+// An LWT attempt is cancelled once the host it was written to stalls, and not before.
+func TestAbandonIfStalled(t *testing.T) {
+	h := newHostHealth()
+	host := testHost(t, 7)
+	p := &tieredHosts{HostSelectionPolicy: gocql.RoundRobinHostPolicy(), health: h}
+	p.AddHost(host)
+	p.AddHost(testHost(t, 8)) // another host up: abandoning has somewhere to go
+	sent := &sentTo{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go h.abandonIfStalled(sent, cancel, done)
+	sent.host.Store(host)
+	start := time.Now()
+	h.sent(host)
+	<-ctx.Done()
+	if waited := time.Since(start); waited < stallAfter {
+		t.Fatalf("cancelled after %s, before stallAfter %s", waited, stallAfter)
+	}
+	close(done)
+
+	// stalled itself, on a clock: not at stallAfter, just after it, and not once answered.
+	hc, c := newClockHealth()
+	hc.sent(host)
+	c.add(stallAfter)
+	if hc.stalled(host) {
+		t.Errorf("stalled at exactly stallAfter")
+	}
+	c.add(time.Millisecond)
+	if !hc.stalled(host) {
+		t.Errorf("not stalled after stallAfter")
+	}
+	hc.answered(host)
+	if hc.stalled(host) {
+		t.Errorf("stalled after an answer")
+	}
+}
