@@ -145,7 +145,10 @@ func toProblem(err error) (p *Problem, internal bool) {
 		// The client went away; nobody reads this answer and nothing is wrong with the server.
 		return problem(http.StatusServiceUnavailable, "cancelled", "Request cancelled", "the request was cancelled"), false
 	case errors.Is(err, context.DeadlineExceeded):
-		return problem(http.StatusServiceUnavailable, "timeout", "Service unavailable", "the request timed out"), true
+		// The request's deadline (a backend too slow or between primaries): worth a retry.
+		p := problem(http.StatusServiceUnavailable, "timeout", "Service unavailable", "the request timed out; retry after 1 s")
+		p.RetryAfter = "1"
+		return p, true
 	}
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "internal error"), true
 }

@@ -77,6 +77,9 @@ func TestRequestTimeoutBoundsAHangingStore(t *testing.T) {
 	if r.status != 503 || took > 10*time.Second {
 		t.Fatalf("status %d after %s, want 503 once the 200 ms deadline passed: %s", r.status, took, r.body)
 	}
+	if got := r.header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After %q, want 1", got)
+	}
 	if deadline <= 0 || deadline > 200*time.Millisecond {
 		t.Errorf("the store saw a deadline %s ahead, want at most the request timeout 200ms", deadline)
 	}
