@@ -47,13 +47,13 @@ const (
 	// set's own by (the longest gap between majority writes an independent client gets
 	// acknowledged: election, catch-up, discovery): the shop's own requests on the new primary.
 	stallMargin = 2 * time.Second
-	// cutStallMargin is the cut-off primary's: measured 2.0-2.1 s past stallMargin in 4 runs of
-	// 5 on this machine (load 30-40), i.e. one heartbeat interval (2 s by default); a likely
-	// cause, not proven here, is the remaining secondary still pulling the oplog from the cut
-	// member, whose packets vanish, until a heartbeat round makes it choose the new primary,
-	// so majority writes wait. docs/mongodb.md ("Failover") records it as a shortfall.
-	cutStallMargin = stallMargin + 2*time.Second
-	shopRate       = 20 // actions per second, open loop
+	// reelectionMargin is added when the set elected more than once during the fault (the
+	// first winner stepped down again, as a loaded machine makes a 2 s election timeout do):
+	// after such a double election the shop's client found the last primary up to ~2 s after
+	// the independent prober's client did (4 runs of 4 at load 30-70), one more discovery
+	// round; docs/mongodb.md ("Failover") records it as a shortfall.
+	reelectionMargin = 2 * time.Second
+	shopRate         = 20 // actions per second, open loop
 	// shopUsers is enough shoppers that those whose request is caught on the sick member (up
 	// to the API's request timeout) leave idle ones for the actions due meanwhile.
 	shopUsers = 250
@@ -63,7 +63,7 @@ const (
 // TestShopRidesOutPrimaryPause freezes the primary (SIGSTOP: a long GC pause, a stuck disk) for
 // 15 s, then resumes it.
 func TestShopRidesOutPrimaryPause(t *testing.T) {
-	runShopFault(t, "pause", stallMargin, func(t *testing.T, ctx context.Context, victim int) (heal func() error) {
+	runShopFault(t, "pause", func(t *testing.T, ctx context.Context, victim int) (heal func() error) {
 		if err := set.Pause(victim); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestShopRidesOutPrimaryPause(t *testing.T) {
 // TestShopRidesOutPrimaryCutOff cuts the primary off the network for 15 s (nobody reaches it,
 // it reaches nobody), then heals the cut.
 func TestShopRidesOutPrimaryCutOff(t *testing.T) {
-	runShopFault(t, "cut", cutStallMargin, func(t *testing.T, ctx context.Context, victim int) (heal func() error) {
+	runShopFault(t, "cut", func(t *testing.T, ctx context.Context, victim int) (heal func() error) {
 		_, port, err := net.SplitHostPort(set.Members()[victim].Host)
 		if err != nil {
 			t.Fatal(err)
@@ -425,7 +425,7 @@ func (s *shopClient) order(ctx context.Context, u *shopper, key string) {
 
 type faultFunc func(t *testing.T, ctx context.Context, victim int) (heal func() error)
 
-func runShopFault(t *testing.T, name string, margin time.Duration, inject faultFunc) {
+func runShopFault(t *testing.T, name string, inject faultFunc) {
 	ctx := start(t)
 	account.HashCost = bcrypt.MinCost
 	db := fmt.Sprintf("faulttest_shop_%s_%d", name, time.Now().UnixNano())
@@ -544,7 +544,13 @@ func runShopFault(t *testing.T, name string, margin time.Duration, inject faultF
 		t.Fatal(err)
 	}
 	healedAt := time.Now()
-	t.Logf("the members' logs, times from the fault: %s", electionLog(faultAt))
+	steps := electionLog(faultAt)
+	elections := strings.Count(steps, "Election succeeded")
+	t.Logf("the members' logs, times from the fault (%d elections): %s", elections, steps)
+	margin := stallMargin
+	if elections > 1 {
+		margin += reelectionMargin
+	}
 	// Healthy again: every member up, member 0 primary (its priority takeover done), a
 	// majority write acknowledged. Errors from here on count against the store.
 	if err := restore(ctx); err != nil {
@@ -590,8 +596,8 @@ func runShopFault(t *testing.T, name string, margin time.Duration, inject faultF
 		len(calls), shopRate, time.Since(loadAt).Round(time.Second), skipped.Load(), loadavg())
 	t.Logf("%s", rep)
 
-	t.Logf("SHOPFAULT %s longest_gap=%s set_gap=%s election=%s writable=%s p99_fault=%s max_fault=%s errors_fault=%d http500=%d http503=%d held=%d errors_after_healthy=%d",
-		name, rep.gap.Round(time.Millisecond), setGap.Round(time.Millisecond), el.after.Round(time.Millisecond), failover.Round(time.Millisecond), rep.p99Fault.Round(time.Millisecond), rep.maxFault.Round(time.Millisecond),
+	t.Logf("SHOPFAULT %s elections=%d longest_gap=%s set_gap=%s election=%s writable=%s p99_fault=%s max_fault=%s errors_fault=%d http500=%d http503=%d held=%d errors_after_healthy=%d",
+		name, elections, rep.gap.Round(time.Millisecond), setGap.Round(time.Millisecond), el.after.Round(time.Millisecond), failover.Round(time.Millisecond), rep.p99Fault.Round(time.Millisecond), rep.maxFault.Round(time.Millisecond),
 		rep.errFault, rep.byStatus[500], rep.byStatus[503], rep.held, rep.errAfter)
 
 	if n := rep.byStatus[http.StatusInternalServerError]; n > 0 {
