@@ -66,7 +66,7 @@ func run(m *testing.M) int {
 	set = s
 	c, err := mongo.Connect(options.Client().ApplyURI(s.URI()).
 		SetReadPreference(readpref.Primary()).SetReadConcern(readconcern.Majority()).
-		SetWriteConcern(writeconcern.Majority()).SetHeartbeatInterval(store.HeartbeatInterval))
+		SetWriteConcern(writeconcern.Majority()))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: connect: %v\n", err)
 		return 1

@@ -120,7 +120,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Database == "" {
 		o.Database = sharding.DefaultDatabase
 	}
-	copts := clientOptions(o.URI)
+	copts := options.Client().ApplyURI(o.URI)
 	if obs := o.ObserveCommand; obs != nil {
 		copts.SetMonitor(&mongoevent.CommandMonitor{
 			Succeeded: func(_ context.Context, e *mongoevent.CommandSucceededEvent) {
@@ -153,23 +153,6 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		slog.Warn("mongo: index differs from what this version wants; left as it is", "index", c)
 	}
 	return s, nil
-}
-
-// HeartbeatInterval is how often the driver checks each member when the connection string
-// does not say (heartbeatFrequencyMS; the driver's own default is 10 s). A monitor's streaming
-// hello reports a new primary at once, but when it misses the change the driver waits a whole
-// interval: measured on the fault-test set, writes stalled 10 s past the moment the new primary
-// took them. One hello per member every 2 s bounds that wait for a negligible cost.
-const HeartbeatInterval = 2 * time.Second
-
-// clientOptions are the driver options of Open: the URI's, with HeartbeatInterval unless the
-// URI sets one. Retryable reads and writes keep the driver's default (on).
-func clientOptions(uri string) *options.ClientOptions {
-	copts := options.Client().ApplyURI(uri)
-	if copts.HeartbeatInterval == nil {
-		copts.SetHeartbeatInterval(HeartbeatInterval)
-	}
-	return copts
 }
 
 // New wraps an already connected client (tests use the driver's mock deployment). Every write

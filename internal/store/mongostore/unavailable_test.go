@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
@@ -77,22 +76,5 @@ func TestUnavailableReadsTransientStates(t *testing.T) {
 		if c.err == nil && got != nil || c.err != nil && (errors.Is(got, store.ErrUnavailable) || got.Error() != c.err.Error()) {
 			t.Errorf("%s: got %v, want it unchanged", c.name, got)
 		}
-	}
-}
-
-// TestClientOptionsKeepRetriesAndShortenDiscovery: Open's client retries reads and writes (the
-// driver's default, which a failover relies on) and checks members every HeartbeatInterval
-// unless the URI says otherwise.
-func TestClientOptionsKeepRetriesAndShortenDiscovery(t *testing.T) {
-	o := clientOptions("mongodb://127.0.0.1:27017/?replicaSet=rs0")
-	if o.RetryWrites != nil && !*o.RetryWrites || o.RetryReads != nil && !*o.RetryReads {
-		t.Errorf("retries turned off: writes %v, reads %v", o.RetryWrites, o.RetryReads)
-	}
-	if o.HeartbeatInterval == nil || *o.HeartbeatInterval != HeartbeatInterval {
-		t.Errorf("heartbeat interval %v, want %s", o.HeartbeatInterval, HeartbeatInterval)
-	}
-	o = clientOptions("mongodb://127.0.0.1:27017/?replicaSet=rs0&heartbeatFrequencyMS=5000")
-	if *o.HeartbeatInterval != 5*time.Second {
-		t.Errorf("the URI's heartbeatFrequencyMS=5000 gave %s", *o.HeartbeatInterval)
 	}
 }
