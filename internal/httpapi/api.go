@@ -48,7 +48,16 @@ type Deps struct {
 	Limits Limits
 	// Now is the clock for events and rate limits; nil means time.Now.
 	Now func() time.Time
+	// RequestTimeout is each request's deadline: the store call of a request caught on a
+	// database member that froze or was cut off gives up and answers 503 with Retry-After
+	// (a retry reaches the new primary) instead of hanging with the member. Zero means
+	// DefaultRequestTimeout, negative none.
+	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout is longer than any healthy request (milliseconds) and than a failover
+// on tuned settings, shorter than a client's patience.
+const DefaultRequestTimeout = 10 * time.Second
 
 // access is who may call a route.
 type access int
@@ -132,6 +141,9 @@ func New(d Deps) http.Handler {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.RequestTimeout == 0 {
+		d.RequestTimeout = DefaultRequestTimeout
 	}
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
@@ -237,6 +249,11 @@ func (s *server) wrap(label string, acc access, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx, id := withRequestID(r.Context())
+		if s.RequestTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.RequestTimeout)
+			defer cancel()
+		}
 		r = r.WithContext(ctx)
 		rec := &statusRecorder{ResponseWriter: w}
 		rec.Header().Set("X-Request-Id", id)

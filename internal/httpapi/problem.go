@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/store"
 	"github.com/shardmart/shardmart/internal/validation"
 )
 
@@ -96,6 +100,9 @@ func toProblem(err error) (p *Problem, internal bool) {
 		}
 		return problem(http.StatusBadRequest, "validation", "Invalid request", detail, fields...), false
 	}
+	if errors.Is(err, store.ErrUnavailable) {
+		return unavailable(err), true
+	}
 	switch {
 	case errors.Is(err, catalog.ErrNotFound), errors.Is(err, order.ErrNotFound):
 		return problem(http.StatusNotFound, "not-found", "Not found", err.Error()), false
@@ -138,7 +145,10 @@ func toProblem(err error) (p *Problem, internal bool) {
 		// The client went away; nobody reads this answer and nothing is wrong with the server.
 		return problem(http.StatusServiceUnavailable, "cancelled", "Request cancelled", "the request was cancelled"), false
 	case errors.Is(err, context.DeadlineExceeded):
-		return problem(http.StatusServiceUnavailable, "timeout", "Service unavailable", "the request timed out"), true
+		// The request's deadline (a backend too slow or between primaries): worth a retry.
+		p := problem(http.StatusServiceUnavailable, "timeout", "Service unavailable", "the request timed out; retry after 1 s")
+		p.RetryAfter = "1"
+		return p, true
 	}
 	// A store that reports a transient state (an outcome it could not learn, a quorum it could
 	// not reach in time) is retried by the client, not reported as a server fault.
@@ -150,6 +160,22 @@ func toProblem(err error) (p *Problem, internal bool) {
 		return p, true
 	}
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "internal error"), true
+}
+
+// unavailable answers a backend's transient state (a failover, an election, a write concern
+// timeout): 503 with Retry-After in whole seconds, at least one. The request may be retried as
+// it is; an order's retry with the same Idempotency-Key never places a second order.
+func unavailable(err error) *Problem {
+	reason, wait := "failing over", time.Second
+	var ue *store.UnavailableError
+	if errors.As(err, &ue) {
+		reason, wait = ue.Reason, max(ue.RetryAfter, time.Second)
+	}
+	secs := strconv.Itoa(int(math.Ceil(wait.Seconds())))
+	p := problem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
+		"the database is briefly unavailable: "+reason+"; retry after "+secs+" s (an order with the same Idempotency-Key)")
+	p.RetryAfter = secs
+	return p
 }
 
 // writeProblem renders p; instance is the request path and request_id ties it to the log line.

@@ -21,10 +21,18 @@ import (
 // serves it, so one dashboard compares backends (TestObservedOpNames holds every decorator to
 // that rule against its interface's method list).
 
-// observe wraps every repository in a timing decorator reporting to f, labelled with the
-// backend cfg assigns to its family. Called once, from Open.
-func (s *Stores) observe(cfg Config, f func(backend, op string, d time.Duration, err error)) {
-	at := func(fam Family) timer { return timer{backend: cfg[fam], observe: f} }
+// observe wraps every repository in a decorator that passes each error through the serving
+// backend's Unavailable (when it has one: its transient states become store.ErrUnavailable)
+// and reports the call to f (when set), labelled with the backend cfg assigns to its family.
+// Called once, from Open.
+func (s *Stores) observe(cfg Config, f func(backend, op string, d time.Duration, err error), opened map[string]backend) {
+	at := func(fam Family) timer {
+		t := timer{backend: cfg[fam], observe: f}
+		if u, ok := opened[cfg[fam]].(unavailableMapper); ok {
+			t.unavailable = u.Unavailable
+		}
+		return t
+	}
 	s.Orders = observedOrders{s.Orders, at(Orders)}
 	s.Products = observedProducts{s.Products, at(Orders)}
 	s.Outbox = observeOutbox(s.Outbox, at(Orders))
@@ -42,15 +50,29 @@ func (s *Stores) observe(cfg Config, f func(backend, op string, d time.Duration,
 	}
 }
 
-// timer reports one call. done is deferred with its start evaluated at the defer statement,
-// `defer t.done(op, time.Now(), &err)`, which needs no closure per call.
+// unavailableMapper is a backend that tells its transient states (a failover, an election, a
+// node cut off) from other errors: Unavailable wraps them in store.ErrUnavailable, so the API
+// answers 503 with Retry-After, and returns any other error as it is.
+type unavailableMapper interface {
+	Unavailable(err error) error
+}
+
+// timer finishes one call. done is deferred with its start evaluated at the defer statement,
+// `defer t.done(op, time.Now(), &err)`, which needs no closure per call; it may replace the
+// call's error (the named result) with the backend's reading of it.
 type timer struct {
-	backend string
-	observe func(backend, op string, d time.Duration, err error)
+	backend     string
+	observe     func(backend, op string, d time.Duration, err error)
+	unavailable func(error) error
 }
 
 func (t timer) done(op string, start time.Time, err *error) {
-	t.observe(t.backend, op, time.Since(start), *err)
+	if t.unavailable != nil && *err != nil {
+		*err = t.unavailable(*err)
+	}
+	if t.observe != nil {
+		t.observe(t.backend, op, time.Since(start), *err)
+	}
 }
 
 type observedOrders struct {

@@ -356,8 +356,6 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 			return nil, err
 		}
 	}
-	if o.Observe != nil {
-		s.observe(cfg, o.Observe)
-	}
+	s.observe(cfg, o.Observe, opened)
 	return s, nil
 }

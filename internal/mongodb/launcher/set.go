@@ -318,6 +318,15 @@ func memberMarker(dir string) string {
 	return "\x00--dbpath\x00" + Member{Dir: dir}.dbPath() + "\x00"
 }
 
+// PID returns member i's mongod process id while it runs (fault tests aim at it).
+func (s *Set) PID(i int) (int, bool) {
+	m, err := s.member(i)
+	if err != nil {
+		return 0, false
+	}
+	return s.livePID(m)
+}
+
 // Running reports whether member i's mongod is alive.
 func (s *Set) Running(i int) bool {
 	m, err := s.member(i)

@@ -1,0 +1,85 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+
+	"github.com/shardmart/shardmart/internal/store"
+)
+
+// transientCodes are the server's words for a replica set between primaries, a member shutting
+// down, or replication running behind: the driver's own retryable codes
+// (x/mongo/driver/errors.go), which it has already retried once when they reach us, plus the
+// write concern timeout. Reasons are shown to clients; they name the state, not the host.
+var transientCodes = []struct {
+	code   int
+	reason string
+}{
+	{10107, "the primary stepped down (NotWritablePrimary)"},
+	{13435, "the member is no longer primary (NotPrimaryNoSecondaryOk)"},
+	{10058, "the member is no longer primary (LegacyNotPrimary)"},
+	{13436, "the member is neither primary nor secondary (NotPrimaryOrSecondary)"},
+	{189, "the primary stepped down (PrimarySteppedDown)"},
+	{11602, "interrupted by a replica set state change (InterruptedDueToReplStateChange)"},
+	{11600, "the member is shutting down (InterruptedAtShutdown)"},
+	{91, "the member is shutting down (ShutdownInProgress)"},
+	{64, "the write was not replicated to a majority in time (WriteConcernFailed)"},
+	{134, "majority read concern not available yet (ReadConcernMajorityNotAvailableYet)"},
+	{133, "no member matches the read preference (FailedToSatisfyReadPreference)"},
+	{6, "a member is unreachable (HostUnreachable)"},
+	{7, "a member is unreachable (HostNotFound)"},
+	{89, "a member timed out (NetworkTimeout)"},
+	{9001, "a connection failed (SocketException)"},
+	{262, "a member ran out of time (ExceededTimeLimit)"},
+}
+
+// retryAfter is what a client is told to wait: an election on the production settings takes
+// seconds, and a retry lands on the new primary as soon as the driver sees it.
+const retryAfter = time.Second
+
+// Unavailable is the one place MongoDB's transient states become store.ErrUnavailable: a
+// server answer with one of transientCodes (as a command error, a write error or a write
+// concern error), a network error, a timeout (server selection found no primary in time, a
+// deadline ran out waiting for one), or a transaction that still carried
+// TransientTransactionError or UnknownTransactionCommitResult when the driver's retries ended.
+// Anything else, a cancelled request included, is returned as it is. The driver's error stays
+// reachable (errors.As), labels and all.
+func Unavailable(err error) error {
+	if err == nil || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	if reason := transientReason(err); reason != "" {
+		return &store.UnavailableError{Reason: reason, RetryAfter: retryAfter, Err: err}
+	}
+	return err
+}
+
+// Unavailable is Unavailable as a method, for placement to apply to every repository call.
+func (s *Store) Unavailable(err error) error { return Unavailable(err) }
+
+func transientReason(err error) string {
+	var se mongo.ServerError
+	if errors.As(err, &se) {
+		for _, c := range transientCodes {
+			if se.HasErrorCode(c.code) {
+				return c.reason
+			}
+		}
+	}
+	var sel topology.ServerSelectionError
+	switch {
+	case errors.As(err, &sel):
+		return "no member to send the operation to (no primary: election in progress or primary unreachable)"
+	case mongo.IsNetworkError(err):
+		return "connection to a member lost mid-operation"
+	case mongo.IsTimeout(err):
+		return "timed out waiting for the replica set"
+	case se != nil && (se.HasErrorLabel(labelTransient) || se.HasErrorLabel(labelUnknownCommit) || se.HasErrorLabel("RetryableWriteError")):
+		return "interrupted by a failover"
+	}
+	return ""
+}
