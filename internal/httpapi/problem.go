@@ -100,7 +100,10 @@ func toProblem(err error) (p *Problem, internal bool) {
 		}
 		return problem(http.StatusBadRequest, "validation", "Invalid request", detail, fields...), false
 	}
-	if errors.Is(err, store.ErrUnavailable) {
+	// A backend's transient state (a failover, an election, an outcome the store could not learn,
+	// a quorum not reached in time) is retried by the client, not reported as a server fault.
+	var transient interface{ Unavailable() bool }
+	if errors.Is(err, store.ErrUnavailable) || errors.As(err, &transient) && transient.Unavailable() {
 		return unavailable(err), true
 	}
 	switch {
@@ -150,15 +153,6 @@ func toProblem(err error) (p *Problem, internal bool) {
 		p.RetryAfter = "1"
 		return p, true
 	}
-	// A store that reports a transient state (an outcome it could not learn, a quorum it could
-	// not reach in time) is retried by the client, not reported as a server fault.
-	var transient interface{ Unavailable() bool }
-	if errors.As(err, &transient) && transient.Unavailable() {
-		p := problem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
-			"the store could not complete the request; retry shortly")
-		p.RetryAfter = "1"
-		return p, true
-	}
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "internal error"), true
 }
 
@@ -166,7 +160,7 @@ func toProblem(err error) (p *Problem, internal bool) {
 // timeout): 503 with Retry-After in whole seconds, at least one. The request may be retried as
 // it is; an order's retry with the same Idempotency-Key never places a second order.
 func unavailable(err error) *Problem {
-	reason, wait := "failing over", time.Second
+	reason, wait := "the store could not complete the request", time.Second
 	var ue *store.UnavailableError
 	if errors.As(err, &ue) {
 		reason, wait = ue.Reason, max(ue.RetryAfter, time.Second)
