@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	cassandralauncher "github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/loadgen"
 	"github.com/shardmart/shardmart/internal/migrate"
@@ -100,7 +101,7 @@ func startLiveShop(t *testing.T, o serveOptions) *liveShop {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("serve did not start")
 	}
-	waitFor(t, 3*time.Minute, "the shop to be ready", func() bool {
+	eventually.True(t, 3*time.Minute, "the shop to be ready", func() bool {
 		resp, err := http.Get(s.api + "/readyz")
 		if err != nil {
 			return false
@@ -123,7 +124,7 @@ func (s *liveShop) stop() {
 func (s *liveShop) outboxDrained() {
 	s.t.Helper()
 	re := regexp.MustCompile(`(?m)^shardmart_outbox_lag_messages (\d+)`)
-	waitFor(s.t, time.Minute, "the outbox to drain", func() bool {
+	eventually.True(s.t, time.Minute, "the outbox to drain", func() bool {
 		resp, err := http.Get(s.api + "/metrics")
 		if err != nil {
 			return false
@@ -133,17 +134,6 @@ func (s *liveShop) outboxDrained() {
 		m := re.FindSubmatch(b)
 		return m != nil && string(m[1]) == "0"
 	})
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // shardmartCmd runs this binary as `shardmart args...`.

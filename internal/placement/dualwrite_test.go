@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/money"
@@ -79,7 +80,7 @@ func TestDualWriteHungTargetBlocksNoPhaseChange(t *testing.T) {
 	upserted := make(chan error, 1)
 	go func() { upserted <- s.History.UpsertEntry(ctx, hung) }()
 	// The old store took the entry: the copy into the stopped node is under way.
-	waitFor(t, time.Minute, "the entry in the old store", func() bool {
+	eventually.True(t, time.Minute, "the entry in the old store", func() bool {
 		return hasEntry(t, ctx, s.History, hung.OrderID)
 	})
 
@@ -124,7 +125,7 @@ func TestDualWriteHungTargetBlocksNoPhaseChange(t *testing.T) {
 		t.Fatalf("the copy into a stopped node did not end within copyTimeout (%s) and a minute", copyTimeout)
 	}
 	resume()
-	waitFor(t, 2*time.Minute, "the retried copy to land", func() bool {
+	eventually.True(t, 2*time.Minute, "the retried copy to land", func() bool {
 		return s.History.UpsertEntry(ctx, hung) == nil
 	})
 	page, err := st.History().ListHistory(ctx, "u1", paging.Request{Limit: 10})
@@ -159,15 +160,4 @@ func cassandraPID(t *testing.T, c *launcher.Cluster) int {
 		t.Fatal(fmt.Errorf("pidfile: %w", err))
 	}
 	return pid
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
