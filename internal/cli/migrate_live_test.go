@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	cassandralauncher "github.com/shardmart/shardmart/internal/cassandra/launcher"
-	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/demo"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/loadgen"
 	"github.com/shardmart/shardmart/internal/migrate"
 	mongolauncher "github.com/shardmart/shardmart/internal/mongodb/launcher"
