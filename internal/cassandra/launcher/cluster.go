@@ -274,6 +274,12 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	cmd := exec.Command("java", serverArgs(c, n)...)
 	cmd.Dir = n.Dir
 	cmd.Stdout, cmd.Stderr = out, out
+	if n.GID != 0 {
+		// Same user, the node's own group and no supplementary groups: iptables can then match
+		// this node's outbound packets by group.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
+			Uid: uint32(os.Getuid()), Gid: uint32(n.GID), Groups: []uint32{}}}
+	}
 	start := time.Now()
 	p, err := serverproc.Start(cmd, n.pidFile(), c.opts.DieWithParent)
 	if err != nil {
@@ -413,6 +419,28 @@ func upNormal(status string) map[string]bool {
 // announces the shutdown to its peers), SIGKILL after StopTimeout. A stopped node is no error.
 func (c *Cluster) StopNode(ctx context.Context, i int) error {
 	return c.signalAndWait(ctx, i, syscall.SIGTERM, c.opts.StopTimeout)
+}
+
+// PauseNode freezes node i's process group with SIGSTOP (what a long GC pause or a stuck disk
+// looks like to its peers and clients); ResumeNode thaws it. Pausing a stopped node is an error.
+func (c *Cluster) PauseNode(i int) error { return c.signal(i, syscall.SIGSTOP) }
+
+// ResumeNode sends SIGCONT to node i's process group.
+func (c *Cluster) ResumeNode(i int) error { return c.signal(i, syscall.SIGCONT) }
+
+func (c *Cluster) signal(i int, sig syscall.Signal) error {
+	n, err := c.node(i)
+	if err != nil {
+		return err
+	}
+	pid, ok := c.livePID(n)
+	if !ok {
+		return fmt.Errorf("node %d is not running", i+1)
+	}
+	if err := syscall.Kill(-pid, sig); err != nil {
+		return fmt.Errorf("node %d: %s: %w", i+1, sig, err)
+	}
+	return nil
 }
 
 // KillNode SIGKILLs node i's process group: a crash, no drain, no goodbye to the peers.
