@@ -465,15 +465,16 @@ func (c *Cluster) signalAndWait(ctx context.Context, i int, sig syscall.Signal, 
 	return nil
 }
 
-// alive reports whether node n still runs; for our own children it waits on the reaper so a
-// zombie does not count as alive.
+// alive reports whether node n still runs. A child of ours counts as alive until it is reaped:
+// a SIGKILLed JVM's main thread shows as a zombie while its other threads still exit and hold
+// its sockets, so a restart at once would find its ports still in use.
 func (c *Cluster) alive(i int, n Node) bool {
 	c.mu.Lock()
 	p := c.procs[i]
 	c.mu.Unlock()
 	if p != nil {
-		if gone, _ := p.Exited(); gone {
-			return false
+		if gone, _ := p.Exited(); !gone {
+			return true
 		}
 	}
 	_, ok := c.livePID(n)
