@@ -277,12 +277,15 @@ func historyEntries(prefix string, n int) []row {
 			Items: []order.Item{{ProductID: "sku-1", Category: "c", Name: "one", Quantity: 1, UnitPrice: money.Amount(100 * (i + 1))}}}
 		rows[i] = row{name: "history entry " + e.OrderID,
 			write: func(ctx context.Context) error { return histories.UpsertEntry(ctx, e) },
-			read: func(ctx context.Context, via int, cl gocql.Consistency) error {
-				return readOne(ctx, via, cl, `SELECT order_id FROM `+keyspace+`.order_history WHERE user_id = ? AND bucket = ?`,
-					e.OrderID, e.UserID, e.PlacedAt.Year()*100+int(e.PlacedAt.Month()))
-			}}
+			read:  func(ctx context.Context, via int, cl gocql.Consistency) error { return readHistoryEntry(ctx, via, e, cl) }}
 	}
 	return rows
+}
+
+// readHistoryEntry looks for the entry in its user's month bucket, node `via` coordinating at cl.
+func readHistoryEntry(ctx context.Context, via int, e history.Entry, cl gocql.Consistency) error {
+	return readOne(ctx, via, cl, `SELECT order_id FROM `+keyspace+`.order_history WHERE user_id = ? AND bucket = ?`,
+		e.OrderID, e.UserID, e.PlacedAt.Year()*100+int(e.PlacedAt.Month()))
 }
 
 // catalogProducts are CAT-1 products written through the catalog read model (one logged
