@@ -277,7 +277,9 @@ func historyEntries(prefix string, n int) []row {
 			Items: []order.Item{{ProductID: "sku-1", Category: "c", Name: "one", Quantity: 1, UnitPrice: money.Amount(100 * (i + 1))}}}
 		rows[i] = row{name: "history entry " + e.OrderID,
 			write: func(ctx context.Context) error { return histories.UpsertEntry(ctx, e) },
-			read:  func(ctx context.Context, via int, cl gocql.Consistency) error { return readHistoryEntry(ctx, via, e, cl) }}
+			read: func(ctx context.Context, via int, cl gocql.Consistency) error {
+				return readHistoryEntry(ctx, via, e, cl)
+			}}
 	}
 	return rows
 }
