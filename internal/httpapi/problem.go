@@ -140,6 +140,15 @@ func toProblem(err error) (p *Problem, internal bool) {
 	case errors.Is(err, context.DeadlineExceeded):
 		return problem(http.StatusServiceUnavailable, "timeout", "Service unavailable", "the request timed out"), true
 	}
+	// A store that reports a transient state (an outcome it could not learn, a quorum it could
+	// not reach in time) is retried by the client, not reported as a server fault.
+	var transient interface{ Unavailable() bool }
+	if errors.As(err, &transient) && transient.Unavailable() {
+		p := problem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
+			"the store could not complete the request; retry shortly")
+		p.RetryAfter = "1"
+		return p, true
+	}
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "internal error"), true
 }
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
@@ -233,6 +235,9 @@ type Options struct {
 	// ObserveStatement, when set, receives the backend-specific detail below the operations:
 	// each Cassandra statement ("select.user_carts") and MongoDB wire command ("find").
 	ObserveStatement func(backend, statement string, d time.Duration, err error)
+	// CassandraMetrics, when set, receives the Cassandra client's per-host metrics (requests
+	// by host and outcome, speculative executions, retries, hosts avoided).
+	CassandraMetrics prometheus.Registerer
 	// Migrations turns on the migration layer (MIG-1, migration.go): families in an old store
 	// follow their phase in Cassandra's migration_state (dual writes, then cutover).
 	Migrations bool

@@ -25,6 +25,8 @@ const (
 	// MigrateLiveTestAddr: internal/cli's migrations of a live shop, 1 node (.81) and 3 nodes (.82-.84).
 	MigrateLiveTestAddr  = "127.0.0.81"
 	MigrateLive3TestAddr = "127.0.0.82"
+	// PolicyTestAddr: internal/store/cassandrastore's client-policy tests, 2 nodes (.121-.122).
+	PolicyTestAddr = "127.0.0.121"
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns

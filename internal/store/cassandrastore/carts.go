@@ -42,9 +42,12 @@ import (
 //     login retried after a crash finds the guest cart 'merging' into its user and resumes:
 //     merged_from tells whether the lines already moved, so quantities are never added twice.
 //
-// A timeout of an LWT leaves its outcome unknown; every LWT here runs in a loop that re-reads
+// A timeout of an LWT leaves its outcome unknown; every LWT here runs in casLoop, which re-reads
 // the partition (at SERIAL) and decides again, so the statement itself is never blindly retried.
-type Carts struct{ s *gocql.Session }
+type Carts struct {
+	s *gocql.Session
+	p *policy
+}
 
 // merging is the status of a guest cart whose lines a login is moving into merge_into's cart.
 const merging cart.Status = "merging"
@@ -175,7 +178,7 @@ func scanCartRows(iter *gocql.Iter) ([]cartRow, error) {
 func (r *Carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency) (cartState, error) {
 	t, key := tableFor(owner)
 	st := cartState{owner: owner}
-	rows, err := scanCartRows(r.s.Query(t.stmts.read, key).WithContext(ctx).Consistency(cl).Idempotent(true).Iter())
+	rows, err := scanCartRows(r.p.idempotent(ctx, r.s.Query(t.stmts.read, key).Consistency(cl)).Iter())
 	if err != nil {
 		return st, fmt.Errorf("read %s cart: %w", owner.Key(), err)
 	}
@@ -198,7 +201,7 @@ func (r *Carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency
 	// The active cart is not the newest prefix only if clocks went backwards between two
 	// carts, or the LIMIT cut it: read it by id.
 	if len(mine) == 0 || len(mine) == len(rows) && len(rows) == cart.MaxItems+11 {
-		mine, err = scanCartRows(r.s.Query(t.stmts.readCart, key, st.active).WithContext(ctx).Consistency(cl).Idempotent(true).Iter())
+		mine, err = scanCartRows(r.p.idempotent(ctx, r.s.Query(t.stmts.readCart, key, st.active).Consistency(cl)).Iter())
 		if err != nil {
 			return st, fmt.Errorf("read %s cart: %w", owner.Key(), err)
 		}
@@ -236,6 +239,8 @@ func sortItems(items []cart.Item) {
 }
 
 func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	st, err := r.load(ctx, owner, CartsConsistency)
 	if err != nil {
 		return cart.Cart{}, err
@@ -246,39 +251,12 @@ func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time)
 	return st.c, nil
 }
 
-// maxCASAttempts bounds the re-read loops around lightweight transactions. Each failed round
-// is a condition that changed (the next read sees why) or a Paxos round that lost to
-// concurrent ones on the partition: 20 concurrent edits of one cart need a few rounds each.
-const maxCASAttempts = 12
-
 func (r *Carts) batch(ctx context.Context) *gocql.Batch {
 	return r.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
 }
 
 func (r *Carts) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
 	return r.s.Query(stmt, args...).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
-}
-
-// execCAS runs a conditional batch. A timeout is not an error but an unknown outcome
-// (unknown = true): the caller re-reads and decides again.
-func execCAS(b *gocql.Batch) (applied, unknown bool, err error) {
-	applied, iter, err := b.MapExecCAS(map[string]any{})
-	if iter != nil {
-		_ = iter.Close() // a refused batch may return one row per condition; err already holds any failure
-	}
-	return casResult(applied, err)
-}
-
-// scanCAS is execCAS for a single conditional statement.
-func scanCAS(q *gocql.Query) (applied, unknown bool, err error) {
-	return casResult(q.MapScanCAS(map[string]any{}))
-}
-
-func casResult(applied bool, err error) (bool, bool, error) {
-	if err != nil && casUnknown(err) {
-		return false, true, nil
-	}
-	return applied, false, err
 }
 
 // ensureActive returns the owner's active cart, creating one (LWT) if there is none. The cart
@@ -292,32 +270,30 @@ func (r *Carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, n
 	if !owner.IsGuest() {
 		expiresAt = time.Time{}
 	}
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+	return casLoop(ctx, r.p, fmt.Sprintf("create %s cart", owner.Key()), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
+		if a.n > 0 {
+			cl = a.cl
+		}
 		st, err := r.load(ctx, owner, cl)
 		if err != nil || st.live(now) {
-			return st, err
+			return st, nil, err
 		}
 		if st.mergedAway(now) {
-			return st, cart.ErrGuestMerged
+			return st, nil, cart.ErrGuestMerged
 		}
-		cl = gocql.Serial
+		// Otherwise someone else created (or ended) a cart meanwhile, or an outcome is unknown.
 		id := newCartID(st, now)
 		var prev any
 		if st.active != (gocql.UUID{}) {
 			prev = st.active // an expired guest cart or a header lost to TTL: replace it
 		}
 		n := now.UTC().Truncate(time.Millisecond)
-		applied, _, err := scanCAS(r.query(ctx, t.stmts.create, ttlUntil(expiresAt, time.Now()), id, n, n, ts(expiresAt), key, id, prev))
-		if err != nil {
-			return st, fmt.Errorf("create %s cart: %w", owner.Key(), err)
-		}
-		if applied {
+		q := r.query(ctx, t.stmts.create, ttlUntil(expiresAt, time.Now()), id, n, n, ts(expiresAt), key, id, prev)
+		return st, &casOp[cartState]{query: q, applied: func() cartState {
 			return cartState{owner: owner, active: id, newest: id, header: true, merged: map[string]bool{},
-				c: cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, CreatedAt: n, UpdatedAt: n, ExpiresAt: expiresAt.UTC().Truncate(time.Millisecond)}}, nil
-		}
-		// Someone else created (or ended) a cart meanwhile, or the outcome is unknown: look again.
-	}
-	return cartState{}, fmt.Errorf("create %s cart: still contended after %d attempts", owner.Key(), maxCASAttempts)
+				c: cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, CreatedAt: n, UpdatedAt: n, ExpiresAt: expiresAt.UTC().Truncate(time.Millisecond)}}
+		}}, nil
+	})
 }
 
 // newCartID sorts before (DESC) every older cart of the owner even if this clock lags.
@@ -348,18 +324,19 @@ func (r *Carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, e
 	if item.AddedAt.IsZero() {
 		item.AddedAt = n
 	}
-	cl, unknown := CartsConsistency, false
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		st, err := r.ensureActive(ctx, owner, expiresAt, now, cl)
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	return casLoop(ctx, r.p, fmt.Sprintf("put item in %s cart", owner.Key()), func(ctx context.Context, a casAttempt) (cart.Cart, *casOp[cart.Cart], error) {
+		st, err := r.ensureActive(ctx, owner, expiresAt, now, a.cl)
 		if err != nil {
-			return cart.Cart{}, err
+			return cart.Cart{}, nil, err
 		}
 		idx := lineAt(st.c.Items, item.ProductID)
 		if err := st.c.Editable(now); err != nil {
-			if unknown && idx >= 0 && st.c.Items[idx].Quantity == item.Quantity {
-				return st.c, nil // an attempt that timed out did land, before the freeze
+			if a.unknown && idx >= 0 && st.c.Items[idx].Quantity == item.Quantity {
+				return st.c, nil, nil // an attempt that timed out did land, before the freeze
 			}
-			return cart.Cart{}, err
+			return cart.Cart{}, nil, err
 		}
 		ttl := ttlUntil(st.c.ExpiresAt, time.Now())
 		b := r.batch(ctx)
@@ -370,65 +347,56 @@ func (r *Carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, e
 			// Soft limit: the condition names no line, so two lines added concurrently at 99
 			// can both pass; conditioning on a line count would serialise every edit of a cart.
 			if len(st.c.Items) >= cart.MaxItems {
-				return cart.Cart{}, cart.ErrTooManyItems
+				return cart.Cart{}, nil, cart.ErrTooManyItems
 			}
 			st.c.Items = append(st.c.Items, item)
 			b.Query(t.stmts.putNew, ttl, item.Category, item.Quantity, ts(item.AddedAt), key, st.active, item.ProductID)
 		}
 		b.Query(t.stmts.edit, ttl, n, key, st.active, st.active)
-		applied, unk, err := execCAS(b)
-		if err != nil {
-			return cart.Cart{}, fmt.Errorf("put item in %s cart: %w", owner.Key(), err)
-		}
-		if applied {
+		return cart.Cart{}, &casOp[cart.Cart]{batch: b, applied: func() cart.Cart {
 			st.c.UpdatedAt = n
 			sortItems(st.c.Items)
-			return st.c, nil
-		}
-		cl, unknown = gocql.Serial, unknown || unk
-	}
-	return cart.Cart{}, fmt.Errorf("put item in %s cart: still contended after %d attempts", owner.Key(), maxCASAttempts)
+			return st.c
+		}}, nil
+	})
 }
 
 func (r *Carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (cart.Cart, error) {
 	t, key := tableFor(owner)
 	n := now.UTC().Truncate(time.Millisecond)
-	cl, unknown := CartsConsistency, false
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		st, err := r.load(ctx, owner, cl)
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	return casLoop(ctx, r.p, fmt.Sprintf("remove item from %s cart", owner.Key()), func(ctx context.Context, a casAttempt) (cart.Cart, *casOp[cart.Cart], error) {
+		st, err := r.load(ctx, owner, a.cl)
 		if err != nil {
-			return cart.Cart{}, err
+			return cart.Cart{}, nil, err
 		}
 		if !st.live(now) {
-			return cart.Cart{}, cart.ErrNotFound
+			return cart.Cart{}, nil, cart.ErrNotFound
 		}
 		idx := lineAt(st.c.Items, productID)
 		if err := st.c.Editable(now); err != nil {
-			if unknown && idx < 0 {
-				return st.c, nil // an attempt that timed out did land, before the freeze
+			if a.unknown && idx < 0 {
+				return st.c, nil, nil // an attempt that timed out did land, before the freeze
 			}
-			return cart.Cart{}, err
+			return cart.Cart{}, nil, err
 		}
 		b := r.batch(ctx)
 		b.Query(t.stmts.remove, key, st.active, productID)
 		b.Query(t.stmts.edit, ttlUntil(st.c.ExpiresAt, time.Now()), n, key, st.active, st.active)
-		applied, unk, err := execCAS(b)
-		if err != nil {
-			return cart.Cart{}, fmt.Errorf("remove item from %s cart: %w", owner.Key(), err)
-		}
-		if applied {
+		return cart.Cart{}, &casOp[cart.Cart]{batch: b, applied: func() cart.Cart {
 			if idx >= 0 {
 				st.c.Items = append(st.c.Items[:idx], st.c.Items[idx+1:]...)
 			}
 			st.c.UpdatedAt = n
-			return st.c, nil
-		}
-		cl, unknown = gocql.Serial, unknown || unk
-	}
-	return cart.Cart{}, fmt.Errorf("remove item from %s cart: still contended after %d attempts", owner.Key(), maxCASAttempts)
+			return st.c
+		}}, nil
+	})
 }
 
 func (r *Carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (cart.MergeResult, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	guest, user := cart.Guest(sessionID), cart.User(userID)
 	g, err := r.load(ctx, guest, CartsConsistency)
 	if err != nil {
@@ -495,52 +463,47 @@ func (r *Carts) userCart(ctx context.Context, userID string, now time.Time, notM
 // returned status other than merging means another login took it first.
 func (r *Carts) freezeGuest(ctx context.Context, g cartState, userID string, now time.Time) (cartState, error) {
 	n := now.UTC().Truncate(time.Millisecond)
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		applied, _, err := scanCAS(r.query(ctx, guestCarts.stmts.mergeFreeze, ttlUntil(g.c.ExpiresAt, time.Now()), userID, n,
-			g.owner.SessionID, g.active, g.active, ts(now)))
-		if err != nil {
-			return g, fmt.Errorf("freeze guest cart %s for merge: %w", g.c.ID, err)
+	return casLoop(ctx, r.p, fmt.Sprintf("freeze guest cart %s for merge", g.c.ID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
+		if a.n > 0 {
+			again, err := r.load(ctx, g.owner, gocql.Serial)
+			if err != nil {
+				return g, nil, err
+			}
+			switch {
+			case again.active == g.active && again.c.Status == merging && again.mergeInto == userID:
+				return again, nil, nil // ours after a timeout, or a racing login of the same user
+			case again.active != g.active || !again.live(now):
+				return again, nil, nil // merged, ended or expired meanwhile: nothing to merge
+			}
+			g = again
 		}
-		if applied {
+		q := r.query(ctx, guestCarts.stmts.mergeFreeze, ttlUntil(g.c.ExpiresAt, time.Now()), userID, n,
+			g.owner.SessionID, g.active, g.active, ts(now))
+		return g, &casOp[cartState]{query: q, applied: func() cartState {
 			g.c.Status, g.mergeInto = merging, userID
-			return g, nil
-		}
-		again, err := r.load(ctx, g.owner, gocql.Serial)
-		if err != nil {
-			return g, err
-		}
-		switch {
-		case again.active == g.active && again.c.Status == merging && again.mergeInto == userID:
-			return again, nil // ours after a timeout, or a racing login of the same user
-		case again.active != g.active || !again.live(now):
-			return again, nil // merged, ended or expired meanwhile: nothing to merge
-		}
-		g = again
-	}
-	return g, fmt.Errorf("freeze guest cart %s for merge: still contended after %d attempts", g.c.ID, maxCASAttempts)
+			return g
+		}}, nil
+	})
 }
 
 // unfreezeGuest gives the guest its cart back when the user's side refused the merge.
 func (r *Carts) unfreezeGuest(ctx context.Context, g cartState, userID string, now time.Time) error {
 	n := now.UTC().Truncate(time.Millisecond)
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		applied, unknown, err := scanCAS(r.query(ctx, guestCarts.stmts.mergeRelease, ttlUntil(g.c.ExpiresAt, time.Now()), n,
-			g.owner.SessionID, g.active, g.active, userID))
-		if err != nil {
-			return fmt.Errorf("unfreeze guest cart %s: %w", g.c.ID, err)
+	_, err := casLoop(ctx, r.p, fmt.Sprintf("unfreeze guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
+		if a.refused {
+			return struct{}{}, nil, nil // no longer merging into this user
 		}
-		if applied || !unknown {
-			return nil // released, or no longer merging into this user
+		if a.n > 0 { // the last attempt's outcome is unknown
+			again, err := r.load(ctx, g.owner, gocql.Serial)
+			if err != nil || again.active != g.active || again.c.Status != merging {
+				return struct{}{}, nil, err
+			}
 		}
-		again, err := r.load(ctx, g.owner, gocql.Serial)
-		if err != nil {
-			return err
-		}
-		if again.active != g.active || again.c.Status != merging {
-			return nil
-		}
-	}
-	return fmt.Errorf("unfreeze guest cart %s: still contended after %d attempts", g.c.ID, maxCASAttempts)
+		q := r.query(ctx, guestCarts.stmts.mergeRelease, ttlUntil(g.c.ExpiresAt, time.Now()), n,
+			g.owner.SessionID, g.active, g.active, userID)
+		return struct{}{}, casDo(q), nil
+	})
+	return err
 }
 
 // mergeUserSide moves the frozen guest cart g's lines into the user's active cart by
@@ -548,17 +511,16 @@ func (r *Carts) unfreezeGuest(ctx context.Context, g cartState, userID string, n
 func (r *Carts) mergeUserSide(ctx context.Context, userID string, g cartState, now time.Time) ([]cart.Item, error) {
 	n := now.UTC().Truncate(time.Millisecond)
 	var notMerged []cart.Item // of the last attempt, the one that may have landed unseen
-	cl := CartsConsistency
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		u, err := r.ensureActive(ctx, cart.User(userID), time.Time{}, now, cl)
+	return casLoop(ctx, r.p, fmt.Sprintf("merge guest cart %s into user %s", g.c.ID, userID), func(ctx context.Context, a casAttempt) ([]cart.Item, *casOp[[]cart.Item], error) {
+		u, err := r.ensureActive(ctx, cart.User(userID), time.Time{}, now, a.cl)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if u.merged[g.c.ID] {
-			return notMerged, nil
+			return notMerged, nil, nil
 		}
 		if err := u.c.Editable(now); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var merged []cart.Item
 		merged, notMerged = cart.MergeLines(u.c.Items, g.c.Items)
@@ -576,63 +538,50 @@ func (r *Carts) mergeUserSide(ctx context.Context, userID string, g cartState, n
 				b.Query(userCarts.stmts.putQty, 0, it.Quantity, userID, u.active, it.ProductID)
 			}
 		}
-		applied, _, err := execCAS(b)
-		if err != nil {
-			return nil, fmt.Errorf("merge guest cart %s into user %s: %w", g.c.ID, userID, err)
-		}
-		if applied {
-			return notMerged, nil
-		}
-		cl = gocql.Serial
-	}
-	return nil, fmt.Errorf("merge guest cart %s into user %s: still contended after %d attempts", g.c.ID, userID, maxCASAttempts)
+		return nil, &casOp[[]cart.Item]{batch: b, applied: func() []cart.Item { return notMerged }}, nil
+	})
 }
 
 // abandonGuest ends the merged guest cart; if another login abandoned it first, that is the
 // same outcome.
 func (r *Carts) abandonGuest(ctx context.Context, g cartState, now time.Time) error {
 	n := now.UTC().Truncate(time.Millisecond)
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		applied, _, err := scanCAS(r.query(ctx, guestCarts.stmts.abandon, ttlUntil(g.c.ExpiresAt, time.Now()), n, g.owner.SessionID, g.active, g.active))
-		if err != nil {
-			return fmt.Errorf("abandon guest cart %s: %w", g.c.ID, err)
+	_, err := casLoop(ctx, r.p, fmt.Sprintf("abandon guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
+		if a.n > 0 {
+			again, err := r.load(ctx, g.owner, gocql.Serial)
+			if err != nil || again.active != g.active {
+				return struct{}{}, nil, err
+			}
 		}
-		if applied {
-			return nil
-		}
-		again, err := r.load(ctx, g.owner, gocql.Serial)
-		if err != nil {
-			return err
-		}
-		if again.active != g.active {
-			return nil
-		}
-	}
-	return fmt.Errorf("abandon guest cart %s: still contended after %d attempts", g.c.ID, maxCASAttempts)
+		q := r.query(ctx, guestCarts.stmts.abandon, ttlUntil(g.c.ExpiresAt, time.Now()), n, g.owner.SessionID, g.active, g.active)
+		return struct{}{}, casDo(q), nil
+	})
+	return err
 }
 
 func (r *Carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (cart.Cart, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	t, key := tableFor(owner)
-	cl, frozen := CartsConsistency, false
-	for attempt := 0; attempt < maxCASAttempts && !frozen; attempt++ {
-		st, err := r.load(ctx, owner, cl)
+	_, err := casLoop(ctx, r.p, fmt.Sprintf("freeze %s cart for order %s", owner.Key(), orderID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
+		st, err := r.load(ctx, owner, a.cl)
 		if err != nil {
-			return cart.Cart{}, err
+			return struct{}{}, nil, err
 		}
 		if !st.live(now) {
-			return cart.Cart{}, cart.ErrNotFound
+			return struct{}{}, nil, cart.ErrNotFound
 		}
 		if st.c.CheckoutOrder == orderID {
-			break // frozen by an attempt whose outcome was unknown
+			return struct{}{}, nil, nil // frozen by an attempt whose outcome was unknown
 		}
 		if err := st.c.Editable(now); err != nil {
-			return cart.Cart{}, err
+			return struct{}{}, nil, err
 		}
-		frozen, _, err = scanCAS(r.query(ctx, t.stmts.freeze, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, ts(until), key, st.active, st.active))
-		if err != nil {
-			return cart.Cart{}, fmt.Errorf("freeze %s cart for order %s: %w", owner.Key(), orderID, err)
-		}
-		cl = gocql.Serial
+		q := r.query(ctx, t.stmts.freeze, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, ts(until), key, st.active, st.active)
+		return struct{}{}, casDo(q), nil
+	})
+	if err != nil {
+		return cart.Cart{}, err
 	}
 	// The lines the order will hold: read at SERIAL after the freeze, they include every edit
 	// applied before it, and no edit can apply after it.
@@ -641,7 +590,7 @@ func (r *Carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 		return cart.Cart{}, err
 	}
 	if !st.hasActive() || st.c.CheckoutOrder != orderID {
-		return cart.Cart{}, fmt.Errorf("freeze %s cart for order %s: not frozen after %d attempts, or ended right after the freeze", owner.Key(), orderID, maxCASAttempts)
+		return cart.Cart{}, fmt.Errorf("freeze %s cart for order %s: ended right after the freeze", owner.Key(), orderID)
 	}
 	return st.c, nil
 }
@@ -651,24 +600,23 @@ func (r *Carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, order
 	if err != nil {
 		return nil // not a cart id this backend issued
 	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	t, key := tableFor(owner)
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		applied, unknown, err := scanCAS(r.query(ctx, t.stmts.release, key, id, id, orderID))
-		if err != nil {
-			return fmt.Errorf("release %s cart %s from order %s: %w", owner.Key(), cartID, orderID, err)
+	_, err = casLoop(ctx, r.p, fmt.Sprintf("release %s cart %s from order %s", owner.Key(), cartID, orderID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
+		if a.refused {
+			return struct{}{}, nil, nil // not held by this checkout
 		}
-		if applied || !unknown {
-			return nil // released, or not held by this checkout
+		if a.n > 0 { // the last attempt's outcome is unknown
+			st, err := r.load(ctx, owner, gocql.Serial)
+			if err != nil || st.active != id || st.c.CheckoutOrder != orderID {
+				return struct{}{}, nil, err
+			}
 		}
-		st, err := r.load(ctx, owner, gocql.Serial)
-		if err != nil {
-			return err
-		}
-		if st.active != id || st.c.CheckoutOrder != orderID {
-			return nil
-		}
-	}
-	return fmt.Errorf("release %s cart %s: still contended after %d attempts", owner.Key(), cartID, maxCASAttempts)
+		q := r.query(ctx, t.stmts.release, key, id, id, orderID)
+		return struct{}{}, casDo(q), nil
+	})
+	return err
 }
 
 func (r *Carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (cart.Cart, error) {
@@ -676,19 +624,21 @@ func (r *Carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now
 	if err != nil {
 		return r.ActiveCart(ctx, owner, now) // not a cart id this backend issued
 	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	t, key := tableFor(owner)
 	n := now.UTC().Truncate(time.Millisecond)
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
+	return casLoop(ctx, r.p, fmt.Sprintf("reopen %s cart %s", owner.Key(), cartID), func(ctx context.Context, a casAttempt) (cart.Cart, *casOp[cart.Cart], error) {
 		// SERIAL: the lines copied are the ones the freeze fixed.
 		st, err := r.load(ctx, owner, gocql.Serial)
 		if err != nil {
-			return cart.Cart{}, err
+			return cart.Cart{}, nil, err
 		}
 		if !st.live(now) {
-			return cart.Cart{}, cart.ErrNotFound
+			return cart.Cart{}, nil, cart.ErrNotFound
 		}
 		if st.active != old {
-			return st.c, nil // reopened (or ordered and replaced) already
+			return st.c, nil, nil // reopened (or ordered and replaced) already
 		}
 		id := newCartID(st, now)
 		ttl := ttlUntil(st.c.ExpiresAt, time.Now())
@@ -702,16 +652,11 @@ func (r *Carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now
 		for _, it := range st.c.Items {
 			b.Query(t.stmts.putNew, ttl, it.Category, it.Quantity, ts(it.AddedAt), key, id, it.ProductID)
 		}
-		applied, _, err := execCAS(b)
-		if err != nil {
-			return cart.Cart{}, fmt.Errorf("reopen %s cart %s: %w", owner.Key(), cartID, err)
-		}
-		if applied {
+		return cart.Cart{}, &casOp[cart.Cart]{batch: b, applied: func() cart.Cart {
 			return cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, Items: st.c.Items,
-				CreatedAt: n, UpdatedAt: n, ExpiresAt: st.c.ExpiresAt}, nil
-		}
-	}
-	return cart.Cart{}, fmt.Errorf("reopen %s cart %s: still contended after %d attempts", owner.Key(), cartID, maxCASAttempts)
+				CreatedAt: n, UpdatedAt: n, ExpiresAt: st.c.ExpiresAt}
+		}}, nil
+	})
 }
 
 func (r *Carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
@@ -719,27 +664,19 @@ func (r *Carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, order
 	if err != nil {
 		return nil // not a cart id this backend issued: no cart of this owner has it
 	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	t, key := tableFor(owner)
 	n := now.UTC().Truncate(time.Millisecond)
-	cl := CartsConsistency
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		st, err := r.load(ctx, owner, cl)
-		if err != nil {
-			return err
+	_, err = casLoop(ctx, r.p, fmt.Sprintf("mark %s cart %s ordered", owner.Key(), cartID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
+		st, err := r.load(ctx, owner, a.cl)
+		if err != nil || st.active != id {
+			return struct{}{}, nil, err // ordered already (a replay), or not this owner's active cart
 		}
-		if st.active != id {
-			return nil // ordered already (a replay), or not this owner's active cart
-		}
-		applied, _, err := scanCAS(r.query(ctx, t.stmts.order, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, n, key, id, id))
-		if err != nil {
-			return fmt.Errorf("mark %s cart %s ordered: %w", owner.Key(), cartID, err)
-		}
-		if applied {
-			return nil
-		}
-		cl = gocql.Serial
-	}
-	return fmt.Errorf("mark %s cart %s ordered: still contended after %d attempts", owner.Key(), cartID, maxCASAttempts)
+		q := r.query(ctx, t.stmts.order, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, n, key, id, id)
+		return struct{}{}, casDo(q), nil
+	})
+	return err
 }
 
 // PurgeExpired has nothing to do: every guest-cart cell carries a TTL ending at the session's

@@ -19,7 +19,10 @@ import (
 // products_by_category for search by category and price range (PRD-2). The projector feeds
 // it from the outbox (UpsertProduct, projection.CatalogSink); placement serves reads from it
 // (placement.CatalogReader).
-type Catalog struct{ s *gocql.Session }
+type Catalog struct {
+	s *gocql.Session
+	p *policy
+}
 
 // CategoryBuckets splits a category over this many partitions (hash of the product id), so
 // a large category is neither one hot partition nor an unbounded one.
@@ -62,7 +65,9 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 		oldActive          *bool
 		exists             bool
 	)
-	iter := c.s.Query(productVersion, p.ID).WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	iter := c.p.idempotent(ctx, c.s.Query(productVersion, p.ID).Consistency(CatalogConsistency)).Iter()
 	exists = iter.Scan(&old.Category, &oldPrice, &old.CreatedAt, &oldActive, &old.UpdatedAt, &oldWrite)
 	if err := iter.Close(); err != nil {
 		return fmt.Errorf("read product %s: %w", p.ID, err)
@@ -86,7 +91,8 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	if stock == nil {
 		stock = map[string]int64{}
 	}
-	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(CatalogConsistency)
+	// Every entry is idempotent (fixed values at a fixed write time): the batch may be repeated.
+	b := c.p.idempotentBatch(ctx, c.s.Batch(gocql.LoggedBatch).Consistency(CatalogConsistency))
 	add := func(stmt string, args ...any) {
 		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: stmt, Args: args, Idempotent: true})
 	}
@@ -122,8 +128,10 @@ func scanProduct(iter *gocql.Iter, p *catalog.Product) bool {
 }
 
 func (c *Catalog) GetProduct(ctx context.Context, id string) (catalog.Product, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	var p catalog.Product
-	iter := c.s.Query(productSelect, id).WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
+	iter := c.p.idempotent(ctx, c.s.Query(productSelect, id).Consistency(CatalogConsistency)).Iter()
 	found := scanProduct(iter, &p)
 	if err := iter.Close(); err != nil {
 		return p, fmt.Errorf("read product %s: %w", id, err)
@@ -184,6 +192,8 @@ func (c *Catalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.
 // merged runs stmt on every bucket in parallel and merges the sorted runs into one page.
 func (c *Catalog) merged(ctx context.Context, q catalog.Search, stmt string, args func(bucket int) []any,
 	before func(a, b catalog.Product) bool, position func(last catalog.Product) any) (paging.Page[catalog.Product], error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	var (
 		out   paging.Page[catalog.Product]
 		wg    sync.WaitGroup
@@ -195,7 +205,7 @@ func (c *Catalog) merged(ctx context.Context, q catalog.Search, stmt string, arg
 		wg.Add(1)
 		go func(b int) {
 			defer wg.Done()
-			iter := c.s.Query(stmt, args(b)...).WithContext(ctx).Consistency(CatalogConsistency).Idempotent(true).Iter()
+			iter := c.p.idempotent(ctx, c.s.Query(stmt, args(b)...).Consistency(CatalogConsistency)).Iter()
 			for {
 				var p catalog.Product
 				if !scanProduct(iter, &p) {

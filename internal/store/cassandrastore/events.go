@@ -19,6 +19,7 @@ import (
 // bulk of the write load and a lost click does not change a trend (seed 002).
 type Events struct {
 	s *gocql.Session
+	p *policy
 	// retention is how long after the event's time its row lives (USING TTL), 90 days
 	// unless configured: the table's default_time_to_live counts from the write instead.
 	retention time.Duration
@@ -51,8 +52,10 @@ func (r *Events) AppendEvent(ctx context.Context, e event.Event) error {
 	}
 	ttl := ttlUntil(exp, now)
 	// The primary key includes event_id, so a retried append rewrites the same row.
-	err := r.s.Query(eventInsert, e.Actor, event.Day(e.At), ts(e.At), e.ID, string(e.Type), e.ProductID, details, ttl).
-		WithContext(ctx).Consistency(EventsConsistency).Idempotent(true).Exec()
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	err := r.p.idempotent(ctx, r.s.Query(eventInsert, e.Actor, event.Day(e.At), ts(e.At), e.ID, string(e.Type), e.ProductID, details, ttl).
+		Consistency(EventsConsistency)).Exec()
 	if err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
@@ -117,7 +120,9 @@ func (r *Events) ListEvents(ctx context.Context, q event.Query) (paging.Page[eve
 	} else {
 		qry = r.s.Query(eventList, q.Actor, day)
 	}
-	iter := qry.WithContext(ctx).Consistency(EventsConsistency).Idempotent(true).PageSize(page.Limit).PageState(state).Iter()
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	iter := r.p.idempotent(ctx, qry.Consistency(EventsConsistency).PageSize(page.Limit).PageState(state)).Iter()
 	for {
 		var e event.Event
 		if !scanEvent(iter, &e) {

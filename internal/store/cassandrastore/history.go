@@ -15,7 +15,10 @@ import (
 
 // History implements history.Repository on order_history (one partition per user per month)
 // and order_history_buckets (the months a user has orders in), at QUORUM (CAS-1).
-type History struct{ s *gocql.Session }
+type History struct {
+	s *gocql.Session
+	p *policy
+}
 
 const (
 	historyInsert = `INSERT INTO order_history (user_id, bucket, placed_at, order_id, status, zone, total, updated_at, items)
@@ -63,8 +66,10 @@ func bucketOf(t time.Time) int {
 // same entry rewrites the same row. The bucket index is written first: a reader never
 // misses an entry because its month is not listed yet.
 func (r *History) UpsertEntry(ctx context.Context, e history.Entry) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	b := bucketOf(e.PlacedAt)
-	if err := r.s.Query(historyBucketInsert, e.UserID, b).WithContext(ctx).Consistency(HistoryConsistency).Idempotent(true).Exec(); err != nil {
+	if err := r.p.idempotent(ctx, r.s.Query(historyBucketInsert, e.UserID, b).Consistency(HistoryConsistency)).Exec(); err != nil {
 		return fmt.Errorf("history bucket: %w", err)
 	}
 	lines := make([]orderLine, len(e.Items))
@@ -75,8 +80,8 @@ func (r *History) UpsertEntry(ctx context.Context, e history.Entry) error {
 	if at.Before(e.PlacedAt) {
 		at = e.PlacedAt
 	}
-	err := r.s.Query(historyInsert, e.UserID, b, ts(e.PlacedAt), e.OrderID, string(e.Status), e.Zone, int64(e.Total), ts(e.UpdatedAt), lines,
-		writeTime(at)).WithContext(ctx).Consistency(HistoryConsistency).Idempotent(true).Exec()
+	err := r.p.idempotent(ctx, r.s.Query(historyInsert, e.UserID, b, ts(e.PlacedAt), e.OrderID, string(e.Status), e.Zone, int64(e.Total), ts(e.UpdatedAt), lines,
+		writeTime(at)).Consistency(HistoryConsistency)).Exec()
 	if err != nil {
 		return fmt.Errorf("history entry: %w", err)
 	}
@@ -108,8 +113,10 @@ func (r *History) ListHistory(ctx context.Context, userID string, req paging.Req
 			return out, errForeignCursor
 		}
 	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	var buckets []int
-	iter := r.s.Query(historyBuckets, userID).WithContext(ctx).Consistency(HistoryConsistency).Idempotent(true).Iter()
+	iter := r.p.idempotent(ctx, r.s.Query(historyBuckets, userID).Consistency(HistoryConsistency)).Iter()
 	var b int
 	for iter.Scan(&b) {
 		if cur.B == 0 || b <= cur.B {
@@ -125,8 +132,8 @@ func (r *History) ListHistory(ctx context.Context, userID string, req paging.Req
 	}
 	for i, b := range buckets {
 		want := page.Limit - len(out.Items)
-		iter := r.s.Query(historyList, userID, b).WithContext(ctx).Consistency(HistoryConsistency).Idempotent(true).
-			PageSize(want).PageState(state).Iter()
+		iter := r.p.idempotent(ctx, r.s.Query(historyList, userID, b).Consistency(HistoryConsistency).
+			PageSize(want).PageState(state)).Iter()
 		state = nil
 		for {
 			var e history.Entry

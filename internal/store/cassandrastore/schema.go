@@ -143,7 +143,9 @@ func ApplySchema(ctx context.Context, hosts []string, opts SchemaOptions) (Schem
 	if err := opts.defaults(); err != nil {
 		return SchemaResult{}, err
 	}
-	cfg := ClusterConfig(Config{Hosts: hosts})
+	// A schema change waits for the coordinator to apply it, seconds on a loaded machine: far
+	// above the shop's attempt timeout, and DDL is never retried.
+	cfg := ClusterConfig(Config{Hosts: hosts, Timeout: 30 * time.Second})
 	cfg.Keyspace = ""
 	cfg.Consistency = gocql.Quorum
 	cfg.MaxWaitSchemaAgreement = 2 * time.Minute

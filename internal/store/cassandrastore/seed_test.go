@@ -42,13 +42,14 @@ func TestDemoSeedIsCompleteAndFast(t *testing.T) {
 }
 
 func dropKeyspace(t *testing.T, hosts []string, ks string) {
-	s, err := cassandrastore.Open(context.Background(), cassandrastore.Config{Hosts: hosts, Keyspace: ks})
+	// A schema change takes seconds on a loaded machine: a session of its own with a DDL timeout.
+	s, err := cassandrastore.ClusterConfig(cassandrastore.Config{Hosts: hosts, Keyspace: ks, Timeout: 30 * time.Second}).CreateSession()
 	if err != nil {
 		t.Errorf("open to drop %s: %v", ks, err)
 		return
 	}
 	defer s.Close()
-	if err := s.Session().Query("DROP KEYSPACE IF EXISTS " + ks).Exec(); err != nil {
+	if err := s.Query("DROP KEYSPACE IF EXISTS " + ks).Exec(); err != nil {
 		t.Errorf("drop %s: %v", ks, err)
 	}
 }

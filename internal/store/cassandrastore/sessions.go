@@ -17,7 +17,10 @@ import (
 // Every write carries USING TTL = (expires_at - now), so Cassandra itself removes a session
 // when it expires; reads also compare expires_at with now, so an expired session is invisible
 // at once, to the millisecond, even during the last fraction of a second of its TTL.
-type Sessions struct{ s *gocql.Session }
+type Sessions struct {
+	s *gocql.Session
+	p *policy
+}
 
 const (
 	sessionCols     = `session_id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data`
@@ -62,20 +65,21 @@ func (r *Sessions) CreateSession(ctx context.Context, s session.Session) error {
 	if data == nil {
 		data = map[string]string{}
 	}
-	err = r.s.Query(sessionInsert, s.ID, nullable(s.UserID), ts(s.CreatedAt), ts(s.LastActive), ts(s.ExpiresAt),
-		ipv, s.UserAgent, string(s.Status), data, ttlUntil(s.ExpiresAt, time.Now())).
-		WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).Exec()
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	err = r.p.idempotent(ctx, r.s.Query(sessionInsert, s.ID, nullable(s.UserID), ts(s.CreatedAt), ts(s.LastActive), ts(s.ExpiresAt),
+		ipv, s.UserAgent, string(s.Status), data, ttlUntil(s.ExpiresAt, time.Now())).Consistency(SessionsConsistency)).Exec()
 	if err != nil {
 		return fmt.Errorf("insert session: %w", err)
 	}
 	return nil
 }
 
-func (r *Sessions) get(ctx context.Context, id string, now time.Time) (session.Session, error) {
+func (r *Sessions) get(ctx context.Context, id string, now time.Time, cl gocql.Consistency) (session.Session, error) {
 	var s session.Session
 	var userID, status *string
 	var ip net.IP
-	err := r.s.Query(sessionSelect, id).WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).
+	err := r.p.idempotent(ctx, r.s.Query(sessionSelect, id).Consistency(cl)).
 		Scan(&s.ID, &userID, &s.CreatedAt, &s.LastActive, &s.ExpiresAt, &ip, &s.UserAgent, &status, &s.Data)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return s, session.ErrNotFound
@@ -101,51 +105,55 @@ func (r *Sessions) get(ctx context.Context, id string, now time.Time) (session.S
 }
 
 func (r *Sessions) GetSession(ctx context.Context, id string, now time.Time) (session.Session, error) {
-	return r.get(ctx, id, now)
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	return r.get(ctx, id, now, SessionsConsistency)
 }
 
 // BindUser is a lightweight transaction: two logins racing on one anonymous session must not
 // both succeed. The condition on status keeps it from creating a row for a session that
 // expired between the read and the write.
 func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Time) (session.Session, error) {
-	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		s, err := r.get(ctx, id, now)
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	return casLoop(ctx, r.p, "bind session", func(ctx context.Context, a casAttempt) (session.Session, *casOp[session.Session], error) {
+		cl := SessionsConsistency
+		if a.n > 0 {
+			cl = a.cl // bound by someone meanwhile, or the outcome is unknown: read what Paxos holds
+		}
+		s, err := r.get(ctx, id, now, cl)
 		if err != nil {
-			return s, err
+			return s, nil, err
 		}
 		switch s.UserID {
 		case userID:
-			return s, nil
+			return s, nil, nil
 		case "":
 		default:
-			return s, session.ErrBoundToOtherUser
+			return s, nil, session.ErrBoundToOtherUser
 		}
-		applied, err := r.s.Query(sessionBindUser, ttlUntil(s.ExpiresAt, time.Now()), userID, id, string(s.Status)).
-			WithContext(ctx).Consistency(SessionsConsistency).SerialConsistency(SerialConsistency).MapScanCAS(map[string]any{})
-		if err != nil && !casUnknown(err) {
-			return s, fmt.Errorf("bind session: %w", err)
-		}
-		if applied {
+		q := r.s.Query(sessionBindUser, ttlUntil(s.ExpiresAt, time.Now()), userID, id, string(s.Status)).
+			WithContext(ctx).Consistency(SessionsConsistency).SerialConsistency(SerialConsistency)
+		return s, &casOp[session.Session]{query: q, applied: func() session.Session {
 			s.UserID = userID
-			return s, nil
-		}
-		// Bound by someone meanwhile, or the outcome is unknown: read again and decide.
-	}
-	return session.Session{}, fmt.Errorf("bind session: still contended after %d attempts", maxCASAttempts)
+			return s
+		}}, nil
+	})
 }
 
 // Touch reads the session for its expiry so the new cell expires with the row: a blind
 // write would either outlive the session or need the expiry passed in.
 func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
-	s, err := r.get(ctx, id, now)
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	s, err := r.get(ctx, id, now, SessionsConsistency)
 	if errors.Is(err, session.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	err = r.s.Query(sessionTouch, ttlUntil(s.ExpiresAt, time.Now()), ts(now), id).
-		WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).Exec()
+	err = r.p.idempotent(ctx, r.s.Query(sessionTouch, ttlUntil(s.ExpiresAt, time.Now()), ts(now), id).Consistency(SessionsConsistency)).Exec()
 	if err != nil {
 		return fmt.Errorf("touch session: %w", err)
 	}
@@ -156,12 +164,14 @@ func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
 // has taken guarantees no read still finds the token. With a replica down it falls back to
 // QUORUM (hints deliver the rest), and says so in the returned error only if that fails too.
 func (r *Sessions) Revoke(ctx context.Context, id string) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	q := `DELETE FROM sessions WHERE session_id = ?`
-	err := r.s.Query(q, id).WithContext(ctx).Consistency(gocql.All).Idempotent(true).Exec()
+	err := r.p.idempotent(ctx, r.s.Query(q, id).Consistency(gocql.All)).Exec()
 	if err == nil {
 		return nil
 	}
-	if err := r.s.Query(q, id).WithContext(ctx).Consistency(gocql.Quorum).Idempotent(true).Exec(); err != nil {
+	if err := r.p.idempotent(ctx, r.s.Query(q, id).Consistency(gocql.Quorum)).Exec(); err != nil {
 		return fmt.Errorf("revoke session: %w", err)
 	}
 	return nil

@@ -3,7 +3,9 @@
 // It talks to the cluster through github.com/apache/cassandra-gocql-driver/v2 with the
 // consistency levels of CAS-1, prepared statements (the driver prepares every bound
 // statement once and caches it), the driver's paging state behind opaque cursors, TTLs on
-// every write of expiring data, and the driver's retry policy for idempotent statements only.
+// every write of expiring data, and a client policy per statement kind (policy.go): idempotent
+// statements speculate and retry on the next replica, lightweight transactions never do (casLoop
+// settles an unknown outcome by a read at SERIAL), and a host that stops answering is tried last.
 //
 // The data model (and how it corrects the seeds) is in schema/*.cql and docs/cassandra.md.
 package cassandrastore
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/event"
@@ -44,22 +47,30 @@ type Config struct {
 	Keyspace string   // default DefaultKeyspace
 	// Datacenter, if set, keeps coordinators in that DC (DC-aware, token-aware routing).
 	Datacenter string
-	Timeout    time.Duration // per request, default 12 s (above the server's own timeouts)
+	Timeout    time.Duration // per attempt of a statement, default attemptTimeout
 	NumConns   int           // connections per host, default 2
 	// ObserveStatement, when set, receives every statement's latency as "<verb>.<table>"
 	// (statementName): the detail below a repository operation (store metrics).
 	ObserveStatement func(statement string, d time.Duration, err error)
 	// EventRetention is how long events live after their time (TTL); 0: event.DefaultRetention.
 	EventRetention time.Duration
+	// Metrics, when set, receives the client's per-host metrics (clientmetrics.go).
+	Metrics prometheus.Registerer
 }
 
 // DefaultKeyspace is used when Config.Keyspace is empty.
 const DefaultKeyspace = "shardmart"
 
-// ClusterConfig turns cfg into the driver's configuration: token-aware routing (a statement
-// goes to a replica of its partition), exponential-backoff retries that the driver applies to
-// statements marked idempotent only, and no default idempotence: each statement says.
+// ClusterConfig turns cfg into the driver's configuration: token-aware routing over shuffled
+// replicas with hosts that stopped answering tried last (health.go), short attempts, fast
+// reconnection of a host that comes back, and no default idempotence: each statement says
+// (policy.go).
 func ClusterConfig(cfg Config) *gocql.ClusterConfig {
+	c, _ := clusterConfig(cfg)
+	return c
+}
+
+func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
 	c := gocql.NewCluster(cfg.Hosts...)
 	c.Keyspace = cfg.Keyspace
 	if c.Keyspace == "" {
@@ -67,33 +78,45 @@ func ClusterConfig(cfg Config) *gocql.ClusterConfig {
 	}
 	c.Timeout = cfg.Timeout
 	if c.Timeout == 0 {
-		c.Timeout = 12 * time.Second
+		c.Timeout = attemptTimeout
 	}
 	c.ConnectTimeout = 5 * time.Second
+	// A host marked down (its connections failed) is tried again every second instead of every
+	// minute, so a restarted node takes traffic as soon as it listens; a refused dial is not
+	// retried within one reconnection.
+	c.ReconnectInterval = time.Second
+	c.ReconnectionPolicy = &gocql.ConstantReconnectionPolicy{MaxRetries: 2, Interval: 200 * time.Millisecond}
 	c.NumConns = cfg.NumConns
 	if c.NumConns == 0 {
 		c.NumConns = 2
 	}
+	p := &policy{health: newHostHealth()}
 	fallback := gocql.RoundRobinHostPolicy()
 	if cfg.Datacenter != "" {
 		fallback = gocql.DCAwareRoundRobinPolicy(cfg.Datacenter)
 	}
-	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas())
-	c.RetryPolicy = &gocql.ExponentialBackoffRetryPolicy{NumRetries: 3, Min: 50 * time.Millisecond, Max: time.Second}
+	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(&tieredHosts{HostSelectionPolicy: fallback, health: p.health},
+		gocql.ShuffleReplicas(), gocql.NonLocalReplicasFallback())
+	c.StreamObserver = streamWatch{p.health}
 	c.SerialConsistency = SerialConsistency
 	c.DefaultIdempotence = false
 	c.Consistency = gocql.Quorum
 	c.Logger = gocql.NewLogger(gocql.LogLevelWarn)
-	if cfg.ObserveStatement != nil {
-		c.QueryObserver = observer(cfg.ObserveStatement)
-		c.BatchObserver = observer(cfg.ObserveStatement)
+	if cfg.Metrics != nil {
+		p.metrics = newClientMetrics(cfg.Metrics, p.health)
 	}
-	return c
+	w := attemptWatch{health: p.health, metrics: p.metrics}
+	if cfg.ObserveStatement != nil {
+		w.stmt = observer(cfg.ObserveStatement)
+	}
+	c.QueryObserver, c.BatchObserver = w, w
+	return c, p
 }
 
 // Store is the backend: one driver session and the repositories on it.
 type Store struct {
 	s              *gocql.Session
+	p              *policy
 	owned          bool
 	eventRetention time.Duration
 }
@@ -104,14 +127,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if len(cfg.Hosts) == 0 {
 		return nil, errors.New("cassandra: no contact points (--cassandra-hosts)")
 	}
-	cc := ClusterConfig(cfg)
+	cc, p := clusterConfig(cfg)
 	s, err := cc.CreateSession()
 	if err != nil {
 		// The driver reports a missing keyspace only as "no connections were made".
 		return nil, fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %w",
 			strings.Join(cfg.Hosts, ","), cc.Keyspace, cc.Keyspace, err)
 	}
-	st := &Store{s: s, owned: true, eventRetention: cfg.EventRetention}
+	st := &Store{s: s, p: p, owned: true, eventRetention: cfg.EventRetention}
 	if err := st.checkSchema(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -130,7 +153,7 @@ func (st *Store) Session() *gocql.Session { return st.s }
 // Ping asks a node for its version: the cluster answers at all (ONE, any node).
 func (st *Store) Ping(ctx context.Context) error {
 	var v string
-	if err := st.s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).WithContext(ctx).Scan(&v); err != nil {
+	if err := st.p.idempotent(ctx, st.s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One)).Scan(&v); err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
 	return nil
@@ -145,16 +168,17 @@ func (st *Store) Close() error {
 }
 
 // Carts, Sessions, Events, History, Catalog and CatalogSink are the repositories.
-func (st *Store) Carts() cart.Repository       { return &Carts{s: st.s} }
-func (st *Store) Sessions() session.Repository { return &Sessions{s: st.s} }
-func (st *Store) Events() event.Repository     { return &Events{s: st.s, retention: st.eventRetention} }
-func (st *Store) History() history.Repository  { return &History{s: st.s} }
-func (st *Store) Catalog() *Catalog            { return &Catalog{s: st.s} }
+func (st *Store) Carts() cart.Repository       { return &Carts{s: st.s, p: st.p} }
+func (st *Store) Sessions() session.Repository { return &Sessions{s: st.s, p: st.p} }
+func (st *Store) Events() event.Repository {
+	return &Events{s: st.s, p: st.p, retention: st.eventRetention}
+}
+func (st *Store) History() history.Repository { return &History{s: st.s, p: st.p} }
+func (st *Store) Catalog() *Catalog           { return &Catalog{s: st.s, p: st.p} }
 
 func (st *Store) checkSchema(ctx context.Context) error {
 	var v int
-	err := st.s.Query(`SELECT max(version) FROM schema_migrations`).WithContext(ctx).
-		Consistency(gocql.One).Idempotent(true).Scan(&v)
+	err := st.p.idempotent(ctx, st.s.Query(`SELECT max(version) FROM schema_migrations`).Consistency(gocql.One)).Scan(&v)
 	if err != nil || v < LatestVersion() {
 		return fmt.Errorf("cassandra: schema version %d, want %d: run `shardmart cassandra schema apply` first (%v)", v, LatestVersion(), err)
 	}
@@ -190,18 +214,3 @@ func ttlUntil(exp, now time.Time) int {
 
 // maxTTL is Cassandra's limit (20 years).
 const maxTTL = 630720000
-
-// casUnknown reports errors after which a lightweight transaction may or may not have been
-// applied (a timeout in the Paxos or commit phase). Callers re-read and decide, so such an
-// error becomes "not applied, look again" instead of a failure or a blind retry.
-func casUnknown(err error) bool {
-	if errors.Is(err, gocql.ErrTimeoutNoResponse) {
-		return true // the client gave up waiting; the server may still have applied it
-	}
-	var wt *gocql.RequestErrWriteTimeout
-	if errors.As(err, &wt) {
-		return true
-	}
-	var cc *gocql.RequestErrCASWriteUnknown
-	return errors.As(err, &cc)
-}

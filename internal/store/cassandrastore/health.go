@@ -1,0 +1,279 @@
+package cassandrastore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"sync"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// hostHealth tracks, per coordinator, what the driver does not: whether the requests sent to it
+// are answered. The driver marks a host down only when its connections fail and cannot be
+// reopened, so a frozen process (a long GC pause, SIGSTOP, a stuck disk), whose sockets stay
+// open, or a node cut off from its peers, which still answers heartbeats, stays a first choice
+// for many seconds. A host is suspect while
+//   - it has been sent requests for stallAfter without answering any of them (frozen), or
+//   - a large share of its recent attempts failed: client or coordinator timeouts, unavailable,
+//     connection errors, or lost to a speculative execution on another host (cut off, sick).
+//
+// Suspect hosts are tried after the healthy ones (host tier 1), never excluded: when every host
+// is suspect the order is the usual one.
+type hostHealth struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	hosts map[string]*hostState // by host address
+	known map[string]*gocql.HostInfo
+}
+
+// The values are chosen in docs/cassandra.md ("Client policy").
+const (
+	// stallAfter: a host that has answered nothing for this long while requests wait on it is
+	// frozen. Above the slowest normal single request seen under load (an LWT round), so a lone
+	// slow request on an idle host rarely trips it; a false alarm only reorders hosts.
+	stallAfter = 400 * time.Millisecond
+	// failHalfLife is how fast the failure record decays: a host that failed and is then no
+	// longer chosen becomes a first choice again after about two half-lives, and is probed.
+	failHalfLife = time.Second
+	// A host is failing when its decayed failures reach failMin and failShare of its attempts.
+	failMin   = 2.0
+	failShare = 0.2
+)
+
+type hostState struct {
+	// pendingSince is the first request sent after the last answer (zero: none waiting). No
+	// in-flight count: the driver does not end every stream it starts (a request cancelled
+	// before it is written), and a leaked count would mark a healthy host frozen forever.
+	pendingSince time.Time
+	lastAnswer   time.Time
+	fails, total float64 // decayed counts of attempts
+	decayedAt    time.Time
+}
+
+func newHostHealth() *hostHealth {
+	return &hostHealth{now: time.Now, hosts: map[string]*hostState{}, known: map[string]*gocql.HostInfo{}}
+}
+
+func hostKey(h *gocql.HostInfo) string {
+	if h == nil {
+		return ""
+	}
+	if ip := h.ConnectAddress(); ip != nil {
+		return ip.String()
+	}
+	return h.HostID()
+}
+
+// state returns the host's record; h.mu must be held.
+func (h *hostHealth) state(key string) *hostState {
+	s := h.hosts[key]
+	if s == nil {
+		s = &hostState{}
+		h.hosts[key] = s
+	}
+	return s
+}
+
+func (s *hostState) decay(now time.Time) {
+	if !s.decayedAt.IsZero() {
+		f := math.Exp2(-float64(now.Sub(s.decayedAt)) / float64(failHalfLife))
+		s.fails *= f
+		s.total *= f
+	}
+	s.decayedAt = now
+}
+
+// sent records a request written to host (heartbeats included).
+func (h *hostHealth) sent(host *gocql.HostInfo) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.state(hostKey(host))
+	if s.pendingSince.IsZero() {
+		s.pendingSince = h.now()
+	}
+}
+
+// answered records a response from host, whatever it said.
+func (h *hostHealth) answered(host *gocql.HostInfo) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.state(hostKey(host))
+	s.pendingSince, s.lastAnswer = time.Time{}, h.now()
+}
+
+// attempt records the outcome of one attempt of a statement on host.
+func (h *hostHealth) attempt(host *gocql.HostInfo, bad bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.state(hostKey(host))
+	s.decay(h.now())
+	s.total++
+	if bad {
+		s.fails++
+	}
+}
+
+// suspect reports whether host should be tried only after the healthy ones.
+func (h *hostHealth) suspect(host *gocql.HostInfo) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.hosts[hostKey(host)]
+	if s == nil {
+		return false
+	}
+	now := h.now()
+	if !s.pendingSince.IsZero() && now.Sub(s.pendingSince) > stallAfter {
+		return true
+	}
+	s.decay(now)
+	return s.fails >= failMin && s.fails >= failShare*s.total
+}
+
+// upHosts counts the hosts the driver considers up.
+func (h *hostHealth) upHosts() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, hi := range h.known {
+		if hi.IsUp() {
+			n++
+		}
+	}
+	return n
+}
+
+// each lists the addresses of the suspect hosts among the known ones, for the gauge.
+func (h *hostHealth) each(fn func(addr string, suspect bool)) {
+	h.mu.Lock()
+	keys := make([]string, 0, len(h.known))
+	for k := range h.known {
+		keys = append(keys, k)
+	}
+	hosts := make([]*gocql.HostInfo, len(keys))
+	for i, k := range keys {
+		hosts[i] = h.known[k]
+	}
+	h.mu.Unlock()
+	for i, k := range keys {
+		fn(k, h.suspect(hosts[i]))
+	}
+}
+
+// outcomeOf classifies an attempt's outcome for the host's health and the host metric:
+// callerDone is whether the statement's own context had ended (then a cancelled attempt is
+// the caller's doing, not the host's).
+func outcomeOf(err error, callerDone bool) (outcome string, bad bool) {
+	if err == nil || errors.Is(err, gocql.ErrNotFound) {
+		return "ok", false
+	}
+	var (
+		rt *gocql.RequestErrReadTimeout
+		wt *gocql.RequestErrWriteTimeout
+		cu *gocql.RequestErrCASWriteUnknown
+		un *gocql.RequestErrUnavailable
+		ov *gocql.RequestErrOverloaded
+		bs *gocql.RequestErrBootstrapping
+		ne net.Error
+	)
+	switch {
+	case errors.Is(err, context.Canceled):
+		// Lost to a speculative execution that finished first, unless the caller gave up.
+		return "cancelled", !callerDone
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, gocql.ErrTimeoutNoResponse),
+		errors.As(err, &rt), errors.As(err, &wt), errors.As(err, &cu):
+		return "timeout", true
+	case errors.As(err, &un), errors.As(err, &ov), errors.As(err, &bs):
+		return "unavailable", true
+	case errors.Is(err, gocql.ErrConnectionClosed), errors.Is(err, gocql.ErrNoConnections), errors.As(err, &ne):
+		return "connection", true
+	}
+	// The request itself was refused (invalid, syntax) or could not be built (marshalling):
+	// not the host's fault, and no other host would do better.
+	return "error", false
+}
+
+// streamWatch feeds hostHealth from the driver's stream events: a request written, a response
+// read. The same value serves every stream.
+type streamWatch struct{ h *hostHealth }
+
+func (w streamWatch) StreamContext(context.Context) gocql.StreamObserverContext { return w }
+func (w streamWatch) StreamStarted(s gocql.ObservedStream)                      { w.h.sent(s.Host) }
+func (w streamWatch) StreamFinished(s gocql.ObservedStream)                     { w.h.answered(s.Host) }
+func (w streamWatch) StreamAbandoned(gocql.ObservedStream)                      {}
+
+// tieredHosts is the fallback policy under token-aware routing. Its host tiers put suspect
+// hosts after healthy ones: with NonLocalReplicasFallback the token-aware policy then tries the
+// healthy replicas first, the suspect replicas next, then the other hosts (this policy's own
+// order, suspect ones last). It also keeps the host list for upHosts.
+type tieredHosts struct {
+	gocql.HostSelectionPolicy
+	health *hostHealth
+}
+
+func (p *tieredHosts) HostTier(host *gocql.HostInfo) uint {
+	var t uint
+	if inner, ok := p.HostSelectionPolicy.(gocql.HostTierer); ok {
+		t = inner.HostTier(host) * 2
+	}
+	if p.health.suspect(host) {
+		t++
+	}
+	return t
+}
+
+func (p *tieredHosts) MaxHostTier() uint {
+	if inner, ok := p.HostSelectionPolicy.(gocql.HostTierer); ok {
+		return inner.MaxHostTier()*2 + 1
+	}
+	return 1
+}
+
+func (p *tieredHosts) Pick(q gocql.ExecutableStatement) gocql.NextHost {
+	next := p.HostSelectionPolicy.Pick(q)
+	var later []gocql.SelectedHost
+	done := false
+	return func() gocql.SelectedHost {
+		for !done {
+			sh := next()
+			if sh == nil {
+				done = true
+				break
+			}
+			if p.health.suspect(sh.Info()) {
+				later = append(later, sh)
+				continue
+			}
+			return sh
+		}
+		if len(later) == 0 {
+			return nil
+		}
+		sh := later[0]
+		later = later[1:]
+		return sh
+	}
+}
+
+func (p *tieredHosts) AddHost(host *gocql.HostInfo) {
+	p.health.mu.Lock()
+	p.health.known[hostKey(host)] = host
+	p.health.mu.Unlock()
+	p.HostSelectionPolicy.AddHost(host)
+}
+
+func (p *tieredHosts) RemoveHost(host *gocql.HostInfo) {
+	p.health.mu.Lock()
+	delete(p.health.known, hostKey(host))
+	p.health.mu.Unlock()
+	p.HostSelectionPolicy.RemoveHost(host)
+}
+
+func (p *tieredHosts) HostUp(host *gocql.HostInfo) {
+	p.health.mu.Lock()
+	p.health.known[hostKey(host)] = host
+	p.health.mu.Unlock()
+	p.HostSelectionPolicy.HostUp(host)
+}

@@ -1,0 +1,125 @@
+package cassandrastore
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// The client policy per statement kind. Every value is measured and explained in
+// docs/cassandra.md ("Client policy").
+const (
+	// attemptTimeout is the driver's Timeout: how long one attempt waits for its answer when
+	// nothing faster ends it (speculation, casAttemptTimeout). Above the launcher's
+	// write_request_timeout (5 s), so a live coordinator reports its own timeout, with what the
+	// replicas acknowledged, before the client gives up; a schema change on a loaded machine
+	// also takes seconds.
+	attemptTimeout = 6 * time.Second
+	// speculateAfter starts a second execution of an idempotent statement on another replica
+	// when the first has not answered by then: about the p99 of statements under load.
+	speculateAfter = 60 * time.Millisecond
+	// maxRetries is how many times an idempotent statement that failed on one coordinator
+	// (timeout, unavailable, connection lost) is sent to the next one, at once, per call.
+	maxRetries = 2
+	// casAttemptTimeout bounds one attempt of a lightweight transaction (a context deadline,
+	// since it is never retried or speculated): past it the outcome is unknown and casLoop
+	// reads at SERIAL to learn it.
+	casAttemptTimeout = time.Second
+	// opTimeout is the hard cap on one repository call, whatever its statements do.
+	opTimeout = 8 * time.Second
+)
+
+// policy applies the client policy to statements. A nil *policy is valid: idempotent
+// statements then get retries but no speculation and no metrics (a session opened by the
+// caller, NewStore).
+type policy struct {
+	health  *hostHealth    // nil: hosts unknown, no speculation
+	metrics *clientMetrics // nil: not exported
+	// specDelay replaces speculateAfter when set (tests make every statement speculate).
+	specDelay time.Duration
+}
+
+// bounded caps a repository call at opTimeout (or the caller's earlier deadline).
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, opTimeout)
+}
+
+// idempotent marks q safe to run more than once (a read, or a write of fixed values), so the
+// driver may start it on a second replica after speculateAfter and send it to the next replica
+// when a coordinator fails. Never for LWTs, counters or appends: a repeat could apply twice.
+func (p *policy) idempotent(ctx context.Context, q *gocql.Query) *gocql.Query {
+	return q.WithContext(ctx).Idempotent(true).SetSpeculativeExecutionPolicy(p.speculation()).RetryPolicy(p.retry(ctx))
+}
+
+// idempotentBatch is idempotent for a batch every entry of which is idempotent.
+func (p *policy) idempotentBatch(ctx context.Context, b *gocql.Batch) *gocql.Batch {
+	return b.WithContext(ctx).SpeculativeExecutionPolicy(p.speculation()).RetryPolicy(p.retry(ctx))
+}
+
+func (p *policy) speculation() gocql.SpeculativeExecutionPolicy {
+	if p == nil || p.health == nil {
+		return gocql.NonSpeculativeExecution{}
+	}
+	return &speculation{p: p}
+}
+
+func (p *policy) retry(ctx context.Context) gocql.RetryPolicy {
+	r := &nextHostRetry{ctx: ctx}
+	r.left.Store(maxRetries)
+	if p != nil {
+		r.m = p.metrics
+	}
+	return r
+}
+
+// speculation is one statement's speculative execution policy: one extra execution after
+// speculateAfter, only when another host is up. With a single host the driver's extra
+// execution would find no host and answer "no connections" at once, and the first answer
+// wins. One value per statement, because it counts its executions: the driver asks Attempts
+// once before speculating, once before waiting, and once more after each execution it starts.
+type speculation struct {
+	p     *policy
+	calls atomic.Int32
+}
+
+func (s *speculation) Attempts() int {
+	if s.calls.Add(1) >= 3 && s.p.metrics != nil {
+		s.p.metrics.speculative.Inc()
+	}
+	if s.p.health.upHosts() < 2 {
+		return 0
+	}
+	return 1
+}
+
+func (s *speculation) Delay() time.Duration {
+	if s.p.specDelay > 0 {
+		return s.p.specDelay
+	}
+	return speculateAfter
+}
+
+// nextHostRetry sends an idempotent statement that failed on a coordinator to the next one at
+// once (no backoff: the next host is a different machine), up to maxRetries times per call and
+// never past the statement's context. The driver's ExponentialBackoffRetryPolicy sleeps with
+// time.Sleep, ignoring the context. One value per statement, because it counts.
+type nextHostRetry struct {
+	ctx  context.Context
+	left atomic.Int32
+	m    *clientMetrics
+}
+
+func (r *nextHostRetry) Attempt(q gocql.RetryableQuery) bool { return q.Context().Err() == nil }
+
+func (r *nextHostRetry) GetRetryType(err error) gocql.RetryType {
+	outcome, bad := outcomeOf(err, false)
+	if !bad || outcome == "cancelled" || r.ctx.Err() != nil || r.left.Add(-1) < 0 {
+		return gocql.Rethrow
+	}
+	if r.m != nil {
+		r.m.retries.Inc()
+	}
+	return gocql.RetryNextHost
+}
