@@ -62,25 +62,17 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: schema: %v\n", err)
 		return 1
 	}
-	s, err := connect(ctx)
+	// The store as the shop opens it: its driver configuration and client policy (routing,
+	// speculation, retries, host health). Its session also runs the tests' pinned CQL checks.
+	st, err := store.Open(ctx, store.Config{Hosts: cluster.Hosts(), Keyspace: keyspace})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: connect: %v\n", err)
 		return 1
 	}
-	defer s.Close()
-	session = s
-	st := store.NewStore(s)
+	defer st.Close()
+	session = st.Session()
 	carts, sessions, histories, products = st.Carts(), st.Sessions(), st.History(), st.Catalog()
 	return m.Run()
-}
-
-// connect opens the store's own driver configuration (token-aware, QUORUM default), only
-// reconnecting faster to restarted nodes than the default minute.
-func connect(ctx context.Context) (*gocql.Session, error) {
-	cfg := store.ClusterConfig(store.Config{Hosts: cluster.Hosts(), Keyspace: keyspace})
-	cfg.ReconnectInterval = time.Second
-	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
-	return cfg.CreateSession()
 }
 
 // applySchema applies the store's schema (`shardmart cassandra schema apply`) with RF 3, then
