@@ -218,11 +218,8 @@ func stopNode(t *testing.T, ctx context.Context, i int) {
 // logged with its diagnosis and tried once more; a second failure fails the test.
 func restartNode(t *testing.T, ctx context.Context, i int) {
 	t.Helper()
-	if err := cluster.StartNode(ctx, i); err != nil {
-		t.Logf("node %d did not start, trying once more: %v", i+1, err)
-		if err := cluster.StartNode(ctx, i); err != nil {
-			t.Fatal(err)
-		}
+	if err := startNodeTwice(t, ctx, i); err != nil {
+		t.Fatal(err)
 	}
 	if err := cluster.WaitConverged(ctx); err != nil {
 		t.Fatal(err)
@@ -230,6 +227,17 @@ func restartNode(t *testing.T, ctx context.Context, i int) {
 	if err := waitDriverUp(ctx, i); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startNodeTwice starts node i, once more if the first start fails (see restartNode).
+func startNodeTwice(t *testing.T, ctx context.Context, i int) error {
+	t.Helper()
+	err := cluster.StartNode(ctx, i)
+	if err != nil {
+		t.Logf("node %d did not start, trying once more: %v", i+1, err)
+		err = cluster.StartNode(ctx, i)
+	}
+	return err
 }
 
 // --- cart lines: written through the repository, checked per replica over CQL ---

@@ -394,7 +394,7 @@ func TestSickNodeKilledAndRestarted(t *testing.T) {
 	})
 	runSickNode(t, ctx, fault{name: "node 3 killed (SIGKILL) and restarted",
 		inject: func(ctx context.Context) error { return cluster.KillNode(ctx, n3) },
-		heal:   func(ctx context.Context) error { return cluster.StartNode(ctx, n3) },
+		heal:   func(ctx context.Context) error { return startNodeTwice(t, ctx, n3) },
 	})
 
 	id, err := hostID(n3)
