@@ -45,9 +45,13 @@ type Child struct {
 }
 
 // Start starts cmd in its own session (dying with this process when dieWithParent), writes its
-// pid to pidFile, and reaps it in the background.
+// pid to pidFile, and reaps it in the background. Attributes already in cmd.SysProcAttr (such as
+// a Credential) are kept.
 func Start(cmd *exec.Cmd, pidFile string, dieWithParent bool) (*Child, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
 	if dieWithParent {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}

@@ -50,6 +50,9 @@ func run(m *testing.M) int {
 	start := time.Now()
 	c, stop, err := launcher.StartShared(ctx, launcher.Options{
 		Nodes: 3, BaseAddr: launcher.FaultTestAddr, Name: "shardmart-faulttest", HeapMB: 384, Logger: log,
+		// A node SIGKILLed and restarted replays its commit log; on a 2-core machine shared with
+		// a dozen other JVMs (load average 50+) that took over the default 3 minutes.
+		BootTimeout: 6 * time.Minute,
 	})
 	if err != nil {
 		// A failure, never a skip: CI installs Java and Maven, and a developer is told how.
@@ -63,25 +66,17 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: schema: %v\n", err)
 		return 1
 	}
-	s, err := connect(ctx)
+	// The store as the shop opens it: its driver configuration and client policy (routing,
+	// speculation, retries, host health). Its session also runs the tests' pinned CQL checks.
+	st, err := store.Open(ctx, store.Config{Hosts: cluster.Hosts(), Keyspace: keyspace})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: connect: %v\n", err)
 		return 1
 	}
-	defer s.Close()
-	session = s
-	st := store.NewStore(s)
+	defer st.Close()
+	session = st.Session()
 	carts, sessions, histories, products = st.Carts(), st.Sessions(), st.History(), st.Catalog()
 	return m.Run()
-}
-
-// connect opens the store's own driver configuration (token-aware, QUORUM default), only
-// reconnecting faster to restarted nodes than the default minute.
-func connect(ctx context.Context) (*gocql.Session, error) {
-	cfg := store.ClusterConfig(store.Config{Hosts: cluster.Hosts(), Keyspace: keyspace})
-	cfg.ReconnectInterval = time.Second
-	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
-	return cfg.CreateSession()
 }
 
 // applySchema applies the store's schema (`shardmart cassandra schema apply`) with RF 3, then
@@ -224,11 +219,8 @@ func stopNode(t *testing.T, ctx context.Context, i int) {
 // logged with its diagnosis and tried once more; a second failure fails the test.
 func restartNode(t *testing.T, ctx context.Context, i int) {
 	t.Helper()
-	if err := cluster.StartNode(ctx, i); err != nil {
-		t.Logf("node %d did not start, trying once more: %v", i+1, err)
-		if err := cluster.StartNode(ctx, i); err != nil {
-			t.Fatal(err)
-		}
+	if err := startNodeTwice(t, ctx, i); err != nil {
+		t.Fatal(err)
 	}
 	if err := cluster.WaitConverged(ctx); err != nil {
 		t.Fatal(err)
@@ -236,6 +228,17 @@ func restartNode(t *testing.T, ctx context.Context, i int) {
 	if err := waitDriverUp(ctx, i); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startNodeTwice starts node i, once more if the first start fails (see restartNode).
+func startNodeTwice(t *testing.T, ctx context.Context, i int) error {
+	t.Helper()
+	err := cluster.StartNode(ctx, i)
+	if err != nil {
+		t.Logf("node %d did not start, trying once more: %v", i+1, err)
+		err = cluster.StartNode(ctx, i)
+	}
+	return err
 }
 
 // --- cart lines: written through the repository, checked per replica over CQL ---
@@ -276,11 +279,16 @@ func historyEntries(prefix string, n int) []row {
 		rows[i] = row{name: "history entry " + e.OrderID,
 			write: func(ctx context.Context) error { return histories.UpsertEntry(ctx, e) },
 			read: func(ctx context.Context, via int, cl gocql.Consistency) error {
-				return readOne(ctx, via, cl, `SELECT order_id FROM `+keyspace+`.order_history WHERE user_id = ? AND bucket = ?`,
-					e.OrderID, e.UserID, e.PlacedAt.Year()*100+int(e.PlacedAt.Month()))
+				return readHistoryEntry(ctx, via, e, cl)
 			}}
 	}
 	return rows
+}
+
+// readHistoryEntry looks for the entry in its user's month bucket, node `via` coordinating at cl.
+func readHistoryEntry(ctx context.Context, via int, e history.Entry, cl gocql.Consistency) error {
+	return readOne(ctx, via, cl, `SELECT order_id FROM `+keyspace+`.order_history WHERE user_id = ? AND bucket = ?`,
+		e.OrderID, e.UserID, e.PlacedAt.Year()*100+int(e.PlacedAt.Month()))
 }
 
 // catalogProducts are CAT-1 products written through the catalog read model (one logged

@@ -16,6 +16,11 @@ const (
 	// jmxPortBase + the last octet of the node address: local JMX always binds 127.0.0.1,
 	// so JMX ports must differ across every node of every cluster on the machine.
 	jmxPortBase = 7200
+	// gidBase + the last octet is the group a node's JVM runs under (when started as root).
+	// Cassandra 4+ opens peer connections without binding its own address, so only the
+	// process's group (iptables -m owner --gid-owner) tells one node's outbound traffic from
+	// another's: fault tests cut a single node off that way.
+	gidBase = 47000
 )
 
 // Node is one member of the cluster; Index counts from 0 and node 0 is the seed.
@@ -25,6 +30,9 @@ type Node struct {
 	JMXPort int
 	Token   string
 	Dir     string // conf/, data/, logs/, cassandra.pid
+	// GID is the group id the node's JVM runs under, distinct per node of every cluster on the
+	// machine; 0 when this process is not root (the JVM then keeps our group).
+	GID int
 }
 
 // ConfDir, DataDir and LogDir are the node's directories.
@@ -57,6 +65,9 @@ func layout(dir, base string, count int) ([]Node, error) {
 			JMXPort: jmxPortBase + int(last),
 			Token:   token(i, count),
 			Dir:     filepath.Join(dir, fmt.Sprintf("node%d", i+1)),
+		}
+		if os.Geteuid() == 0 {
+			nodes[i].GID = gidBase + int(last)
 		}
 		addr = addr.Next()
 	}
@@ -209,9 +220,11 @@ func serverArgs(c *Cluster, n Node) []string {
 		"-Dcassandra.ring_delay_ms=5000",
 		"-Dcassandra.superuser_setup_delay_ms=0",
 		// No fsync: a SIGKILLed JVM still leaves its writes in the page cache; only a machine
-		// crash would lose them, which no test here simulates.
+		// crash would lose them, which no test here simulates. Never -Dcassandra.unsafesystem:
+		// it keeps the schema tables from being flushed, and the schema is loaded from SSTables
+		// before the commit log replays, so a node killed with SIGKILL came back without its
+		// tables and answered INCOMPATIBLE_SCHEMA.
 		"-Dcassandra.skip_sync=true",
-		"-Dcassandra.unsafesystem=true",
 		"-cp", n.ConfDir()+string(os.PathListSeparator)+filepath.Join(c.lib, "*"),
 		"org.apache.cassandra.service.CassandraDaemon",
 	)

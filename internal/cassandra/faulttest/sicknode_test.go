@@ -1,0 +1,524 @@
+package faulttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/faultnet"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/order"
+	sessionpkg "github.com/shardmart/shardmart/internal/session"
+)
+
+// One sick node of three (RF 3) must not stop the shop. Each test runs steady shop traffic
+// through the store's write paths (cart edits: LWT + conditional batch at QUORUM; session
+// creates and touches at ONE; order-history upserts at QUORUM) from several clients, records
+// every request's start, end and outcome, makes one node sick, heals it, and asserts:
+//   - no write kind goes without an acknowledgement for more than maxStall during the fault
+//     and until the cluster is healthy again;
+//   - no request started after the cluster settled (every node UN, the driver connected to
+//     all) fails;
+//   - every acknowledged cart line, session and history entry is read back at ALL.
+//
+// The p99 latency and the errors of the requests in flight during the fault are logged, not
+// asserted.
+const (
+	// maxStall is the longest a write kind may go unacknowledged. Generous for a 2-core
+	// machine shared with other test runs: a healthy cluster here acknowledges every kind
+	// several times per 100 ms.
+	maxStall  = 2 * time.Second
+	faultHold = 15 * time.Second // how long a node stays frozen or cut off
+	clients   = 6
+	// pace is each client's time per iteration (one write of each kind): steady load, not
+	// saturation of the shared machine.
+	pace = 100 * time.Millisecond
+	// opTimeout caps one request, well above the store's own per-request timeout, so a
+	// stall is measured as long as the client makes it.
+	opTimeout = 20 * time.Second
+	// warmup and cooldown are the traffic before the fault and after the cluster settled.
+	warmup   = 3 * time.Second
+	cooldown = 5 * time.Second
+)
+
+// Write kinds, as reported.
+const (
+	kindCart    = "cart put"
+	kindSession = "session create"
+	kindTouch   = "session touch"
+	kindHistory = "history upsert"
+)
+
+var kinds = []string{kindCart, kindSession, kindTouch, kindHistory}
+
+// outcome is one request of the load.
+type outcome struct {
+	kind       string
+	start, end time.Time
+	err        error
+}
+
+// shopLoad is the traffic of one test and what it recorded.
+type shopLoad struct {
+	prefix string
+	mu     sync.Mutex
+	out    []outcome
+	// acknowledged writes, read back at the end
+	lines    []cartLine
+	sessions []string
+	entries  []history.Entry
+}
+
+// startLoad runs clients until ctx ends (the returned wait blocks until they stopped).
+func startLoad(ctx context.Context, prefix string) (*shopLoad, func()) {
+	l := &shopLoad{prefix: prefix}
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.client(ctx, c)
+		}()
+	}
+	return l, wg.Wait
+}
+
+func (l *shopLoad) client(ctx context.Context, c int) {
+	tick := time.NewTicker(pace)
+	defer tick.Stop()
+	var lastSession string
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		// A fresh line per write (a new user every 50: carts hold 100 products), so a write
+		// whose outcome is unknown never changes what an acknowledged one wrote.
+		line := cartLine{user: fmt.Sprintf("%s-c%d-u%d", l.prefix, c, i/50), product: fmt.Sprintf("sku-%d", i%50), quantity: int64(i%9 + 1)}
+		l.do(ctx, kindCart, func(ctx context.Context) error { return putCartLine(ctx, line) }, func() { l.lines = append(l.lines, line) })
+
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		s := sessionpkg.Session{ID: fmt.Sprintf("%s-c%d-s%d", l.prefix, c, i), CreatedAt: now, LastActive: now,
+			ExpiresAt: now.Add(time.Hour), Status: sessionpkg.StatusActive}
+		l.do(ctx, kindSession, func(ctx context.Context) error { return sessions.CreateSession(ctx, s) }, func() { l.sessions = append(l.sessions, s.ID) })
+		// Touch the previous iteration's session; a touch at ONE that does not find it is a
+		// no-op by design, so touches count for stalls and errors, not for lost writes.
+		if lastSession != "" {
+			id := lastSession
+			l.do(ctx, kindTouch, func(ctx context.Context) error { return sessions.Touch(ctx, id, time.Now()) }, nil)
+		}
+		lastSession = s.ID
+
+		e := history.Entry{UserID: fmt.Sprintf("%s-c%d-buyer", l.prefix, c), OrderID: fmt.Sprintf("%s-c%d-o%d", l.prefix, c, i),
+			PlacedAt: now, UpdatedAt: now, Status: order.Created, Zone: "eu", Total: money.Amount(100 + i),
+			Items: []order.Item{{ProductID: "sku-1", Category: "c", Name: "one", Quantity: 1, UnitPrice: money.Amount(100 + i)}}}
+		l.do(ctx, kindHistory, func(ctx context.Context) error { return histories.UpsertEntry(ctx, e) }, func() { l.entries = append(l.entries, e) })
+	}
+}
+
+// do runs one request and records it; acked runs (under the lock) when it succeeded. A
+// request cut short because the load was stopping is not recorded.
+func (l *shopLoad) do(ctx context.Context, kind string, write func(context.Context) error, acked func()) {
+	if ctx.Err() != nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, opTimeout)
+	start := time.Now()
+	err := write(wctx)
+	end := time.Now()
+	cancel()
+	if ctx.Err() != nil && err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.out = append(l.out, outcome{kind: kind, start: start, end: end, err: err})
+	if err == nil && acked != nil {
+		acked()
+	}
+}
+
+// longestGap is the longest time within [from, to] during which no write of kind was
+// acknowledged, counting from `from` to the first acknowledgement and from the last to `to`.
+func (l *shopLoad) longestGap(kind string, from, to time.Time) time.Duration {
+	l.mu.Lock()
+	var acks []time.Time
+	for _, o := range l.out {
+		if o.kind == kind && o.err == nil && o.end.After(from) && o.end.Before(to) {
+			acks = append(acks, o.end)
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(acks, func(a, b time.Time) int { return a.Compare(b) })
+	prev, gap := from, time.Duration(0)
+	for _, a := range append(acks, to) {
+		gap = max(gap, a.Sub(prev))
+		prev = a
+	}
+	return gap
+}
+
+// started returns the requests started within [from, to).
+func (l *shopLoad) started(from, to time.Time) []outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []outcome
+	for _, o := range l.out {
+		if !o.start.Before(from) && o.start.Before(to) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// overlapping returns the requests in flight at some time within [from, to]: those a fault
+// held up are among them even when they started before it.
+func (l *shopLoad) overlapping(from, to time.Time) []outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []outcome
+	for _, o := range l.out {
+		if !o.start.After(to) && !o.end.Before(from) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// p99 of the requests' latencies.
+func p99(out []outcome) time.Duration {
+	if len(out) == 0 {
+		return 0
+	}
+	d := make([]time.Duration, len(out))
+	for i, o := range out {
+		d[i] = o.end.Sub(o.start)
+	}
+	slices.Sort(d)
+	return d[(len(d)*99+99)/100-1]
+}
+
+func failures(out []outcome) (n int, byKind map[string]int, first error) {
+	byKind = map[string]int{}
+	for _, o := range out {
+		if o.err != nil {
+			n++
+			byKind[o.kind]++
+			if first == nil {
+				first = o.err
+			}
+		}
+	}
+	return n, byKind, first
+}
+
+// fault makes node sick at inject and well at heal; heal returns once the node is back (for
+// a restart: answering CQL).
+type fault struct {
+	name   string
+	inject func(ctx context.Context) error
+	heal   func(ctx context.Context) error
+}
+
+// runSickNode runs the load through warm-up, the fault, the settling of the cluster and a
+// cool-down, then asserts and reports as the package comment says.
+func runSickNode(t *testing.T, ctx context.Context, f fault) {
+	t.Helper()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	prefix := fmt.Sprintf("sick-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
+	load, wait := startLoad(loadCtx, prefix)
+	defer func() { stopLoad(); wait() }()
+	if err := sleepCtx(ctx, warmup); err != nil {
+		t.Fatal(err)
+	}
+	// Failures before the fault are the starved machine's, not the fault's: reported, so a
+	// reader can tell, but only the fault's consequences are asserted.
+	if n, _, first := failures(load.started(time.Time{}, time.Now())); n > 0 {
+		t.Logf("%d requests failed before any fault (first: %v); load %s", n, first, loadavg())
+	}
+	faultAt := time.Now()
+	if err := f.inject(ctx); err != nil {
+		t.Fatalf("inject %s: %v", f.name, err)
+	}
+	if err := f.heal(ctx); err != nil {
+		t.Fatalf("heal %s: %v", f.name, err)
+	}
+	healedAt := time.Now()
+	if err := cluster.WaitConverged(ctx); err != nil {
+		t.Fatalf("after %s: %v", f.name, err)
+	}
+	for i := range cluster.Nodes() {
+		if err := waitDriverUp(ctx, i); err != nil {
+			t.Fatalf("after %s: %v", f.name, err)
+		}
+	}
+	settledAt := time.Now()
+	if err := sleepCtx(ctx, cooldown); err != nil {
+		t.Fatal(err)
+	}
+	stopLoad()
+	wait()
+	endAt := time.Now()
+
+	during := load.overlapping(faultAt, healedAt)
+	nErr, byKind, first := failures(during)
+	var gaps []string
+	var worst time.Duration
+	for _, k := range kinds {
+		g := load.longestGap(k, faultAt, endAt)
+		worst = max(worst, g)
+		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
+		if g > maxStall {
+			t.Errorf("%s: no %s acknowledged for %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), maxStall)
+		}
+	}
+	t.Logf("%s: fault %s, settled %s after; %d requests during the fault, p99 %s; errors during the fault %d %v (first: %v); longest stall %s (%s); load %s",
+		f.name, healedAt.Sub(faultAt).Round(100*time.Millisecond), settledAt.Sub(healedAt).Round(100*time.Millisecond),
+		len(during), p99(during).Round(time.Millisecond), nErr, byKind, first, worst.Round(10*time.Millisecond),
+		strings.Join(gaps, ", "), loadavg())
+	if n, byKind, first := failures(load.started(settledAt, endAt)); n > 0 {
+		t.Errorf("%s: %d requests failed after the cluster settled %v (first: %v)", f.name, n, byKind, first)
+	}
+	lost := lostWrites(t, ctx, load)
+	t.Logf("%s: %d cart lines, %d sessions, %d history entries acknowledged; %d lost", f.name,
+		len(load.lines), len(load.sessions), len(load.entries), lost)
+	if lost > 0 {
+		t.Errorf("%s: %d acknowledged writes not found at ALL", f.name, lost)
+	}
+}
+
+// lostWrites reads every acknowledged write back at ALL (every replica answers; the newest
+// cell wins) through node 1 and counts those missing: one read per cart, per buyer's month of
+// history and per session, so a long run's thousands of writes are checked in seconds.
+func lostWrites(t *testing.T, ctx context.Context, l *shopLoad) int {
+	t.Helper()
+	id, err := hostID(n1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func(stmt string, args ...any) *gocql.Iter {
+		return session.Query(stmt, args...).SetHostID(id).Consistency(gocql.All).IterContext(ctx)
+	}
+	var checks []func() (missing int, err error)
+	byUser := map[string][]cartLine{}
+	for _, line := range l.lines {
+		byUser[line.user] = append(byUser[line.user], line)
+	}
+	for user, lines := range byUser {
+		checks = append(checks, func() (int, error) {
+			got := map[string]int64{}
+			iter := query(`SELECT product_id, quantity FROM `+keyspace+`.user_carts WHERE user_id = ?`, user)
+			var (
+				product string
+				qty     int64
+			)
+			for iter.Scan(&product, &qty) {
+				got[product] = qty
+			}
+			missing := 0
+			for _, line := range lines {
+				if got[line.product] != line.quantity {
+					missing++
+				}
+			}
+			return missing, iter.Close()
+		})
+	}
+	type month struct {
+		user   string
+		bucket int
+	}
+	byMonth := map[month][]string{}
+	for _, e := range l.entries {
+		m := month{e.UserID, e.PlacedAt.Year()*100 + int(e.PlacedAt.Month())}
+		byMonth[m] = append(byMonth[m], e.OrderID)
+	}
+	for m, orders := range byMonth {
+		checks = append(checks, func() (int, error) {
+			got := map[string]bool{}
+			iter := query(`SELECT order_id FROM `+keyspace+`.order_history WHERE user_id = ? AND bucket = ?`, m.user, m.bucket)
+			var orderID string
+			for iter.Scan(&orderID) {
+				got[orderID] = true
+			}
+			missing := 0
+			for _, o := range orders {
+				if !got[o] {
+					missing++
+				}
+			}
+			return missing, iter.Close()
+		})
+	}
+	for _, sid := range l.sessions {
+		checks = append(checks, func() (int, error) {
+			switch err := readOne(ctx, n1, gocql.All, `SELECT session_id FROM `+keyspace+`.sessions WHERE session_id = ?`, sid, sid); {
+			case errors.Is(err, errAbsent):
+				return 1, nil
+			default:
+				return 0, err
+			}
+		})
+	}
+	var missing atomic.Int64
+	forEach(t, checks, func(check func() (int, error)) error {
+		n, err := check()
+		missing.Add(int64(n))
+		return err
+	})
+	return int(missing.Load())
+}
+
+// TestSickNodeFrozen: node 2 frozen (SIGSTOP) for 15 s, as a long GC pause or a stuck disk
+// looks; it keeps its connections open but answers nothing.
+func TestSickNodeFrozen(t *testing.T) {
+	ctx := start(t)
+	t.Cleanup(func() { _ = cluster.ResumeNode(n2) }) // a frozen node would block the next test's allUp
+	runSickNode(t, ctx, fault{name: "node 2 frozen 15 s",
+		inject: func(ctx context.Context) error {
+			if err := cluster.PauseNode(n2); err != nil {
+				return err
+			}
+			return sleepCtx(ctx, faultHold)
+		},
+		heal: func(context.Context) error { return cluster.ResumeNode(n2) },
+	})
+}
+
+// TestSickNodeCutOff: node 2 cut off from its peers (storage port) for 15 s, while the shop
+// still reaches every node over CQL. The cut is verified by probes before it counts.
+func TestSickNodeCutOff(t *testing.T) {
+	ctx := start(t)
+	node := cluster.Nodes()[n2]
+	peer := cluster.Nodes()[n1]
+	chain := faultnet.New(t)
+	runSickNode(t, ctx, fault{name: "node 2 cut off from its peers 15 s",
+		inject: func(ctx context.Context) error {
+			if err := chain.CutOff(ctx, node.Addr, node.GID, launcher.StoragePort); err != nil {
+				return err
+			}
+			// Verified from both ends: peers cannot reach node 2's storage port, node 2's own
+			// processes cannot reach a peer's, while the control paths still connect.
+			for _, p := range []struct {
+				gid       int
+				addr      string
+				port      int
+				reachable bool
+			}{
+				{0, node.Addr, launcher.StoragePort, false},
+				{node.GID, peer.Addr, launcher.StoragePort, false},
+				{0, peer.Addr, launcher.StoragePort, true},
+				{0, node.Addr, launcher.CQLPort, true},
+			} {
+				err := faultnet.Dial(ctx, p.gid, p.addr, p.port, time.Second)
+				if (err == nil) != p.reachable {
+					return fmt.Errorf("probe %s:%d as gid %d: reachable %v (%v), want %v", p.addr, p.port, p.gid, err == nil, err, p.reachable)
+				}
+			}
+			return sleepCtx(ctx, faultHold)
+		},
+		heal: chain.Heal,
+	})
+}
+
+// TestSickNodeKilledAndRestarted: node 3 SIGKILLed under load and restarted at once. A table
+// created just before the kill (so its schema is in no flushed SSTable of node 3, only in the
+// commit log) must be on node 3 after the restart, with the store's own tables, and node 3
+// must coordinate reads and writes on both.
+func TestSickNodeKilledAndRestarted(t *testing.T) {
+	ctx := start(t)
+	probe := fmt.Sprintf("kill9_probe_%d", time.Now().UnixNano())
+	if err := session.Query(`CREATE TABLE ` + keyspace + `.` + probe + ` (k text PRIMARY KEY, v int)`).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.AwaitSchemaAgreement(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := session.Query(`DROP TABLE IF EXISTS ` + keyspace + `.` + probe).ExecContext(ctx); err != nil {
+			t.Logf("drop %s: %v", probe, err)
+		}
+	})
+	runSickNode(t, ctx, fault{name: "node 3 killed (SIGKILL) and restarted",
+		inject: func(ctx context.Context) error { return cluster.KillNode(ctx, n3) },
+		heal:   func(ctx context.Context) error { return startNodeTwice(t, ctx, n3) },
+	})
+
+	id, err := hostID(n3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	iter := session.Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`, keyspace).
+		SetHostID(id).Consistency(gocql.One).IterContext(ctx)
+	var name string
+	for iter.Scan(&name) {
+		tables = append(tables, name)
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatalf("node 3's schema: %v", err)
+	}
+	for _, want := range []string{probe, "user_carts", "guest_carts", "sessions", "order_history", "products"} {
+		if !slices.Contains(tables, want) {
+			t.Errorf("node 3 restarted without table %s (has %v)", want, tables)
+		}
+	}
+	// Node 3 as the coordinator, at QUORUM and ALL, on the new table and a store table.
+	if err := session.Query(`INSERT INTO `+keyspace+`.`+probe+` (k, v) VALUES (?, ?)`, "after-restart", 1).
+		SetHostID(id).Consistency(gocql.Quorum).ExecContext(ctx); err != nil {
+		t.Errorf("write via node 3 after its restart: %v", err)
+	}
+	var v int
+	if err := session.Query(`SELECT v FROM `+keyspace+`.`+probe+` WHERE k = ?`, "after-restart").
+		SetHostID(id).Consistency(gocql.All).ScanContext(ctx, &v); err != nil || v != 1 {
+		t.Errorf("read via node 3 after its restart: %d, %v", v, err)
+	}
+	line := cartLine{user: "kill9-after-restart", product: "sku-1", quantity: 3}
+	if err := putCartLine(ctx, line); err != nil {
+		t.Fatal(err)
+	}
+	if err := readCartLine(ctx, n3, line, gocql.All); err != nil {
+		t.Errorf("cart line via node 3 at ALL after its restart: %v", err)
+	}
+	if _, err := carts.ActiveCart(ctx, cart.User(line.user), time.Now()); err != nil {
+		t.Errorf("cart read after node 3's restart: %v", err)
+	}
+}
+
+// sleepCtx holds a fault or the load for d: these are durations the scenario defines, not
+// waits for a condition.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,183 @@
+// Package faultnet cuts network paths between local server processes for fault tests, with
+// iptables rules in a chain of the test's own: created by New, jumped to from OUTPUT, flushed
+// and deleted in t.Cleanup whatever the test's outcome. Everything here runs on loopback, so
+// every packet passes OUTPUT once and every rule lives there.
+//
+// A local server binds its own 127.0.0.N, but may not bind it for the connections it opens
+// (Cassandra 4+ does not: traffic from the node at 127.0.0.3 may leave from 127.0.0.1), so a
+// source-address rule does not isolate it. A server started under a group of its own is told
+// apart by `-m owner --gid-owner`; traffic towards it by its address and port.
+//
+// Needs root (CAP_NET_ADMIN) and iptables; rules are never counted on unverified: Dial probes
+// the path the way the cut server would use it.
+package faultnet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// chainPrefix names every chain this package creates: SHARDMART_FAULT_<pid>_<n>.
+const chainPrefix = "SHARDMART_FAULT_"
+
+// Chain is an iptables chain of this test process, jumped to from OUTPUT.
+type Chain struct {
+	name string
+}
+
+var chains atomic.Int64
+
+// New creates a fresh chain jumped to from the top of OUTPUT and registers its removal (the
+// jump, the rules, the chain) in t.Cleanup. It first removes chains that an earlier test
+// process of this package left behind when it was killed (their pid is gone). A missing
+// iptables or missing privilege fails the test, never skips it.
+func New(t testing.TB) *Chain {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := exec.LookPath("iptables"); err != nil {
+		t.Fatalf("faultnet needs iptables (apt-get install -y iptables): %v", err)
+	}
+	if err := removeOrphans(ctx); err != nil {
+		t.Fatalf("faultnet: %v", err)
+	}
+	c := &Chain{name: fmt.Sprintf("%s%d_%d", chainPrefix, os.Getpid(), chains.Add(1))}
+	if _, err := iptables(ctx, "-N", c.name); err != nil {
+		t.Fatalf("faultnet needs root to create an iptables chain: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := remove(ctx, c.name); err != nil {
+			t.Errorf("faultnet: remove chain %s: %v", c.name, err)
+		}
+	})
+	if _, err := iptables(ctx, "-I", "OUTPUT", "1", "-j", c.name); err != nil {
+		t.Fatalf("faultnet: jump to %s: %v", c.name, err)
+	}
+	return c
+}
+
+// Name is the chain's name.
+func (c *Chain) Name() string { return c.name }
+
+// Append adds one rule (iptables -A <chain> rule...).
+func (c *Chain) Append(ctx context.Context, rule ...string) error {
+	if _, err := iptables(ctx, append([]string{"-A", c.name}, rule...)...); err != nil {
+		return fmt.Errorf("faultnet: %w", err)
+	}
+	return nil
+}
+
+// CutOff isolates one server on port from its peers: packets towards addr:port are dropped,
+// and so are packets that processes of group gid send to or from port (the server's own
+// connections to its peers, and its answers). Other ports of addr stay reachable.
+func (c *Chain) CutOff(ctx context.Context, addr string, gid, port int) error {
+	if gid <= 0 {
+		return fmt.Errorf("faultnet: cut off %s: the server runs under no group of its own (gid %d); start it as root", addr, gid)
+	}
+	p, g := strconv.Itoa(port), strconv.Itoa(gid)
+	for _, rule := range [][]string{
+		{"-d", addr, "-p", "tcp", "--dport", p, "-j", "DROP"},
+		{"-p", "tcp", "--dport", p, "-m", "owner", "--gid-owner", g, "-j", "DROP"},
+		{"-p", "tcp", "--sport", p, "-m", "owner", "--gid-owner", g, "-j", "DROP"},
+	} {
+		if err := c.Append(ctx, rule...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Heal removes every rule of the chain (the chain and its jump stay until cleanup).
+func (c *Chain) Heal(ctx context.Context) error {
+	if _, err := iptables(ctx, "-F", c.name); err != nil {
+		return fmt.Errorf("faultnet: %w", err)
+	}
+	return nil
+}
+
+// Dial opens (and closes) a TCP connection to addr:port within timeout from a process in
+// group gid, so the rules that match that group apply; gid 0 dials from this process's own
+// group. It returns nil when the connection was established.
+func Dial(ctx context.Context, gid int, addr string, port int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// bash's /dev/tcp: a connect(2) in a child that can carry another group id.
+	cmd := exec.CommandContext(ctx, "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", addr, port))
+	if gid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
+			Uid: uint32(os.Getuid()), Gid: uint32(gid), Groups: []uint32{}}}
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("connect %s:%d as gid %d: no answer within %s", addr, port, gid, timeout)
+		}
+		return fmt.Errorf("connect %s:%d as gid %d: %w: %s", addr, port, gid, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return nil
+}
+
+func iptables(ctx context.Context, args ...string) (string, error) {
+	// -w: wait for the xtables lock; other tests on the machine may hold it.
+	cmd := exec.CommandContext(ctx, "iptables", append([]string{"-w", "10"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("iptables %v: %w: %s", args, err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+// remove deletes the jump from OUTPUT (every copy), flushes and deletes the chain.
+func remove(ctx context.Context, name string) error {
+	for {
+		if _, err := iptables(ctx, "-D", "OUTPUT", "-j", name); err != nil {
+			break // no jump left
+		}
+	}
+	if _, err := iptables(ctx, "-F", name); err != nil {
+		return err
+	}
+	_, err := iptables(ctx, "-X", name)
+	return err
+}
+
+var orphanChain = regexp.MustCompile(`^-N (` + chainPrefix + `(\d+)_\d+)$`)
+
+// removeOrphans removes chains of this package whose creating process is gone (a test binary
+// killed before its cleanup ran); chains of live processes are theirs to remove.
+func removeOrphans(ctx context.Context) error {
+	out, err := iptables(ctx, "-S")
+	if err != nil {
+		return fmt.Errorf("list iptables rules (root needed): %w", err)
+	}
+	var errs []error
+	sc := bufio.NewScanner(bytes.NewBufferString(out))
+	for sc.Scan() {
+		m := orphanChain.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(m[2])
+		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue
+		}
+		if err := remove(ctx, m[1]); err != nil {
+			errs = append(errs, fmt.Errorf("remove orphan chain %s: %w", m[1], err))
+		}
+	}
+	return errors.Join(errs...)
+}

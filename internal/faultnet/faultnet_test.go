@@ -1,0 +1,97 @@
+package faultnet
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Two "servers" share a port on two loopback addresses, as Cassandra nodes share the storage
+// port. The one at .91 is cut off: nothing reaches it, and a process of its group (46999, used
+// by no server) reaches no peer on that port, while this process still reaches .92. Healing
+// restores both paths, and the chain is gone after cleanup.
+func TestCutOffDropsInboundByAddressAndOutboundByGroup(t *testing.T) {
+	const (
+		cutAddr  = "127.0.0.91"
+		peerAddr = "127.0.0.92"
+		cutGID   = 46999
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	port := listenPair(t, cutAddr, peerAddr)
+	var name string
+	t.Run("cut", func(t *testing.T) {
+		c := New(t)
+		name = c.Name()
+		reach(t, ctx, 0, cutAddr, port, true)
+		reach(t, ctx, cutGID, peerAddr, port, true)
+		if err := c.CutOff(ctx, cutAddr, cutGID, port); err != nil {
+			t.Fatal(err)
+		}
+		reach(t, ctx, 0, cutAddr, port, false)       // towards the cut server
+		reach(t, ctx, cutGID, peerAddr, port, false) // from its group to a peer
+		reach(t, ctx, 0, peerAddr, port, true)       // everyone else still talks
+		if err := c.Heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		reach(t, ctx, 0, cutAddr, port, true)
+		reach(t, ctx, cutGID, peerAddr, port, true)
+	})
+	out, err := iptables(ctx, "-S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, name) {
+		t.Errorf("chain %s still present after cleanup:\n%s", name, out)
+	}
+}
+
+func TestCutOffRefusesAServerWithoutItsOwnGroup(t *testing.T) {
+	c := New(t)
+	if err := c.CutOff(context.Background(), "127.0.0.91", 0, 7000); err == nil {
+		t.Fatal("CutOff with gid 0 accepted: it would cut nothing outbound")
+	}
+}
+
+func reach(t *testing.T, ctx context.Context, gid int, addr string, port int, want bool) {
+	t.Helper()
+	err := Dial(ctx, gid, addr, port, time.Second)
+	if got := err == nil; got != want {
+		t.Fatalf("dial %s:%d as gid %d: reachable %v (%v), want %v", addr, port, gid, got, err, want)
+	}
+}
+
+// listenPair listens on the same free port on both addresses, accepting and dropping.
+func listenPair(t *testing.T, a, b string) int {
+	t.Helper()
+	for range 20 {
+		la, err := net.Listen("tcp", a+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := la.Addr().(*net.TCPAddr).Port
+		lb, err := net.Listen("tcp", net.JoinHostPort(b, strconv.Itoa(port)))
+		if err != nil {
+			la.Close()
+			continue
+		}
+		for _, l := range []net.Listener{la, lb} {
+			t.Cleanup(func() { l.Close() })
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+		}
+		return port
+	}
+	t.Fatal("no port free on both addresses")
+	return 0
+}
