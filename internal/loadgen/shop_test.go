@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +147,39 @@ func TestFlashSaleNeverOversells(t *testing.T) {
 		t.Errorf("sold out but no expected 409s: %+v", checkout)
 	}
 	t.Logf("sold %d of %d units in %d orders; %d checkouts refused as sold out", fc.UnitsSold, fc.StockBefore, fc.Orders, checkout.Expected)
+}
+
+// TestRoundRobinOverProcesses: with several base URLs every request goes to the next one in
+// turn, setup included, as a round-robin balancer in front of several API processes would.
+func TestRoundRobinOverProcesses(t *testing.T) {
+	api := apiServer(t)
+	var hits [2]atomic.Int64
+	var urls []string
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			api.Config.Handler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	cfg := shopConfig(api, loadgen.ScenarioMix)
+	cfg.BaseURL, cfg.BaseURLs = "", urls
+	s, err := loadgen.Prepare(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := loadgen.Run(context.Background(), loadgen.Schedule{Rate: 400, Duration: time.Second, MaxInFlight: 64}, s.Next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total.Failed+rep.Total.Dropped > 0 {
+		t.Errorf("errors through two front ends of one shop: %+v", rep.Total)
+	}
+	a, b := hits[0].Load(), hits[1].Load()
+	// Product discovery (one request per category) goes to the first; every other request
+	// (setup, the run, a checkout's follow-ups) takes the next URL in turn.
+	if extra := a - b - int64(len(cfg.Categories)); a+b < 400 || extra < 0 || extra > 1 {
+		t.Errorf("requests: %d to the first, %d to the second; want them alternating", a, b)
+	}
 }
