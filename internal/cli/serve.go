@@ -151,11 +151,13 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 
 	// Background work stops before the stores close (deferred above, so it runs last).
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 4)
 	go func() { s.Projector.Run(bg, time.Second); done <- struct{}{} }()
 	go func() { purge(bg, s, o.purgeEvery, o.backend.eventRetention, logger); done <- struct{}{} }()
 	go func() { watchMigrations(bg, s, o.migrationPoll, logger); done <- struct{}{} }()
-	defer func() { stopBG(); <-done; <-done; <-done }()
+	go func() { s.FollowChanges(bg); done <- struct{}{} }()
+	defer func() { stopBG(); <-done; <-done; <-done; <-done }()
+	registerCacheMetrics(reg, s)
 
 	// Seeding runs behind a listening server: /readyz says 503 with its progress until the
 	// data is in, so an orchestrator routes no traffic yet while /healthz says the process lives.
@@ -166,7 +168,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	}
 	api := httpapi.New(httpapi.Deps{
 		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
-		Ready: s.Stores.Ready, Limits: o.limits(),
+		Ready: s.Stores.Ready, Limits: o.limits(), Following: s.CacheFollowing,
 		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
 			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
 		},
@@ -206,6 +208,29 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// registerCacheMetrics exports how far this process's card cache is behind the outbox.
+func registerCacheMetrics(reg prometheus.Registerer, s *shop.Shop) {
+	if s.Tail == nil {
+		return
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "shardmart_card_cache_tail_behind_seconds",
+			Help: "Time since this process's outbox tail last read every change (the card cache's staleness bound in effect)."},
+			func() float64 { return s.Tail.State().Behind.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "shardmart_card_cache_bypassed",
+			Help: "1 while search bypasses the card cache because the tail is too far behind (or failing), else 0."},
+			func() float64 {
+				if s.CacheFollowing() != nil {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "shardmart_card_cache_tail_resets_total",
+			Help: "Times the card cache was emptied because its tail found outbox rows pruned before it read them."},
+			func() float64 { return float64(s.Tail.State().Resets) }),
+	)
 }
 
 // seedInBackground seeds the demo data and clears the seeding state when done. A failure stops

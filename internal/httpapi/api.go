@@ -38,6 +38,10 @@ type Deps struct {
 	// (seeding demo data): /readyz answers 503 with it as the problem's detail, so it must
 	// carry nothing secret. Every route serves meanwhile; reads may see part of the data.
 	Starting func() string
+	// Following, when set and returning an error, says this process's search cache cannot
+	// follow the changes made through other processes (search then reads the store):
+	// /readyz answers 503 saying so.
+	Following func() error
 	// OutboxLag, when set, is exported as the shardmart_outbox_lag_messages gauge
 	// (pass (*outbox.Projector).Lag).
 	OutboxLag func(ctx context.Context) (int64, error)
@@ -320,6 +324,13 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ *caller) error
 				detail = "not answering: " + strings.Join(down.Backends(), ", ")
 			}
 			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready", detail)
+		}
+	}
+	if s.Following != nil {
+		if err := s.Following(); err != nil {
+			s.log.Warn("not ready", "err", err)
+			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready",
+				"the search cache is not following the outbox; search reads the store meanwhile")
 		}
 	}
 	return reply(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -33,6 +33,8 @@ type Message struct {
 type Log interface {
 	ReadOutbox(ctx context.Context, after int64, limit int) ([]Message, error)
 	Checkpoint(ctx context.Context, consumer string) (int64, error)
+	// SaveCheckpoint moves consumer's checkpoint to seq, never backwards: several processes
+	// drain under one consumer name, and a slower drain finishing last must not take it back.
 	SaveCheckpoint(ctx context.Context, consumer string, seq int64) error
 	// LastSeq is the highest seq ever appended; pruning never lowers it.
 	LastSeq(ctx context.Context) (int64, error)

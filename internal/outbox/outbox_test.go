@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,21 +13,33 @@ import (
 // stores' logs are covered by the contract suite).
 type memLog struct {
 	mu   sync.Mutex
+	last int64
 	msgs []Message
 	cp   map[string]int64
+	fail error // returned by ReadOutbox when set
 }
 
 func (l *memLog) commit(topic string) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	seq := int64(len(l.msgs) + 1)
-	l.msgs = append(l.msgs, Message{Seq: seq, Topic: topic})
-	return seq
+	l.last++
+	l.msgs = append(l.msgs, Message{Seq: l.last, Topic: topic})
+	return l.last
+}
+
+// prune deletes the rows at or below through, as Prune would once every consumer passed them.
+func (l *memLog) prune(through int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = slices.DeleteFunc(l.msgs, func(m Message) bool { return m.Seq <= through })
 }
 
 func (l *memLog) ReadOutbox(_ context.Context, after int64, limit int) ([]Message, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.fail != nil {
+		return nil, l.fail
+	}
 	var out []Message
 	for _, m := range l.msgs {
 		if m.Seq > after && len(out) < limit {
@@ -61,7 +74,7 @@ func (l *memLog) DeleteOutbox(context.Context, int64) (int64, error) { return 0,
 func (l *memLog) LastSeq(context.Context) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return int64(len(l.msgs)), nil
+	return l.last, nil
 }
 
 // TestSyncIsReadYourWrites: whoever commits and then calls Sync finds its message applied, even

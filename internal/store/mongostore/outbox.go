@@ -219,9 +219,11 @@ func (o outboxPart) Checkpoint(ctx context.Context, consumer string) (int64, err
 	return c.Seq, nil
 }
 
+// SaveCheckpoint only moves a checkpoint forward ($max): two drains of one consumer may finish
+// out of order (several processes), and the slower must not take it back.
 func (o outboxPart) SaveCheckpoint(ctx context.Context, consumer string, seq int64) error {
 	_, err := o.s.coll(collCheckpoints).UpdateOne(ctx, d(e("_id", o.checkpointID(consumer))),
-		d(e("$set", d(e("seq", seq)))), options.UpdateOne().SetUpsert(true))
+		d(e("$max", d(e("seq", seq)))), options.UpdateOne().SetUpsert(true))
 	if err != nil {
 		return fmt.Errorf("mongo: save checkpoint %s: %w", o.checkpointID(consumer), err)
 	}
