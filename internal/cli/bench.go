@@ -64,7 +64,8 @@ each in turn, as through a round-robin load balancer.
 Without --url it starts its own server in-process on a temporary embedded store with demo data
 (--placement moves families to Cassandra or MongoDB as serve does), with rate limits off.
 Against --url, run the server with its limits off (--limit-login-client 0 --limit-login-account 0
---limit-sessions-client 0 --limit-events-session 0 --limit-events-client 0) and give its
+--limit-sessions-client 0 --limit-events-session 0 --limit-events-client 0
+--limit-register-client 0) and give its
 --admin-token, or the limits' 429s count as errors.
 
 --find-max steps the rate up from --rate by --find-max-factor, then bisects, and reports the

@@ -39,14 +39,14 @@ type serveOptions struct {
 	// demo sizes the demo data seeded into an empty store (tests shrink or gate it).
 	demo demo.Options
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
-	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient float64
+	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient, limitRegisterClient float64
 }
 
 // limits turns the per-minute flags into the API's limits.
 func (o serveOptions) limits() httpapi.Limits {
 	return httpapi.Limits{LoginPerClient: httpapi.PerMinute(o.limitLoginClient), LoginPerAccount: httpapi.PerMinute(o.limitLoginAccount),
 		SessionsPerClient: httpapi.PerMinute(o.limitSessionsClient), EventsPerSession: httpapi.PerMinute(o.limitEventsSession),
-		EventsPerClient: httpapi.PerMinute(o.limitEventsClient)}
+		EventsPerClient: httpapi.PerMinute(o.limitEventsClient), RegisterPerClient: httpapi.PerMinute(o.limitRegisterClient)}
 }
 
 // newCmdServe builds `serve`; runF, if not nil, replaces runServe (tests).
@@ -79,6 +79,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.Float64Var(&o.limitSessionsClient, "limit-sessions-client", d.SessionsPerClient.PerMinute, "new sessions per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitEventsSession, "limit-events-session", d.EventsPerSession.PerMinute, "events posted per minute per session (0: no limit)")
 	f.Float64Var(&o.limitEventsClient, "limit-events-client", d.EventsPerClient.PerMinute, "events posted per minute per client address, over all its sessions (0: no limit)")
+	f.Float64Var(&o.limitRegisterClient, "limit-register-client", d.RegisterPerClient.PerMinute, "registrations per minute per client address, each a bcrypt hash (0: no limit)")
 	fromEnv(f, "addr", "SHARDMART_ADDR")
 	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	fromEnv(f, "log-format", "SHARDMART_LOG_FORMAT")
@@ -168,7 +169,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	}
 	api := httpapi.New(httpapi.Deps{
 		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
-		Ready: s.Stores.Ready, Limits: o.limits(), Following: s.CacheFollowing,
+		Ready: s.Stores.Ready, Limits: o.limits(), SharedLimits: s.Stores.RateLimits, Following: s.CacheFollowing,
 		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
 			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
 		},
@@ -183,7 +184,11 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	logger.Info("serving", "addr", ln.Addr().String(), "placement", cfg.Placement.String())
+	limitsIn := "this process (the embedded store has one process)"
+	if s.Stores.RateLimits != nil {
+		limitsIn = "the " + cfg.Placement[placement.Orders] + " store, shared by every process"
+	}
+	logger.Info("serving", "addr", ln.Addr().String(), "placement", cfg.Placement.String(), "rate_limits_counted_in", limitsIn)
 	serveCtx, stopServing := context.WithCancelCause(ctx)
 	defer stopServing(nil)
 	seedDone := make(chan struct{})

@@ -48,8 +48,11 @@ type Deps struct {
 	// OutboxStats, when set, is exported as shardmart_outbox_rows and
 	// shardmart_outbox_oldest_unconsumed_age_seconds (pass outbox.ReadStats for the consumers).
 	OutboxStats func(ctx context.Context) (outbox.Stats, error)
-	// Limits rate-limit logins, session creation and event posting; zero: none.
+	// Limits rate-limit logins, registrations, session creation and event posting; zero: none.
 	Limits Limits
+	// SharedLimits, when set, counts Limits over every process of the shop (a store they all
+	// use); nil counts them in this process.
+	SharedLimits SharedLimiter
 	// Now is the clock for events and rate limits; nil means time.Now.
 	Now func() time.Time
 }
@@ -147,7 +150,7 @@ func New(d Deps) http.Handler {
 			d.Gatherer = prometheus.DefaultGatherer
 		}
 	}
-	s := &server{Deps: d, log: d.Logger, limits: newLimiters(d.Limits, d.Now)}
+	s := &server{Deps: d, log: d.Logger, limits: newLimiters(d.Limits, d.SharedLimits, d.Now)}
 	s.metrics = newHTTPMetrics(d.Registry)
 	if d.OutboxLag != nil {
 		registerOrReuse(d.Registry, &lagCollector{lag: d.OutboxLag, log: d.Logger})
