@@ -107,6 +107,13 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	if err != nil {
 		return err
 	}
+	if cfg.Placement.Uses(placement.SQLite) {
+		release, err := lockDataDir(o.backend.dataDir)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every repository call, same op names on every backend

@@ -110,6 +110,16 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Uses reports whether some family lives on backend.
+func (c Config) Uses(backend string) bool {
+	for _, b := range c {
+		if b == backend {
+			return true
+		}
+	}
+	return false
+}
+
 // String renders the config as Parse reads it.
 func (c Config) String() string {
 	parts := make([]string, 0, len(c))
