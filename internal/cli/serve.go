@@ -34,6 +34,8 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	purgeEvery      time.Duration
 	migrationPoll   time.Duration
+	// cacheStaleness bounds how far this process's card cache may lag the outbox.
+	cacheStaleness time.Duration
 	// statementMetrics adds the per-backend statement/command detail below the store operations.
 	statementMetrics bool
 	// demo sizes the demo data seeded into an empty store (tests shrink or gate it).
@@ -72,6 +74,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
 	f.DurationVar(&o.purgeEvery, "purge-every", time.Minute, "how often expired sessions and guest carts are deleted")
 	f.DurationVar(&o.migrationPoll, "migration-poll", 2*time.Second, "with --migrations: how often the migration state is read (a phase change reaches this process within it)")
+	f.DurationVar(&o.cacheStaleness, "cache-staleness", shop.DefaultCacheStaleAfter, "how far behind the outbox this process's search cache may fall (its tail slowed or failing) before search reads the store and /readyz answers 503")
 	f.BoolVar(&o.statementMetrics, "statement-metrics", true, "also export each Cassandra statement's and MongoDB command's latency (shardmart_store_statement_duration_seconds)")
 	d := httpapi.DefaultLimits()
 	f.Float64Var(&o.limitLoginClient, "limit-login-client", d.LoginPerClient.PerMinute, "login attempts per minute per client address (0: no limit)")
@@ -114,6 +117,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		}
 		defer release()
 	}
+	cfg.CacheStaleAfter = o.cacheStaleness
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every repository call, same op names on every backend
@@ -166,6 +170,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	go func() { s.FollowChanges(bg); done <- struct{}{} }()
 	defer func() { stopBG(); <-done; <-done; <-done; <-done }()
 	registerCacheMetrics(reg, s)
+	registerLeaseMetrics(reg, s.Projector)
 
 	// Seeding runs behind a listening server: /readyz says 503 with its progress until the
 	// data is in, so an orchestrator routes no traffic yet while /healthz says the process lives.
@@ -242,6 +247,23 @@ func registerCacheMetrics(reg prometheus.Registerer, s *shop.Shop) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "shardmart_card_cache_tail_resets_total",
 			Help: "Times the card cache was emptied because its tail found outbox rows pruned before it read them."},
 			func() float64 { return float64(s.Tail.State().Resets) }),
+	)
+}
+
+// registerLeaseMetrics exports this process's projector's drain leases (a shared outbox is
+// drained by one process at a time; outbox/lease.go).
+func registerLeaseMetrics(reg prometheus.Registerer, p *outbox.Projector) {
+	counter := func(name, help string, v func(outbox.LeaseStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(p.LeaseStats())) })
+	}
+	reg.MustRegister(
+		counter("shardmart_outbox_drain_lease_acquired_total", "Outbox drains this process ran under the shared drain lease.",
+			func(st outbox.LeaseStats) int64 { return st.Acquired }),
+		counter("shardmart_outbox_drain_lease_busy_total", "Drain attempts that found another process holding the lease (its drain did the work).",
+			func(st outbox.LeaseStats) int64 { return st.Busy }),
+		counter("shardmart_outbox_drain_lease_taken_over_total", "Leases this process took from a holder that let it expire (died or stalled mid-drain).",
+			func(st outbox.LeaseStats) int64 { return st.TakenOver }),
 	)
 }
 

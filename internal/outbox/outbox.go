@@ -88,6 +88,9 @@ type Projector struct {
 	syncErr  error  // its error
 	// OnApplied, if set, observes every applied message (metrics, tests).
 	OnApplied func(m Message)
+
+	holder string // this projector as a drain lease holder (lease.go)
+	leases leaseCounters
 }
 
 // NewProjector reads log under the given consumer name.
@@ -96,7 +99,7 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 		logger = slog.Default()
 	}
 	p := &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
-		logger: logger, batch: 256, Workers: 16, wake: make(chan struct{}, 1)}
+		logger: logger, batch: 256, Workers: 16, wake: make(chan struct{}, 1), holder: processHolder()}
 	p.syncCond = sync.NewCond(&p.syncMu)
 	return p
 }
@@ -117,7 +120,7 @@ func (p *Projector) Sync(ctx context.Context) error {
 		p.started++
 		gen := p.started
 		p.syncMu.Unlock()
-		_, err := p.Drain(ctx)
+		_, err := p.drainAll(ctx, true)
 		p.syncMu.Lock()
 		p.draining, p.finished, p.syncErr = false, gen, err
 		p.syncCond.Broadcast()
@@ -133,12 +136,27 @@ func (p *Projector) Handle(topic string, h Handler) { p.handlers[topic] = append
 // applied. It checkpoints after every batch (256 messages), so a crash replays at most one
 // batch per partition. On a handler error it stops, keeping each checkpoint at the last message
 // of its partition before which every message is applied.
-func (p *Projector) Drain(ctx context.Context) (int, error) {
+//
+// On a log several processes share (Leaser) it drains under the consumer's lease; when
+// another process holds it, that process's drain does the work and Drain returns 0 at once.
+func (p *Projector) Drain(ctx context.Context) (int, error) { return p.drainAll(ctx, false) }
+
+// drainAll is Drain; with wait it waits for the lease instead of leaving the work to its
+// holder: Sync must know its own commit is applied.
+func (p *Projector) drainAll(ctx context.Context, wait bool) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var ls *lease
+	if l, ok := p.log.(Leaser); ok {
+		var err error
+		if ls, err = p.acquireLease(ctx, l, wait); err != nil || ls == nil {
+			return 0, err
+		}
+		defer ls.release()
+	}
 	total := 0
 	for _, part := range Parts(p.log) {
-		n, err := p.drain(ctx, part)
+		n, err := p.drain(ctx, part, ls)
 		total += n
 		if err != nil {
 			return total, err
@@ -151,7 +169,7 @@ func (p *Projector) Drain(ctx context.Context) (int, error) {
 // aggregates, so a batch's keys are applied concurrently (up to Workers at once): a read model
 // in another store (Cassandra's catalog) then costs a round trip per Workers messages, not per
 // message.
-func (p *Projector) drain(ctx context.Context, log Log) (int, error) {
+func (p *Projector) drain(ctx context.Context, log Log, ls *lease) (int, error) {
 	after, err := log.Checkpoint(ctx, p.consumer)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: read checkpoint: %w", err)
@@ -165,7 +183,18 @@ func (p *Projector) drain(ctx context.Context, log Log) (int, error) {
 		if len(msgs) == 0 {
 			return applied, nil
 		}
-		done, err := p.applyBatch(ctx, msgs)
+		bctx := ctx
+		if ls != nil {
+			// Handlers run only while the lease surely holds: past it, another process may
+			// be applying the same messages.
+			if time.Until(ls.until) < LeaseTTL/2 {
+				if err := ls.renew(ctx); err != nil {
+					return applied, err
+				}
+			}
+			bctx = ls.ctx
+		}
+		done, err := p.applyBatch(bctx, msgs)
 		if done > 0 {
 			after = msgs[done-1].Seq
 			applied += done

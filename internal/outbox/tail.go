@@ -2,7 +2,9 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -42,7 +44,8 @@ func NewTail(log Log, ceiling string) *Tail {
 	return &Tail{log: log, ceiling: ceiling, handlers: map[string][]Handler{}, now: time.Now}
 }
 
-// Handle registers h for topic; register everything before Poll or Run.
+// Handle registers h for topic; register everything before Poll or Run. Handlers of different
+// partitions run concurrently.
 func (t *Tail) Handle(topic string, h Handler) { t.handlers[topic] = append(t.handlers[topic], h) }
 
 // Poll reads every partition from the tail's position to its end (or the ceiling) and applies
@@ -71,14 +74,24 @@ func (t *Tail) poll(ctx context.Context) error {
 		t.parts, t.pos = parts, pos
 		return nil
 	}
+	// Partitions are read at once: a poll then costs one round trip, not one per partition
+	// (16 on MongoDB), and each goroutine owns its partition's position.
+	gaps := make([]bool, len(t.parts))
+	errs := make([]error, len(t.parts))
+	var wg sync.WaitGroup
 	for i, part := range t.parts {
-		gap, err := t.follow(ctx, part, i)
-		if err != nil {
-			return err
-		}
-		if gap {
-			return t.restart(ctx)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gaps[i], errs[i] = t.follow(ctx, part, i)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if slices.Contains(gaps, true) {
+		return t.restart(ctx)
 	}
 	return nil
 }

@@ -127,13 +127,15 @@ func TestStaleCacheIsBypassed(t *testing.T) {
 	}
 }
 
-// TestConcurrentDrainsAreHarmless: three shops on one store (three processes) drain the outbox
-// under the one shared consumer name at once, and prune it, while orders are placed through
-// them. The shared checkpoint never moves backwards; whichever process drained, the process
+// TestUnleasedConcurrentDrains: three shops on one embedded store drain the outbox under the
+// one shared consumer name at once (nothing leases the embedded outbox: serve lets one process
+// open it; MongoDB's leased drains are mongostore's TestProjectorsShareTheDrainLease), and
+// prune it, while orders are placed through them. The shared checkpoint never moves backwards
+// (it did before SaveCheckpoint became conditional); whichever process drained, the process
 // that placed an order finds its follow-ups applied when PlaceFromCart returns (Sync), and so
-// does a third; every follow-up holds once (one history entry per order); and in the end the
-// outbox drains and prunes to nothing.
-func TestConcurrentDrainsAreHarmless(t *testing.T) {
+// does a third; one history entry per order; and in the end the outbox drains and prunes to
+// nothing.
+func TestUnleasedConcurrentDrains(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shop.db")
 	shops := []*shop.Shop{openShop(t, path, 0), openShop(t, path, 0), openShop(t, path, 0)}

@@ -25,6 +25,7 @@ const (
 	// MigrateLiveTestAddr: internal/cli's migrations of a live shop, 1 node (.81) and 3 nodes (.82-.84).
 	MigrateLiveTestAddr  = "127.0.0.81"
 	MigrateLive3TestAddr = "127.0.0.82"
+	ScaleOutTestAddr     = "127.0.0.111" // internal/scaleout: three serve processes on a hybrid placement, 1 node
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns

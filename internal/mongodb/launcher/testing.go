@@ -29,6 +29,7 @@ const (
 	MonitorPageTestPort    = 27800 // internal/monitor's page and browser tests (config server and 2 shards); not 277xx: hand-started sets use 27720
 	MigrateTestPort        = 27900 // internal/migrate's MongoDB source tests, 1 member
 	MigrateLiveTestPort    = 27910 // internal/cli's migration of a live MongoDB shop, 1 member
+	ScaleOutTestPort       = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
