@@ -169,17 +169,16 @@ func TestRoundRobinOverProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := loadgen.Run(context.Background(), loadgen.Schedule{Rate: 400, Duration: time.Second, MaxInFlight: 64}, s.Next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Total.Failed+rep.Total.Dropped > 0 {
-		t.Errorf("errors through two front ends of one shop: %+v", rep.Total)
+	for i := range 300 { // one at a time: the test is about where requests go, not how fast
+		op := s.Next(i)
+		if outcome, why := op.Do(context.Background()); outcome == loadgen.Failed {
+			t.Fatalf("%s through two front ends of one shop: %s", op.Kind, why)
+		}
 	}
 	a, b := hits[0].Load(), hits[1].Load()
 	// Product discovery (one request per category) goes to the first; every other request
 	// (setup, the run, a checkout's follow-ups) takes the next URL in turn.
-	if extra := a - b - int64(len(cfg.Categories)); a+b < 400 || extra < 0 || extra > 1 {
+	if extra := a - b - int64(len(cfg.Categories)); a+b < 300 || extra < 0 || extra > 1 {
 		t.Errorf("requests: %d to the first, %d to the second; want them alternating", a, b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -59,13 +60,13 @@ func processHolder() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// lease is a held drain lease.
+// lease is a held drain lease; the partitions' drains share it.
 type lease struct {
-	l      Leaser
-	p      *Projector
-	until  time.Time
-	ctx    context.Context
-	cancel context.CancelFunc
+	l Leaser
+	p *Projector
+
+	mu    sync.Mutex
+	until time.Time
 }
 
 // acquireLease takes the lease; with wait it retries until it has it (Sync must drain
@@ -83,9 +84,7 @@ func (p *Projector) acquireLease(ctx context.Context, l Leaser, wait bool) (*lea
 				p.leases.takenOver.Add(1)
 				p.logger.Warn("took over the outbox drain lease of a holder that let it expire", "consumer", p.consumer, "holder", p.holder)
 			}
-			ls := &lease{l: l, p: p, until: until}
-			ls.ctx, ls.cancel = context.WithDeadline(ctx, until.Add(-leaseMargin))
-			return ls, nil
+			return &lease{l: l, p: p, until: until}, nil
 		}
 		p.leases.busy.Add(1)
 		if !wait {
@@ -99,24 +98,26 @@ func (p *Projector) acquireLease(ctx context.Context, l Leaser, wait bool) (*lea
 	}
 }
 
-// renew extends the lease before the next batch; the batch's context ends before the lease.
-func (ls *lease) renew(ctx context.Context) error {
-	until := time.Now().Add(LeaseTTL)
-	ok, _, err := ls.l.AcquireLease(ctx, ls.p.consumer, ls.p.holder, until)
-	if err == nil && !ok {
-		err = fmt.Errorf("lost the lease (expired while draining)")
+// batchDeadline is when the next batch must be done: a margin before the lease ends, the
+// lease renewed first once half of it is gone.
+func (ls *lease) batchDeadline(ctx context.Context) (time.Time, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if time.Until(ls.until) < LeaseTTL/2 {
+		until := time.Now().Add(LeaseTTL)
+		ok, _, err := ls.l.AcquireLease(ctx, ls.p.consumer, ls.p.holder, until)
+		if err == nil && !ok {
+			err = fmt.Errorf("lost the lease (expired while draining)")
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("outbox: renew drain lease: %w", err)
+		}
+		ls.until = until
 	}
-	if err != nil {
-		return fmt.Errorf("outbox: renew drain lease: %w", err)
-	}
-	ls.cancel()
-	ls.until = until
-	ls.ctx, ls.cancel = context.WithDeadline(ctx, until.Add(-leaseMargin))
-	return nil
+	return ls.until.Add(-leaseMargin), nil
 }
 
 func (ls *lease) release() {
-	ls.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := ls.l.ReleaseLease(ctx, ls.p.consumer, ls.p.holder); err != nil {

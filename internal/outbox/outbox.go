@@ -72,8 +72,8 @@ type Projector struct {
 	handlers map[string][]Handler
 	logger   *slog.Logger
 	batch    int
-	// Workers is how many keys of a batch are applied at once (default 16); 1 applies one
-	// message at a time.
+	// Workers is how many keys of a batch are applied at once (default 16), partitions being
+	// drained at once too; 1 applies one message at a time.
 	Workers int
 
 	mu   sync.Mutex // one Drain at a time keeps messages in order
@@ -91,6 +91,7 @@ type Projector struct {
 
 	holder string // this projector as a drain lease holder (lease.go)
 	leases leaseCounters
+	obsMu  sync.Mutex // serialises OnApplied
 }
 
 // NewProjector reads log under the given consumer name.
@@ -148,21 +149,50 @@ func (p *Projector) drainAll(ctx context.Context, wait bool) (int, error) {
 	defer p.mu.Unlock()
 	var ls *lease
 	if l, ok := p.log.(Leaser); ok {
+		if !wait {
+			// A background drain takes the lease only when there is work: an idle one would
+			// hold up every other process's Sync for nothing.
+			if lag, err := p.Lag(ctx); err != nil || lag == 0 {
+				return 0, err
+			}
+		}
 		var err error
 		if ls, err = p.acquireLease(ctx, l, wait); err != nil || ls == nil {
 			return 0, err
 		}
 		defer ls.release()
 	}
-	total := 0
-	for _, part := range Parts(p.log) {
-		n, err := p.drain(ctx, part, ls)
-		total += n
-		if err != nil {
-			return total, err
+	parts := Parts(p.log)
+	if len(parts) == 1 || p.Workers <= 1 {
+		total := 0
+		for _, part := range parts {
+			n, err := p.drain(ctx, part, ls)
+			total += n
+			if err != nil {
+				return total, err
+			}
 		}
+		return total, nil
 	}
-	return total, nil
+	// Partitions hold different keys: they are drained at once (as a batch's keys are, with
+	// Workers > 1), so a drain (and the lease it holds) lasts a few round trips, not a few per
+	// partition.
+	counts := make([]int, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counts[i], errs[i] = p.drain(ctx, part, ls)
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return total, errors.Join(errs...)
 }
 
 // drain applies one partition's messages, one key's in order. Different keys project different
@@ -183,18 +213,18 @@ func (p *Projector) drain(ctx context.Context, log Log, ls *lease) (int, error) 
 		if len(msgs) == 0 {
 			return applied, nil
 		}
-		bctx := ctx
+		bctx, cancel := ctx, context.CancelFunc(func() {})
 		if ls != nil {
 			// Handlers run only while the lease surely holds: past it, another process may
 			// be applying the same messages.
-			if time.Until(ls.until) < LeaseTTL/2 {
-				if err := ls.renew(ctx); err != nil {
-					return applied, err
-				}
+			dl, err := ls.batchDeadline(ctx)
+			if err != nil {
+				return applied, err
 			}
-			bctx = ls.ctx
+			bctx, cancel = context.WithDeadline(ctx, dl)
 		}
 		done, err := p.applyBatch(bctx, msgs)
+		cancel()
 		if done > 0 {
 			after = msgs[done-1].Seq
 			applied += done
@@ -259,9 +289,9 @@ func (p *Projector) applyBatch(ctx context.Context, msgs []Message) (int, error)
 				}
 				ok[i] = true
 				if p.OnApplied != nil {
-					obsMu.Lock()
+					p.obsMu.Lock() // partitions are drained at once: one observer call at a time
 					p.OnApplied(m)
-					obsMu.Unlock()
+					p.obsMu.Unlock()
 				}
 			}
 		}()
