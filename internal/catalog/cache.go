@@ -333,6 +333,17 @@ func (c *CardCache) forgetLocked(s *cardSet) bool {
 	return true
 }
 
+// Reset drops every cached category, for when the cache may have missed changes (its outbox
+// tail found rows pruned before it read them): the next search of each loads it afresh. A
+// load running meanwhile is not published (publishLocked finds its set gone).
+func (c *CardCache) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.lru.Len() > 0 {
+		c.dropLocked(c.lru.Back().Value.(*cardSet))
+	}
+}
+
 // CacheStats is what the cache holds now (tests, metrics).
 type CacheStats struct {
 	Categories int

@@ -20,7 +20,9 @@ import (
 
 // benchOptions are `bench`'s settings.
 type benchOptions struct {
-	url, adminToken, scenario, categories, zone string
+	// urls are the API processes requests are spread over, round robin (none: in-process).
+	urls                                   []string
+	adminToken, scenario, categories, zone string
 	// The in-process server's backends (without --url).
 	placement, cassandraHosts, cassandraKeyspace, mongoURI, mongoDB string
 
@@ -56,10 +58,14 @@ Scenarios: "mix" is browse and search 60 %, product page 15 %, cart 15 %, checko
 after a few new products with little stock (409 insufficient-stock is an expected answer; the
 stock is checked through the API at the end: oversold must be false).
 
+--url may name several processes of one shop (comma-separated or repeated): requests go to
+each in turn, as through a round-robin load balancer.
+
 Without --url it starts its own server in-process on a temporary embedded store with demo data
 (--placement moves families to Cassandra or MongoDB as serve does), with rate limits off.
 Against --url, run the server with its limits off (--limit-login-client 0 --limit-login-account 0
---limit-sessions-client 0 --limit-events-session 0 --limit-events-client 0) and give its
+--limit-sessions-client 0 --limit-events-session 0 --limit-events-client 0
+--limit-register-client 0) and give its
 --admin-token, or the limits' 429s count as errors.
 
 --find-max steps the rate up from --rate by --find-max-factor, then bisects, and reports the
@@ -79,7 +85,7 @@ highest rate whose total p99 stays under --find-max-p99 with errors under --find
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.url, "url", "", "base URL of a running API (default: start one in-process with demo data)")
+	f.StringSliceVar(&o.urls, "url", nil, "base URL of a running API; several (comma-separated or repeated) are one shop's processes, sent requests in turn like a round-robin balancer (default: start one in-process with demo data)")
 	f.StringVar(&o.adminToken, "admin-token", "", "admin token of --url's server: tops up stock, creates the flash sale's products")
 	f.StringVar(&o.scenario, "scenario", loadgen.ScenarioMix, "mix or flash-sale")
 	f.StringVar(&o.categories, "categories", "electronics,books,clothing,home,toys,sports,beauty,grocery,garden,automotive", "categories browsed and bought from, most popular first")
@@ -121,22 +127,27 @@ type benchJSON struct {
 
 func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 	log := stdio.Err
-	base, admin := strings.TrimRight(o.url, "/"), o.adminToken
-	target := base
-	if base == "" {
+	var bases []string
+	for _, u := range o.urls {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			bases = append(bases, u)
+		}
+	}
+	admin, target := o.adminToken, strings.Join(bases, ", ")
+	if len(bases) == 0 {
 		fmt.Fprintf(log, "starting a server in-process (temporary embedded store, placement %q, demo data)...\n", o.placement)
 		addr, stop, err := startBenchServer(ctx, o)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		base, admin = "http://"+addr, benchAdminToken
+		bases, admin = []string{"http://" + addr}, benchAdminToken
 		target = "in-process, placement " + orDefault(o.placement, "embedded default")
 		fmt.Fprintf(log, "server on %s\n", addr)
 	}
 	client := &http.Client{Timeout: o.timeout, Transport: &http.Transport{MaxIdleConns: o.maxInFlight,
 		MaxIdleConnsPerHost: o.maxInFlight, IdleConnTimeout: time.Minute}}
-	shop, err := loadgen.Prepare(ctx, loadgen.Config{BaseURL: base, Client: client, AdminToken: admin, Scenario: o.scenario,
+	shop, err := loadgen.Prepare(ctx, loadgen.Config{BaseURLs: bases, Client: client, AdminToken: admin, Scenario: o.scenario,
 		Users: o.users, Seed: o.seed, ZipfS: o.zipf, Categories: strings.Split(o.categories, ","), Zone: o.zone,
 		FlashProducts: o.flashProducts, FlashStock: o.flashStock, Log: log})
 	if err != nil {
@@ -237,10 +248,57 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), err
 	stop := func() { cancel(); <-errc; os.RemoveAll(dir) }
 	select {
 	case addr := <-ready:
+		// serve listens before it has seeded the empty store: the workload needs the data in.
+		if exited, err := waitReady(ctx, "http://"+addr, errc); err != nil {
+			if exited {
+				cancel()
+				os.RemoveAll(dir)
+			} else {
+				stop()
+			}
+			return "", nil, fmt.Errorf("start bench server: %w", err)
+		}
 		return addr, stop, nil
 	case err := <-errc:
 		cancel()
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("start bench server: %w", err)
+	}
+}
+
+// benchReadyTimeout bounds the wait for the in-process server's seeding (under a second
+// embedded, seconds on MongoDB or Cassandra).
+const benchReadyTimeout = 5 * time.Minute
+
+// waitReady polls base's /readyz until it answers 200, the server exits (errc; exited is then
+// true) or the timeout.
+func waitReady(ctx context.Context, base string, errc <-chan error) (exited bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, benchReadyTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	last := "no answer yet"
+	for {
+		req, err := http.NewRequestWithContext(ctx, "GET", base+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		if resp, err := http.DefaultClient.Do(req); err != nil {
+			last = err.Error()
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return false, nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		}
+		select {
+		case err := <-errc:
+			return true, fmt.Errorf("server stopped before it was ready: %v", err)
+		case <-ctx.Done():
+			return false, fmt.Errorf("not ready after %s: /readyz %s", benchReadyTimeout, last)
+		case <-tick.C:
+		}
 	}
 }

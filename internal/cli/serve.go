@@ -34,19 +34,21 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	purgeEvery      time.Duration
 	migrationPoll   time.Duration
+	// cacheStaleness bounds how far this process's card cache may lag the outbox.
+	cacheStaleness time.Duration
 	// statementMetrics adds the per-backend statement/command detail below the store operations.
 	statementMetrics bool
 	// demo sizes the demo data seeded into an empty store (tests shrink or gate it).
 	demo demo.Options
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
-	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient float64
+	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient, limitRegisterClient float64
 }
 
 // limits turns the per-minute flags into the API's limits.
 func (o serveOptions) limits() httpapi.Limits {
 	return httpapi.Limits{LoginPerClient: httpapi.PerMinute(o.limitLoginClient), LoginPerAccount: httpapi.PerMinute(o.limitLoginAccount),
 		SessionsPerClient: httpapi.PerMinute(o.limitSessionsClient), EventsPerSession: httpapi.PerMinute(o.limitEventsSession),
-		EventsPerClient: httpapi.PerMinute(o.limitEventsClient)}
+		EventsPerClient: httpapi.PerMinute(o.limitEventsClient), RegisterPerClient: httpapi.PerMinute(o.limitRegisterClient)}
 }
 
 // newCmdServe builds `serve`; runF, if not nil, replaces runServe (tests).
@@ -72,6 +74,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
 	f.DurationVar(&o.purgeEvery, "purge-every", time.Minute, "how often expired sessions and guest carts are deleted")
 	f.DurationVar(&o.migrationPoll, "migration-poll", 2*time.Second, "with --migrations: how often the migration state is read (a phase change reaches this process within it)")
+	f.DurationVar(&o.cacheStaleness, "cache-staleness", shop.DefaultCacheStaleAfter, "how far behind the outbox this process's search cache may fall (its tail slowed or failing) before search reads the store and /readyz answers 503")
 	f.BoolVar(&o.statementMetrics, "statement-metrics", true, "also export each Cassandra statement's and MongoDB command's latency (shardmart_store_statement_duration_seconds)")
 	d := httpapi.DefaultLimits()
 	f.Float64Var(&o.limitLoginClient, "limit-login-client", d.LoginPerClient.PerMinute, "login attempts per minute per client address (0: no limit)")
@@ -79,6 +82,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.Float64Var(&o.limitSessionsClient, "limit-sessions-client", d.SessionsPerClient.PerMinute, "new sessions per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitEventsSession, "limit-events-session", d.EventsPerSession.PerMinute, "events posted per minute per session (0: no limit)")
 	f.Float64Var(&o.limitEventsClient, "limit-events-client", d.EventsPerClient.PerMinute, "events posted per minute per client address, over all its sessions (0: no limit)")
+	f.Float64Var(&o.limitRegisterClient, "limit-register-client", d.RegisterPerClient.PerMinute, "registrations per minute per client address, each a bcrypt hash (0: no limit)")
 	fromEnv(f, "addr", "SHARDMART_ADDR")
 	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	fromEnv(f, "log-format", "SHARDMART_LOG_FORMAT")
@@ -106,6 +110,14 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	if err != nil {
 		return err
 	}
+	if cfg.Placement.Uses(placement.SQLite) {
+		release, err := lockDataDir(o.backend.dataDir)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	cfg.CacheStaleAfter = o.cacheStaleness
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every repository call, same op names on every backend
@@ -152,11 +164,14 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 
 	// Background work stops before the stores close (deferred above, so it runs last).
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 4)
 	go func() { s.Projector.Run(bg, time.Second); done <- struct{}{} }()
 	go func() { purge(bg, s, o.purgeEvery, o.backend.eventRetention, logger); done <- struct{}{} }()
 	go func() { watchMigrations(bg, s, o.migrationPoll, logger); done <- struct{}{} }()
-	defer func() { stopBG(); <-done; <-done; <-done }()
+	go func() { s.FollowChanges(bg); done <- struct{}{} }()
+	defer func() { stopBG(); <-done; <-done; <-done; <-done }()
+	registerCacheMetrics(reg, s)
+	registerLeaseMetrics(reg, s.Projector)
 
 	// Seeding runs behind a listening server: /readyz says 503 with its progress until the
 	// data is in, so an orchestrator routes no traffic yet while /healthz says the process lives.
@@ -167,7 +182,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	}
 	api := httpapi.New(httpapi.Deps{
 		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
-		Ready: s.Stores.Ready, Limits: o.limits(),
+		Ready: s.Stores.Ready, Limits: o.limits(), SharedLimits: s.Stores.RateLimits, Following: s.CacheFollowing,
 		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
 			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
 		},
@@ -182,7 +197,11 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	logger.Info("serving", "addr", ln.Addr().String(), "placement", cfg.Placement.String())
+	limitsIn := "this process (the embedded store has one process)"
+	if s.Stores.RateLimits != nil {
+		limitsIn = "the " + cfg.Placement[placement.Orders] + " store, shared by every process"
+	}
+	logger.Info("serving", "addr", ln.Addr().String(), "placement", cfg.Placement.String(), "rate_limits_counted_in", limitsIn)
 	serveCtx, stopServing := context.WithCancelCause(ctx)
 	defer stopServing(nil)
 	seedDone := make(chan struct{})
@@ -207,6 +226,46 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// registerCacheMetrics exports how far this process's card cache is behind the outbox.
+func registerCacheMetrics(reg prometheus.Registerer, s *shop.Shop) {
+	if s.Tail == nil {
+		return
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "shardmart_card_cache_tail_behind_seconds",
+			Help: "Time since this process's outbox tail last read every change (the card cache's staleness bound in effect)."},
+			func() float64 { return s.Tail.State().Behind.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "shardmart_card_cache_bypassed",
+			Help: "1 while search bypasses the card cache because the tail is too far behind (or failing), else 0."},
+			func() float64 {
+				if s.CacheFollowing() != nil {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "shardmart_card_cache_tail_resets_total",
+			Help: "Times the card cache was emptied because its tail found outbox rows pruned before it read them."},
+			func() float64 { return float64(s.Tail.State().Resets) }),
+	)
+}
+
+// registerLeaseMetrics exports this process's projector's drain leases (a shared outbox is
+// drained by one process at a time; outbox/lease.go).
+func registerLeaseMetrics(reg prometheus.Registerer, p *outbox.Projector) {
+	counter := func(name, help string, v func(outbox.LeaseStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(p.LeaseStats())) })
+	}
+	reg.MustRegister(
+		counter("shardmart_outbox_drain_lease_acquired_total", "Outbox drains this process ran under the shared drain lease.",
+			func(st outbox.LeaseStats) int64 { return st.Acquired }),
+		counter("shardmart_outbox_drain_lease_busy_total", "Drain attempts that found another process holding the lease (its drain did the work).",
+			func(st outbox.LeaseStats) int64 { return st.Busy }),
+		counter("shardmart_outbox_drain_lease_taken_over_total", "Leases this process took from a holder that let it expire (died or stalled mid-drain).",
+			func(st outbox.LeaseStats) int64 { return st.TakenOver }),
+	)
 }
 
 // seedInBackground seeds the demo data and clears the seeding state when done. A failure stops

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -205,4 +206,49 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestSecondServeOnOneDataDirIsRefused: the embedded store takes one serve process; a second
+// on the same data directory stops at start naming the directory and the holder's pid, and
+// the directory is free again once the first has stopped.
+func TestSecondServeOnOneDataDirIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	start := func() (chan error, chan string, context.CancelFunc) {
+		var o serveOptions
+		o.backend.register(&cobra.Command{})
+		o.backend.dataDir = dir
+		o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", false, "text", "lock-test-admin-token-0123456789ab"
+		o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
+		ctx, cancel := context.WithCancel(context.Background())
+		ready, errc := make(chan string, 1), make(chan error, 1)
+		go func() { errc <- runServe(ctx, IO{Out: io.Discard, Err: io.Discard}, o, ready) }()
+		return errc, ready, cancel
+	}
+	errc, ready, stop := start()
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("first serve: %v", err)
+	}
+	errc2, _, stop2 := start()
+	defer stop2()
+	select {
+	case err := <-errc2:
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), fmt.Sprintf("process %d", os.Getpid())) {
+			t.Errorf("second serve on %s: %v; want a refusal naming the directory and process %d", dir, err, os.Getpid())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second serve on one data directory started")
+	}
+	stop()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	errc3, ready3, stop3 := start()
+	defer stop3()
+	select {
+	case <-ready3:
+	case err := <-errc3:
+		t.Fatalf("serve after the first stopped: %v", err)
+	}
 }

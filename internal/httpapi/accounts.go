@@ -40,6 +40,9 @@ type userResponse struct {
 
 // register creates an account; it does not log the session in.
 func (s *server) register(w http.ResponseWriter, r *http.Request, _ *caller, in *credentials) error {
+	if err := s.limitRegister(r); err != nil {
+		return err
+	}
 	u, err := s.Accounts.Register(r.Context(), in.Email, in.Password)
 	if err != nil {
 		return err

@@ -38,14 +38,21 @@ type Deps struct {
 	// (seeding demo data): /readyz answers 503 with it as the problem's detail, so it must
 	// carry nothing secret. Every route serves meanwhile; reads may see part of the data.
 	Starting func() string
+	// Following, when set and returning an error, says this process's search cache cannot
+	// follow the changes made through other processes (search then reads the store):
+	// /readyz answers 503 saying so.
+	Following func() error
 	// OutboxLag, when set, is exported as the shardmart_outbox_lag_messages gauge
 	// (pass (*outbox.Projector).Lag).
 	OutboxLag func(ctx context.Context) (int64, error)
 	// OutboxStats, when set, is exported as shardmart_outbox_rows and
 	// shardmart_outbox_oldest_unconsumed_age_seconds (pass outbox.ReadStats for the consumers).
 	OutboxStats func(ctx context.Context) (outbox.Stats, error)
-	// Limits rate-limit logins, session creation and event posting; zero: none.
+	// Limits rate-limit logins, registrations, session creation and event posting; zero: none.
 	Limits Limits
+	// SharedLimits, when set, counts Limits over every process of the shop (a store they all
+	// use); nil counts them in this process.
+	SharedLimits SharedLimiter
 	// Now is the clock for events and rate limits; nil means time.Now.
 	Now func() time.Time
 	// RequestTimeout is each request's deadline: the store call of a request caught on a
@@ -155,7 +162,7 @@ func New(d Deps) http.Handler {
 			d.Gatherer = prometheus.DefaultGatherer
 		}
 	}
-	s := &server{Deps: d, log: d.Logger, limits: newLimiters(d.Limits, d.Now)}
+	s := &server{Deps: d, log: d.Logger, limits: newLimiters(d.Limits, d.SharedLimits, d.Now)}
 	s.metrics = newHTTPMetrics(d.Registry)
 	if d.OutboxLag != nil {
 		registerOrReuse(d.Registry, &lagCollector{lag: d.OutboxLag, log: d.Logger})
@@ -337,6 +344,13 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ *caller) error
 				detail = "not answering: " + strings.Join(down.Backends(), ", ")
 			}
 			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready", detail)
+		}
+	}
+	if s.Following != nil {
+		if err := s.Following(); err != nil {
+			s.log.Warn("not ready", "err", err)
+			return problem(http.StatusServiceUnavailable, "not-ready", "Not ready",
+				"the search cache is not following the outbox; search reads the store meanwhile")
 		}
 	}
 	return reply(w, http.StatusOK, map[string]string{"status": "ready"})

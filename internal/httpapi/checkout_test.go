@@ -96,7 +96,7 @@ func TestLogoutRevokesTheToken(t *testing.T) {
 	}
 }
 
-// SES-1 EVT-1: logins, new sessions and events are rate-limited: past the burst a 429 problem
+// SES-1 EVT-1: logins, registrations, new sessions and events are rate-limited: past the burst a 429 problem
 // with Retry-After, and the client is served again once that time has passed.
 func TestRateLimits(t *testing.T) {
 	var mu sync.Mutex
@@ -106,7 +106,8 @@ func TestRateLimits(t *testing.T) {
 	e := newEnvWith(t, func(d *Deps) {
 		d.Now = clock
 		d.Limits = Limits{LoginPerClient: PerMinute(6), LoginPerAccount: PerMinute(4),
-			SessionsPerClient: PerMinute(10), EventsPerSession: PerMinute(4), EventsPerClient: PerMinute(12)}
+			SessionsPerClient: PerMinute(10), EventsPerSession: PerMinute(4), EventsPerClient: PerMinute(12),
+			RegisterPerClient: PerMinute(4)}
 	})
 	limited := func(what string, q req) {
 		t.Helper()
@@ -125,6 +126,14 @@ func TestRateLimits(t *testing.T) {
 		tokens[i] = e.guest(t)
 	}
 	limited("session creation", req{method: "POST", path: "/v1/sessions"})
+
+	// Registrations cost a bcrypt hash each: a burst of 2 per client.
+	for i := range 2 {
+		e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/users", token: tokens[0],
+			body: map[string]string{"email": fmt.Sprintf("new-%d@example.com", i), "password": "password123"}})
+	}
+	limited("registrations", req{method: "POST", path: "/v1/users", token: tokens[1],
+		body: map[string]string{"email": "new-2@example.com", "password": "password123"}})
 
 	for i := 0; i < 2; i++ { // a burst of 2 events per session
 		e.must(t, http.StatusCreated, req{method: "POST", path: "/v1/events", token: tokens[0], body: map[string]string{"type": "view"}})

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -89,7 +90,10 @@ func (p Picker) Pick(rng *rand.Rand) string {
 // Config of the shop workload.
 type Config struct {
 	BaseURL string
-	Client  *http.Client
+	// BaseURLs, when it has more than one, are several API processes of one shop: requests
+	// go to them in turn, as a round-robin load balancer would send them (BaseURL is ignored).
+	BaseURLs []string
+	Client   *http.Client
 	// AdminToken lets the workload top up the stock of the products it buys most (mix) and
 	// create the flash-sale products; without it the mix runs on the stock there is.
 	AdminToken string
@@ -135,6 +139,8 @@ type Shop struct {
 	zProduct *rand.Zipf
 	zCat     *rand.Zipf
 
+	next atomic.Uint64 // round-robin position over the base URLs
+
 	flash       []string
 	flashBefore int64
 	mu          sync.Mutex
@@ -163,6 +169,9 @@ func Prepare(ctx context.Context, cfg Config) (*Shop, error) {
 	if cfg.PerCategory < 1 || cfg.PerCategory > 100 {
 		cfg.PerCategory = 100
 	}
+	if len(cfg.BaseURLs) == 0 {
+		cfg.BaseURLs = []string{cfg.BaseURL}
+	}
 	s := &Shop{cfg: cfg, runID: fmt.Sprintf("%x", time.Now().UnixNano()), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5e1f))}
 	switch cfg.Scenario {
 	case ScenarioMix, "":
@@ -170,7 +179,7 @@ func Prepare(ctx context.Context, cfg Config) (*Shop, error) {
 		if cfg.Mix != nil {
 			s.picker = NewPicker(cfg.Mix)
 		}
-		ids, err := DiscoverProducts(ctx, cfg.Client, cfg.BaseURL, cfg.Categories, cfg.PerCategory)
+		ids, err := DiscoverProducts(ctx, cfg.Client, cfg.BaseURLs[0], cfg.Categories, cfg.PerCategory)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +302,7 @@ func (s *Shop) call(ctx context.Context, method, path, token string, body any, h
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, s.cfg.BaseURL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, s.base()+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -313,6 +322,12 @@ func (s *Shop) call(ctx context.Context, method, path, token string, body any, h
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, out, err
+}
+
+// base is the API process the next request goes to: each in turn.
+func (s *Shop) base() string {
+	urls := s.cfg.BaseURLs
+	return urls[(s.next.Add(1)-1)%uint64(len(urls))]
 }
 
 func describe(what string, status int, body []byte, err error) string {

@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +147,38 @@ func TestFlashSaleNeverOversells(t *testing.T) {
 		t.Errorf("sold out but no expected 409s: %+v", checkout)
 	}
 	t.Logf("sold %d of %d units in %d orders; %d checkouts refused as sold out", fc.UnitsSold, fc.StockBefore, fc.Orders, checkout.Expected)
+}
+
+// TestRoundRobinOverProcesses: with several base URLs every request goes to the next one in
+// turn, setup included, as a round-robin balancer in front of several API processes would.
+func TestRoundRobinOverProcesses(t *testing.T) {
+	api := apiServer(t)
+	var hits [2]atomic.Int64
+	var urls []string
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			api.Config.Handler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	cfg := shopConfig(api, loadgen.ScenarioMix)
+	cfg.BaseURL, cfg.BaseURLs = "", urls
+	s, err := loadgen.Prepare(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 { // one at a time: the test is about where requests go, not how fast
+		op := s.Next(i)
+		if outcome, why := op.Do(context.Background()); outcome == loadgen.Failed {
+			t.Fatalf("%s through two front ends of one shop: %s", op.Kind, why)
+		}
+	}
+	a, b := hits[0].Load(), hits[1].Load()
+	// Product discovery (one request per category) goes to the first; every other request
+	// (setup, the run, a checkout's follow-ups) takes the next URL in turn.
+	if extra := a - b - int64(len(cfg.Categories)); a+b < 300 || extra < 0 || extra > 1 {
+		t.Errorf("requests: %d to the first, %d to the second; want them alternating", a, b)
+	}
 }

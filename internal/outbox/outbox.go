@@ -33,6 +33,8 @@ type Message struct {
 type Log interface {
 	ReadOutbox(ctx context.Context, after int64, limit int) ([]Message, error)
 	Checkpoint(ctx context.Context, consumer string) (int64, error)
+	// SaveCheckpoint moves consumer's checkpoint to seq, never backwards: several processes
+	// drain under one consumer name, and a slower drain finishing last must not take it back.
 	SaveCheckpoint(ctx context.Context, consumer string, seq int64) error
 	// LastSeq is the highest seq ever appended; pruning never lowers it.
 	LastSeq(ctx context.Context) (int64, error)
@@ -70,8 +72,8 @@ type Projector struct {
 	handlers map[string][]Handler
 	logger   *slog.Logger
 	batch    int
-	// Workers is how many keys of a batch are applied at once (default 16); 1 applies one
-	// message at a time.
+	// Workers is how many keys of a batch are applied at once (default 16), partitions being
+	// drained at once too; 1 applies one message at a time.
 	Workers int
 
 	mu   sync.Mutex // one Drain at a time keeps messages in order
@@ -86,6 +88,10 @@ type Projector struct {
 	syncErr  error  // its error
 	// OnApplied, if set, observes every applied message (metrics, tests).
 	OnApplied func(m Message)
+
+	holder string // this projector as a drain lease holder (lease.go)
+	leases leaseCounters
+	obsMu  sync.Mutex // serialises OnApplied
 }
 
 // NewProjector reads log under the given consumer name.
@@ -94,7 +100,7 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 		logger = slog.Default()
 	}
 	p := &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
-		logger: logger, batch: 256, Workers: 16, wake: make(chan struct{}, 1)}
+		logger: logger, batch: 256, Workers: 16, wake: make(chan struct{}, 1), holder: processHolder()}
 	p.syncCond = sync.NewCond(&p.syncMu)
 	return p
 }
@@ -115,7 +121,7 @@ func (p *Projector) Sync(ctx context.Context) error {
 		p.started++
 		gen := p.started
 		p.syncMu.Unlock()
-		_, err := p.Drain(ctx)
+		_, err := p.drainAll(ctx, true)
 		p.syncMu.Lock()
 		p.draining, p.finished, p.syncErr = false, gen, err
 		p.syncCond.Broadcast()
@@ -131,25 +137,69 @@ func (p *Projector) Handle(topic string, h Handler) { p.handlers[topic] = append
 // applied. It checkpoints after every batch (256 messages), so a crash replays at most one
 // batch per partition. On a handler error it stops, keeping each checkpoint at the last message
 // of its partition before which every message is applied.
-func (p *Projector) Drain(ctx context.Context) (int, error) {
+//
+// On a log several processes share (Leaser) it drains under the consumer's lease; when
+// another process holds it, that process's drain does the work and Drain returns 0 at once.
+func (p *Projector) Drain(ctx context.Context) (int, error) { return p.drainAll(ctx, false) }
+
+// drainAll is Drain; with wait it waits for the lease instead of leaving the work to its
+// holder: Sync must know its own commit is applied.
+func (p *Projector) drainAll(ctx context.Context, wait bool) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	total := 0
-	for _, part := range Parts(p.log) {
-		n, err := p.drain(ctx, part)
-		total += n
-		if err != nil {
-			return total, err
+	var ls *lease
+	if l, ok := p.log.(Leaser); ok {
+		if !wait {
+			// A background drain takes the lease only when there is work: an idle one would
+			// hold up every other process's Sync for nothing.
+			if lag, err := p.Lag(ctx); err != nil || lag == 0 {
+				return 0, err
+			}
 		}
+		var err error
+		if ls, err = p.acquireLease(ctx, l, wait); err != nil || ls == nil {
+			return 0, err
+		}
+		defer ls.release()
 	}
-	return total, nil
+	parts := Parts(p.log)
+	if len(parts) == 1 || p.Workers <= 1 {
+		total := 0
+		for _, part := range parts {
+			n, err := p.drain(ctx, part, ls)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		return total, nil
+	}
+	// Partitions hold different keys: they are drained at once (as a batch's keys are, with
+	// Workers > 1), so a drain (and the lease it holds) lasts a few round trips, not a few per
+	// partition.
+	counts := make([]int, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counts[i], errs[i] = p.drain(ctx, part, ls)
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return total, errors.Join(errs...)
 }
 
 // drain applies one partition's messages, one key's in order. Different keys project different
 // aggregates, so a batch's keys are applied concurrently (up to Workers at once): a read model
 // in another store (Cassandra's catalog) then costs a round trip per Workers messages, not per
 // message.
-func (p *Projector) drain(ctx context.Context, log Log) (int, error) {
+func (p *Projector) drain(ctx context.Context, log Log, ls *lease) (int, error) {
 	after, err := log.Checkpoint(ctx, p.consumer)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: read checkpoint: %w", err)
@@ -163,7 +213,18 @@ func (p *Projector) drain(ctx context.Context, log Log) (int, error) {
 		if len(msgs) == 0 {
 			return applied, nil
 		}
-		done, err := p.applyBatch(ctx, msgs)
+		bctx, cancel := ctx, context.CancelFunc(func() {})
+		if ls != nil {
+			// Handlers run only while the lease surely holds: past it, another process may
+			// be applying the same messages.
+			dl, err := ls.batchDeadline(ctx)
+			if err != nil {
+				return applied, err
+			}
+			bctx, cancel = context.WithDeadline(ctx, dl)
+		}
+		done, err := p.applyBatch(bctx, msgs)
+		cancel()
 		if done > 0 {
 			after = msgs[done-1].Seq
 			applied += done
@@ -228,9 +289,9 @@ func (p *Projector) applyBatch(ctx context.Context, msgs []Message) (int, error)
 				}
 				ok[i] = true
 				if p.OnApplied != nil {
-					obsMu.Lock()
+					p.obsMu.Lock() // partitions are drained at once: one observer call at a time
 					p.OnApplied(m)
-					obsMu.Unlock()
+					p.obsMu.Unlock()
 				}
 			}
 		}()

@@ -144,12 +144,28 @@ func (r observedProducts) AdjustStock(ctx context.Context, ref catalog.Ref, zone
 // outbox.Partitioned, and each partition is timed as the outbox.
 func observeOutbox(l outbox.Log, t timer) outbox.Log {
 	if _, ok := l.(outbox.Partitioned); ok {
+		if _, ok := l.(outbox.Leaser); ok {
+			return observedLeasedOutbox{observedPartitionedOutbox{observedOutbox{l, t}}}
+		}
 		return observedPartitionedOutbox{observedOutbox{l, t}}
 	}
 	return observedOutbox{l, t}
 }
 
 type observedPartitionedOutbox struct{ observedOutbox }
+
+// observedLeasedOutbox keeps a shared outbox's drain lease (outbox.Leaser) through the decorator.
+type observedLeasedOutbox struct{ observedPartitionedOutbox }
+
+func (l observedLeasedOutbox) AcquireLease(ctx context.Context, consumer, holder string, until time.Time) (ok, takenOver bool, err error) {
+	defer l.t.done("outbox.acquire_lease", time.Now(), &err)
+	return l.next.(outbox.Leaser).AcquireLease(ctx, consumer, holder, until)
+}
+
+func (l observedLeasedOutbox) ReleaseLease(ctx context.Context, consumer, holder string) (err error) {
+	defer l.t.done("outbox.release_lease", time.Now(), &err)
+	return l.next.(outbox.Leaser).ReleaseLease(ctx, consumer, holder)
+}
 
 func (l observedPartitionedOutbox) Partitions() []outbox.Log {
 	parts := l.next.(outbox.Partitioned).Partitions()

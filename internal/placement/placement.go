@@ -22,6 +22,7 @@ import (
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/projection"
+	"github.com/shardmart/shardmart/internal/ratelimit"
 	"github.com/shardmart/shardmart/internal/session"
 )
 
@@ -112,6 +113,16 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Uses reports whether some family lives on backend.
+func (c Config) Uses(backend string) bool {
+	for _, b := range c {
+		if b == backend {
+			return true
+		}
+	}
+	return false
+}
+
 // String renders the config as Parse reads it.
 func (c Config) String() string {
 	parts := make([]string, 0, len(c))
@@ -144,6 +155,10 @@ type Stores struct {
 	// family lives elsewhere, and CatalogSink is then where the projector writes it.
 	Catalog     CatalogReader
 	CatalogSink projection.CatalogSink
+	// RateLimits are rate-limit counters every API process of the shop shares, in the
+	// transactional store when it can be shared (MongoDB); nil for the embedded store, which
+	// one process alone may open: its limits are counted in that process.
+	RateLimits RateLimiter
 
 	closers   []func() error
 	pings     []namedPing
@@ -274,6 +289,14 @@ type sessionsProvider interface{ Sessions() session.Repository }
 type eventsProvider interface{ Events() event.Repository }
 type historyProvider interface{ History() history.Repository }
 
+// RateLimiter counts one limit's requests per key over every process (GCRA: ratelimit.Limit.Decide).
+type RateLimiter interface {
+	Allow(ctx context.Context, name string, l ratelimit.Limit, key string, now time.Time) (bool, time.Duration, error)
+}
+
+// rateLimitsProvider is a transactional store several processes share.
+type rateLimitsProvider interface{ SharedRateLimits() RateLimiter }
+
 // catalogProvider is a read model fed by the projector (Cassandra's products tables).
 type catalogProvider interface {
 	Catalog() CatalogReader
@@ -317,6 +340,9 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 		return nil, missing(Orders)
 	}
 	s.Orders, s.Products, s.Outbox, s.Users = op.Orders(), op.Products(), op.Outbox(), op.Users()
+	if p, ok := op.(rateLimitsProvider); ok {
+		s.RateLimits = p.SharedRateLimits()
+	}
 	s.Catalog = s.Products
 	var errs []error
 	if p, ok := opened[cfg[Carts]].(cartsProvider); ok {

@@ -17,6 +17,19 @@ import (
 // else with MongoURI's credentials. If it cannot start (a standalone mongod, no access to
 // config.shards) every read goes to the primary, which is slower but never stale.
 func openMongo(ctx context.Context, o Options) (backend, error) {
+	s, err := openMongoStore(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return mongoBackend{s}, nil
+}
+
+// mongoBackend is the store with its shared rate limits offered to placement.
+type mongoBackend struct{ *mongostore.Store }
+
+func (b mongoBackend) SharedRateLimits() RateLimiter { return b.RateLimits() }
+
+func openMongoStore(ctx context.Context, o Options) (*mongostore.Store, error) {
 	s, err := mongostore.Open(ctx, mongostore.Options{URI: o.MongoURI, Database: o.MongoDatabase, ObserveCommand: o.statements(Mongo)})
 	if err != nil {
 		return nil, err
@@ -34,9 +47,10 @@ func openMongo(ctx context.Context, o Options) (backend, error) {
 // The MongoDB store holds every family but the projector-fed Cassandra catalog read model (on
 // MongoDB the catalog family is the products collection itself).
 var (
-	_ ordersProvider   = (*mongostore.Store)(nil)
-	_ cartsProvider    = (*mongostore.Store)(nil)
-	_ sessionsProvider = (*mongostore.Store)(nil)
-	_ eventsProvider   = (*mongostore.Store)(nil)
-	_ historyProvider  = (*mongostore.Store)(nil)
+	_ ordersProvider     = (*mongostore.Store)(nil)
+	_ rateLimitsProvider = mongoBackend{}
+	_ cartsProvider      = (*mongostore.Store)(nil)
+	_ sessionsProvider   = (*mongostore.Store)(nil)
+	_ eventsProvider     = (*mongostore.Store)(nil)
+	_ historyProvider    = (*mongostore.Store)(nil)
 )

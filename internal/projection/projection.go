@@ -115,11 +115,18 @@ func RegisterCatalog(p *outbox.Projector, sink CatalogSink, source ProductSource
 	p.Handle(outbox.TopicOrderStatus, restock)
 }
 
+// Handlers is what handlers are registered on: the projector, or a process's own outbox tail
+// (outbox.Tail), which sees every change whichever process's projector applied it.
+type Handlers interface {
+	Handle(topic string, h outbox.Handler)
+}
+
 // RegisterCards invalidates cached cards; registered after the read model's handlers, so a
-// refetch reads the model already updated. Orders change stock (placed: taken, cancelled:
-// returned), so their products are invalidated too; the order's category is where the product
-// was at checkout, and the cache also looks where it last saw the product.
-func RegisterCards(p *outbox.Projector, cards CardInvalidator) {
+// refetch reads the model already updated (a tail does so by staying behind the projector's
+// checkpoint). Orders change stock (placed: taken, cancelled: returned), so their products are
+// invalidated too; the order's category is where the product was at checkout, and the cache
+// also looks where it last saw the product.
+func RegisterCards(p Handlers, cards CardInvalidator) {
 	p.Handle(outbox.TopicProductChanged, func(_ context.Context, m outbox.Message) error {
 		var pr catalog.Product
 		if err := json.Unmarshal(m.Payload, &pr); err != nil {

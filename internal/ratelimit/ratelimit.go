@@ -1,7 +1,8 @@
 // Package ratelimit holds per-key token buckets (golang.org/x/time/rate) with bounded memory:
 // one bucket per client, account or session, dropped once it has been idle long enough to be
 // full again, and never more than a fixed number of keys (least recently seen dropped first).
-// The limits are per process; several API processes each enforce their own.
+// Keyed counts in one process; shared.go holds the same limit as one stored time per key
+// (GCRA), which a store several processes share updates atomically (mongostore's rate limits).
 package ratelimit
 
 import (

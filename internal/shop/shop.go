@@ -4,7 +4,10 @@ package shop
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/account"
@@ -13,6 +16,7 @@ import (
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/projection"
 	"github.com/shardmart/shardmart/internal/session"
@@ -28,7 +32,17 @@ type Config struct {
 	// CacheCards bounds the product cards cached for search (catalog.CardCache); 0 is
 	// catalog.DefaultCacheCards, negative turns the cache off.
 	CacheCards int
+	// CacheStaleAfter is how far behind the outbox this process's card cache may fall (once
+	// FollowChanges runs) before search bypasses it for the store; 0 is DefaultCacheStaleAfter.
+	CacheStaleAfter time.Duration
 }
+
+// DefaultCacheStaleAfter bounds how stale a process's card cache may be: past it, search reads
+// the store and /readyz says why.
+const DefaultCacheStaleAfter = time.Second
+
+// TailEvery is how often a process's outbox tail looks for changes made through any process.
+const TailEvery = 100 * time.Millisecond
 
 // Shop is an open platform instance.
 type Shop struct {
@@ -38,6 +52,11 @@ type Shop struct {
 	Sessions  *session.Service
 	Accounts  *account.Service
 	Projector *outbox.Projector
+	// Tail follows the outbox for this process's card cache (nil without a cache).
+	Tail *outbox.Tail
+
+	cards      *followedCards
+	staleAfter time.Duration
 }
 
 // API is the services the HTTP API calls.
@@ -66,10 +85,30 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 	}
 	p := outbox.NewProjector(st.Outbox, projection.Consumer, c.Logger)
 	targets := projection.Targets{Carts: st.Carts, History: st.History, Catalog: st.CatalogSink, Products: st.Products}
+	if c.CacheStaleAfter <= 0 {
+		c.CacheStaleAfter = DefaultCacheStaleAfter
+	}
+	var tail *outbox.Tail
+	var followed *followedCards
 	if c.CacheCards >= 0 {
-		// Search reads cached cards wherever the catalog lives; the projector invalidates them.
+		// Search reads cached cards wherever the catalog lives. The projector invalidates them
+		// where it applies a change; the tail, in every process, wherever a change was applied.
+		// A read model in another store is updated by the projector: the tail then stays behind
+		// the projector's checkpoint, so a refetch reads the model already updated.
 		cards := catalog.NewCardCache(st.Catalog, c.CacheCards)
-		st.Catalog, targets.Cards = cards, cards
+		ceiling := ""
+		if targets.Catalog != nil {
+			ceiling = projection.Consumer
+		}
+		tail = outbox.NewTail(st.Outbox, ceiling)
+		tail.Reset = cards.Reset
+		projection.RegisterCards(tail, cards)
+		// The tail takes its positions before the cache can load anything, so every change
+		// the cache could miss is after them. Failing, it is not started: search bypasses the
+		// cache until a poll succeeds.
+		_ = tail.Poll(ctx)
+		followed = &followedCards{CardCache: cards, store: st.Catalog, tail: tail, staleAfter: c.CacheStaleAfter}
+		st.Catalog, targets.Cards = followed, cards
 	}
 	projection.Register(p, targets)
 	// Carts check products against the transactional store, not the (lagging) catalog read
@@ -84,7 +123,65 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 		Sessions:  sessions,
 		Accounts:  &account.Service{Users: st.Users, Sessions: sessions, Carts: carts, Now: c.Now},
 		Projector: p,
+		Tail:      tail,
+		cards:     followed,
 	}, nil
+}
+
+// FollowChanges runs the outbox tail until ctx ends: from then on the card cache sees every
+// change committed through any process, within TailEvery plus a poll, and search bypasses the
+// cache whenever the tail is further behind than Config.CacheStaleAfter. Serve runs it; a
+// single process without it relies on its projector's invalidations alone.
+func (s *Shop) FollowChanges(ctx context.Context) {
+	if s.cards == nil {
+		return
+	}
+	s.cards.following.Store(true)
+	defer s.cards.following.Store(false)
+	s.Tail.Run(ctx, TailEvery)
+}
+
+// CacheFollowing reports why search does not use the card cache now (nil: it does, or no
+// cache or no tail runs).
+func (s *Shop) CacheFollowing() error {
+	if s.cards == nil {
+		return nil
+	}
+	return s.cards.stale()
+}
+
+// followedCards serves search from the card cache while the tail keeps up, else from the store.
+type followedCards struct {
+	*catalog.CardCache
+	store      catalog.Reader
+	tail       *outbox.Tail
+	staleAfter time.Duration
+	following  atomic.Bool
+}
+
+// ErrCacheBehind is CacheFollowing's error: the card cache may miss changes.
+var ErrCacheBehind = errors.New("card cache not following the outbox")
+
+func (f *followedCards) stale() error {
+	if !f.following.Load() {
+		return nil
+	}
+	st := f.tail.State()
+	switch {
+	case !st.Started:
+		return fmt.Errorf("%w: not started", ErrCacheBehind)
+	case st.Behind > f.staleAfter:
+		return fmt.Errorf("%w: behind %s (more than %s)", ErrCacheBehind, st.Behind.Round(time.Millisecond), f.staleAfter)
+	}
+	return nil
+}
+
+// SearchProducts reads the cache while it is fresh enough, the store otherwise.
+func (f *followedCards) SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error) {
+	if f.stale() != nil {
+		return f.store.SearchProducts(ctx, q)
+	}
+	return f.CardCache.SearchProducts(ctx, q)
 }
 
 // Empty reports whether nothing was ever written to the transactional store.

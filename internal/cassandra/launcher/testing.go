@@ -27,7 +27,8 @@ const (
 	MigrateLive3TestAddr = "127.0.0.82"
 	DualWriteTestAddr    = "127.0.0.91" // internal/placement's dual-write tests, 1 node
 	// PolicyTestAddr: internal/store/cassandrastore's client-policy tests, 2 nodes (.121-.122).
-	PolicyTestAddr = "127.0.0.121"
+	PolicyTestAddr   = "127.0.0.121"
+	ScaleOutTestAddr = "127.0.0.111" // internal/scaleout: three serve processes on a hybrid placement, 1 node
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns

@@ -32,6 +32,7 @@ const (
 	// LauncherClusterTestPort: this package's own sharded cluster (config server 27560, shards
 	// from 27570), next to sets on LauncherTestPort.
 	LauncherClusterTestPort = 27560
+	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,

@@ -219,9 +219,11 @@ func (o outboxPart) Checkpoint(ctx context.Context, consumer string) (int64, err
 	return c.Seq, nil
 }
 
+// SaveCheckpoint only moves a checkpoint forward ($max): two drains of one consumer may finish
+// out of order (several processes), and the slower must not take it back.
 func (o outboxPart) SaveCheckpoint(ctx context.Context, consumer string, seq int64) error {
 	_, err := o.s.coll(collCheckpoints).UpdateOne(ctx, d(e("_id", o.checkpointID(consumer))),
-		d(e("$set", d(e("seq", seq)))), options.UpdateOne().SetUpsert(true))
+		d(e("$max", d(e("seq", seq)))), options.UpdateOne().SetUpsert(true))
 	if err != nil {
 		return fmt.Errorf("mongo: save checkpoint %s: %w", o.checkpointID(consumer), err)
 	}
@@ -269,4 +271,43 @@ func decodeOne(res *mongo.SingleResult, v any) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// The drain lease (outbox.Leaser): one document per consumer in outbox_checkpoints,
+// {_id: "lease/<consumer>", holder, until}. Taking it is one findAndModify matching the
+// document only when it is free, expired or already ours; when another holder's lease runs the
+// upsert collides with the existing _id (duplicate key) and the lease is not taken.
+
+type leaseDoc struct {
+	Holder string    `bson:"holder"`
+	Until  time.Time `bson:"until"`
+}
+
+func leaseID(consumer string) string { return "lease/" + consumer }
+
+// AcquireLease implements outbox.Leaser.
+func (l *outboxLog) AcquireLease(ctx context.Context, consumer, holder string, until time.Time) (bool, bool, error) {
+	filter := d(e("_id", leaseID(consumer)), e("$or", bson.A{d(e("holder", holder)), d(e("until", d(e("$lt", time.Now()))))}))
+	var before leaseDoc
+	err := (*Store)(l).coll(collCheckpoints).FindOneAndUpdate(ctx, filter, d(e("$set", d(e("holder", holder), e("until", until)))),
+		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.Before)).Decode(&before)
+	switch {
+	case mongo.IsDuplicateKeyError(err):
+		return false, false, nil // another holder's lease runs
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return true, false, nil // the first lease of this consumer
+	case err != nil:
+		return false, false, fmt.Errorf("mongo: acquire drain lease of %s: %w", consumer, err)
+	}
+	return true, before.Holder != "" && before.Holder != holder, nil
+}
+
+// ReleaseLease implements outbox.Leaser.
+func (l *outboxLog) ReleaseLease(ctx context.Context, consumer, holder string) error {
+	_, err := (*Store)(l).coll(collCheckpoints).UpdateOne(ctx, d(e("_id", leaseID(consumer)), e("holder", holder)),
+		d(e("$set", d(e("holder", ""), e("until", time.Time{})))))
+	if err != nil {
+		return fmt.Errorf("mongo: release drain lease of %s: %w", consumer, err)
+	}
+	return nil
 }

@@ -38,6 +38,10 @@ func ownIndexes() map[string][]sharding.Index {
 			Name: "p_1_seq_1", Key: sharding.Key{asc("p"), asc("seq")},
 			Why: "the projector reads each outbox partition in seq order",
 		}},
+		collRateLimits: {{
+			Name: "exp_ttl", Key: sharding.Key{asc("exp")}, TTL: true,
+			Why: "a shared rate-limit counter is dropped once its bucket is full again (ratelimits.go)",
+		}},
 		collHistory: {{
 			Name: "user_newest", Key: sharding.Key{asc("user_id"), desc("placed_at"), desc("_id")},
 			Why: "ORD-2/HIS-1: a user's history newest first, _id (the order id) breaks ties",
@@ -48,7 +52,7 @@ func ownIndexes() map[string][]sharding.Index {
 // allCollections must exist before any transaction touches them: a distributed transaction
 // that writes to several shards cannot create a collection.
 var allCollections = []string{collOrders, collProducts, collCarts, collSessions, collEvents, collHistory,
-	collClaims, collUsers, collOutbox, collCounters, collCheckpoints}
+	collClaims, collUsers, collOutbox, collCounters, collCheckpoints, collRateLimits}
 
 // SchemaReport says what EnsureSchema found and did.
 type SchemaReport struct {

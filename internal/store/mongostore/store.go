@@ -59,6 +59,7 @@ const (
 	collOutbox      = "outbox"
 	collCounters    = "counters"
 	collCheckpoints = "outbox_checkpoints"
+	collRateLimits  = "rate_limits"
 )
 
 // ShardKeys are the shard keys this backend is written for, per collection. The first five
@@ -77,6 +78,8 @@ var ShardKeys = map[string]bson.D{
 	collUsers:    {e("_id", "hashed")},
 	collOutbox:   {e("p", 1), e("seq", 1)},
 	collCounters: {e("_id", "hashed")},
+	// One document per limit and key, always addressed by _id.
+	collRateLimits: {e("_id", "hashed")},
 }
 
 // Options configure Open.

@@ -49,9 +49,11 @@ func (l *outboxLog) Checkpoint(ctx context.Context, consumer string) (int64, err
 	return seq, err
 }
 
+// SaveCheckpoint only moves a checkpoint forward: two drains of one consumer may finish out of
+// order (several processes), and the slower must not take it back over what the faster applied.
 func (l *outboxLog) SaveCheckpoint(ctx context.Context, consumer string, seq int64) error {
 	_, err := l.w.ExecContext(ctx, `INSERT INTO outbox_checkpoints (consumer, seq) VALUES (?, ?)
-		ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq`, consumer, seq)
+		ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > outbox_checkpoints.seq`, consumer, seq)
 	return err
 }
 

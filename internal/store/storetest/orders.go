@@ -339,5 +339,19 @@ func Orders(t *testing.T, newStore func(t *testing.T) OrderStore) {
 				t.Errorf("partition %d: checkpoint: got %d, %v; want %d", i, cp, err, want)
 			}
 		}
+		// Never backwards: a slower drain (another process) saving an older position later
+		// leaves the furthest one.
+		if err := parts[0].SaveCheckpoint(ctx, consumer, 40); err != nil {
+			t.Fatal(err)
+		}
+		if cp, err := parts[0].Checkpoint(ctx, consumer); err != nil || cp != 42 {
+			t.Errorf("checkpoint after saving 40 over 42: got %d, %v; want 42", cp, err)
+		}
+		if err := parts[0].SaveCheckpoint(ctx, consumer, 43); err != nil {
+			t.Fatal(err)
+		}
+		if cp, err := parts[0].Checkpoint(ctx, consumer); err != nil || cp != 43 {
+			t.Errorf("checkpoint after saving 43: got %d, %v; want 43", cp, err)
+		}
 	})
 }
