@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
@@ -76,5 +77,22 @@ func TestUnavailableReadsTransientStates(t *testing.T) {
 		if c.err == nil && got != nil || c.err != nil && (errors.Is(got, store.ErrUnavailable) || got.Error() != c.err.Error()) {
 			t.Errorf("%s: got %v, want it unchanged", c.name, got)
 		}
+	}
+}
+
+// TestClientOptionsKeepRetriesAndBoundConnect: Open's client retries reads and writes (the
+// driver's default, which a failover relies on) and bounds a connection's dial by
+// ConnectTimeout unless the URI says otherwise.
+func TestClientOptionsKeepRetriesAndBoundConnect(t *testing.T) {
+	o := ClientOptions("mongodb://127.0.0.1:27017/?replicaSet=rs0")
+	if o.RetryWrites != nil && !*o.RetryWrites || o.RetryReads != nil && !*o.RetryReads {
+		t.Errorf("retries turned off: writes %v, reads %v", o.RetryWrites, o.RetryReads)
+	}
+	if o.ConnectTimeout == nil || *o.ConnectTimeout != ConnectTimeout {
+		t.Errorf("connect timeout %v, want %s", o.ConnectTimeout, ConnectTimeout)
+	}
+	o = ClientOptions("mongodb://127.0.0.1:27017/?replicaSet=rs0&connectTimeoutMS=5000")
+	if *o.ConnectTimeout != 5*time.Second {
+		t.Errorf("the URI's connectTimeoutMS=5000 gave %s", *o.ConnectTimeout)
 	}
 }
