@@ -40,6 +40,7 @@ func TestUnavailableReadsTransientStates(t *testing.T) {
 		{"request deadline", fmt.Errorf("mongo: insert order: %w", context.DeadlineExceeded)},
 		{"transaction still transient after the driver's retries", cmd(112, "WriteConflict", "TransientTransactionError")},
 		{"commit outcome unknown", cmd(50, "MaxTimeMSExpired", "UnknownTransactionCommitResult")},
+		{"pool cleared after a failed dial", poolCleared{}},
 	}
 	for _, c := range transient {
 		err := Unavailable(fmt.Errorf("mongo: place order: %w", c.err))
@@ -96,3 +97,12 @@ func TestClientOptionsKeepRetriesAndBoundConnect(t *testing.T) {
 		t.Errorf("the URI's connectTimeoutMS=5000 gave %s", *o.ConnectTimeout)
 	}
 }
+
+// poolCleared has the shape of the driver's (unexported) poolClearedError: what operations
+// waiting on a member's pool get when a dial to that member timed out.
+type poolCleared struct{}
+
+func (poolCleared) Error() string {
+	return "connection pool for 127.0.0.1:27110 was cleared because another operation failed with: dial tcp 127.0.0.1:27110: i/o timeout"
+}
+func (poolCleared) Retryable() bool { return true }
