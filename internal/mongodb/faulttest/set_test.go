@@ -65,7 +65,9 @@ func run(m *testing.M) int {
 	defer stop()
 	fmt.Fprintf(os.Stderr, "faulttest: 3-member set up in %s (%s)\n", time.Since(start).Round(100*time.Millisecond), s.URI())
 	set = s
-	c, err := mongo.Connect(options.Client().ApplyURI(s.URI()).
+	// The application's driver options, so the prober's view of the set's stall carries the
+	// same connection behaviour as the shop's.
+	c, err := mongo.Connect(store.ClientOptions(s.URI()).
 		SetReadPreference(readpref.Primary()).SetReadConcern(readconcern.Majority()).
 		SetWriteConcern(writeconcern.Majority()))
 	if err != nil {

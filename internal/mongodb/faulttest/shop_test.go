@@ -36,6 +36,7 @@ import (
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/shop"
+	store "github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
 // The shop under a sick primary: steady traffic through the real HTTP API (every family on
@@ -551,7 +552,15 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 	if err := restore(ctx); err != nil {
 		t.Fatal(err)
 	}
+	setHealthyAt := time.Now()
+	// ...and the shop's own driver writes to that primary (its monitors have found it): only
+	// then is the shop healthy again. How long that takes after the set is, is bounded by the
+	// store's ConnectTimeout (a dial left from the fault is abandoned) plus a monitor round.
+	if err := appWritable(ctx, sh); err != nil {
+		t.Fatal(err)
+	}
 	healthyAt := time.Now()
+	appLag := healthyAt.Sub(setHealthyAt)
 	if err := serverproc.Sleep(ctx, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -587,13 +596,14 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 	t.Logf("%s of member %d at +%s (verified by probe in %s): member %d elected %s after the fault (its electionDate, term %d), first majority write acknowledged to an independent client %s after the fault, its longest gap %s (+%s to +%s); the others reported member %d unreachable after %s; healed after %s; healthy again (member 0 primary) %s after healing",
 		name, victim, faultAt.Sub(loadAt).Round(time.Millisecond), verifiedIn.Round(time.Millisecond), el.member, el.after.Round(time.Millisecond), el.term,
 		failover.Round(time.Millisecond), setGap.Round(time.Millisecond), setFrom.Sub(faultAt).Round(time.Millisecond), setTo.Sub(faultAt).Round(time.Millisecond), victim, unreachableIn, healedAt.Sub(faultAt).Round(time.Millisecond), healthyAt.Sub(healedAt).Round(100*time.Millisecond))
+	t.Logf("the shop's driver wrote to the restored primary %s after the set was healthy again", appLag.Round(time.Millisecond))
 	t.Logf("load: %d requests at %d actions/s over %s (%d actions skipped: no idle shopper), /proc/loadavg %s",
 		len(calls), shopRate, time.Since(loadAt).Round(time.Second), skipped.Load(), loadavg())
 	t.Logf("%s", rep)
 
-	t.Logf("SHOPFAULT %s elections=%d longest_gap=%s set_gap=%s election=%s writable=%s p99_fault=%s max_fault=%s errors_fault=%d http500=%d http503=%d held=%d errors_after_healthy=%d",
+	t.Logf("SHOPFAULT %s elections=%d longest_gap=%s set_gap=%s election=%s writable=%s p99_fault=%s max_fault=%s errors_fault=%d http500=%d http503=%d held=%d errors_after_healthy=%d app_lag=%s",
 		name, elections, rep.gap.Round(time.Millisecond), setGap.Round(time.Millisecond), el.after.Round(time.Millisecond), failover.Round(time.Millisecond), rep.p99Fault.Round(time.Millisecond), rep.maxFault.Round(time.Millisecond),
-		rep.errFault, rep.byStatus[500], rep.byStatus[503], rep.held, rep.errAfter)
+		rep.errFault, rep.byStatus[500], rep.byStatus[503], rep.held, rep.errAfter, appLag.Round(time.Millisecond))
 
 	if n := rep.byStatus[http.StatusInternalServerError]; n > 0 {
 		t.Errorf("%d requests answered 500; a transient state of the replica set must answer 503 with Retry-After; causes logged:\n%s", n, causes.internal(5))
@@ -611,6 +621,10 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 		t.Errorf("longest gap between acknowledged writes %s (from +%s to +%s after the fault), want at most the set's own %s + %s",
 			rep.gap.Round(time.Millisecond), rep.gapFrom.Sub(faultAt).Round(time.Millisecond), rep.gapTo.Sub(faultAt).Round(time.Millisecond), setGap.Round(time.Millisecond), margin)
 	}
+	if limit := store.ConnectTimeout + 2*time.Second; appLag > limit {
+		t.Errorf("the shop's driver reached the restored primary %s after the set was healthy again, want at most ConnectTimeout + 2 s = %s",
+			appLag.Round(time.Millisecond), limit)
+	}
 	if rep.errAfter > 0 {
 		t.Errorf("%d requests started after the set was healthy again failed: %v", rep.errAfter, rep.afterExamples)
 	}
@@ -618,6 +632,24 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 		t.Error("no write acknowledged after the set was healthy again: the load did not run through")
 	}
 	checkOrders(t, ctx, db, client)
+}
+
+// appWritable writes through the shop's own stores (a fresh product each attempt, so an
+// attempt that timed out but applied does not collide) until one is acknowledged.
+func appWritable(ctx context.Context, sh *shop.Shop) error {
+	for i := 0; ; i++ {
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		err := sh.Stores.Products.CreateProduct(wctx, catalog.Product{ID: fmt.Sprintf("healthy-%d-%d", now.UnixNano(), i), Name: "healthy probe",
+			Category: "faulttest-probe", Price: 1, Stock: map[string]int64{zone: 0}, CreatedAt: now, UpdatedAt: now})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if err := serverproc.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return fmt.Errorf("the shop's driver wrote nothing once the set was healthy: %w", err)
+		}
+	}
 }
 
 // analysis is what the history shows.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
 	"github.com/shardmart/shardmart/internal/store"
@@ -71,9 +72,14 @@ func transientReason(err error) string {
 		}
 	}
 	var sel topology.ServerSelectionError
+	// The driver clears a member's pool when a dial or check to it fails (a member cut off:
+	// the dial times out) and fails the operations waiting on that pool with this error.
+	var cleared driver.RetryablePoolError
 	switch {
 	case errors.As(err, &sel):
 		return "no member to send the operation to (no primary: election in progress or primary unreachable)"
+	case errors.As(err, &cleared) && cleared.Retryable():
+		return "connections to an unreachable member were reset"
 	case mongo.IsNetworkError(err):
 		return "connection to a member lost mid-operation"
 	case mongo.IsTimeout(err):

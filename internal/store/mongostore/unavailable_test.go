@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
@@ -39,6 +40,7 @@ func TestUnavailableReadsTransientStates(t *testing.T) {
 		{"request deadline", fmt.Errorf("mongo: insert order: %w", context.DeadlineExceeded)},
 		{"transaction still transient after the driver's retries", cmd(112, "WriteConflict", "TransientTransactionError")},
 		{"commit outcome unknown", cmd(50, "MaxTimeMSExpired", "UnknownTransactionCommitResult")},
+		{"pool cleared after a failed dial", poolCleared{}},
 	}
 	for _, c := range transient {
 		err := Unavailable(fmt.Errorf("mongo: place order: %w", c.err))
@@ -78,3 +80,29 @@ func TestUnavailableReadsTransientStates(t *testing.T) {
 		}
 	}
 }
+
+// TestClientOptionsKeepRetriesAndBoundConnect: Open's client retries reads and writes (the
+// driver's default, which a failover relies on) and bounds a connection's dial by
+// ConnectTimeout unless the URI says otherwise.
+func TestClientOptionsKeepRetriesAndBoundConnect(t *testing.T) {
+	o := ClientOptions("mongodb://127.0.0.1:27017/?replicaSet=rs0")
+	if o.RetryWrites != nil && !*o.RetryWrites || o.RetryReads != nil && !*o.RetryReads {
+		t.Errorf("retries turned off: writes %v, reads %v", o.RetryWrites, o.RetryReads)
+	}
+	if o.ConnectTimeout == nil || *o.ConnectTimeout != ConnectTimeout {
+		t.Errorf("connect timeout %v, want %s", o.ConnectTimeout, ConnectTimeout)
+	}
+	o = ClientOptions("mongodb://127.0.0.1:27017/?replicaSet=rs0&connectTimeoutMS=5000")
+	if *o.ConnectTimeout != 5*time.Second {
+		t.Errorf("the URI's connectTimeoutMS=5000 gave %s", *o.ConnectTimeout)
+	}
+}
+
+// poolCleared has the shape of the driver's (unexported) poolClearedError: what operations
+// waiting on a member's pool get when a dial to that member timed out.
+type poolCleared struct{}
+
+func (poolCleared) Error() string {
+	return "connection pool for 127.0.0.1:27110 was cleared because another operation failed with: dial tcp 127.0.0.1:27110: i/o timeout"
+}
+func (poolCleared) Retryable() bool { return true }
