@@ -101,16 +101,19 @@ func (t *Tail) ends(ctx context.Context, parts []Log) ([]int64, error) {
 	pos := make([]int64, len(parts))
 	for i, part := range parts {
 		var err error
-		if t.ceiling != "" {
-			pos[i], err = part.Checkpoint(ctx, t.ceiling)
-		} else {
-			pos[i], err = part.LastSeq(ctx)
-		}
-		if err != nil {
+		if pos[i], err = t.end(ctx, part); err != nil {
 			return nil, fmt.Errorf("outbox tail: start position: %w", err)
 		}
 	}
 	return pos, nil
+}
+
+// end is how far the tail may read part now: the ceiling's checkpoint, or the last seq.
+func (t *Tail) end(ctx context.Context, part Log) (int64, error) {
+	if t.ceiling != "" {
+		return part.Checkpoint(ctx, t.ceiling)
+	}
+	return part.LastSeq(ctx)
 }
 
 // restart moves every partition to its end after Reset: the stores hold everything before it.
@@ -131,30 +134,31 @@ func (t *Tail) restart(ctx context.Context) error {
 	return nil
 }
 
-// follow applies one partition's new messages; gap reports a missing seq (rows pruned
-// before the tail read them): seqs are dense within a partition (an aborted append leaves no
-// hole, in SQLite or MongoDB), so a hole means rows this tail never saw.
+// follow applies one partition's new messages, up to its end as read first; gap reports a
+// missing seq (rows pruned before the tail read them): seqs are dense within a partition (an
+// aborted append leaves no hole, in SQLite or MongoDB), so a hole means rows this tail never
+// saw. Every seq up to the end was committed (and, with a ceiling, applied), so a read that
+// finds none of them, or starts past the next one, is a gap too: pruning deletes exactly
+// through the checkpoint, and the rows the tail had not read yet may be all that was there.
 func (t *Tail) follow(ctx context.Context, part Log, i int) (gap bool, err error) {
-	upto := int64(-1)
-	if t.ceiling != "" {
-		if upto, err = part.Checkpoint(ctx, t.ceiling); err != nil {
-			return false, fmt.Errorf("outbox tail: ceiling: %w", err)
-		}
+	upto, err := t.end(ctx, part)
+	if err != nil {
+		return false, fmt.Errorf("outbox tail: end: %w", err)
 	}
-	for upto < 0 || t.pos[i] < upto {
+	for t.pos[i] < upto {
 		msgs, err := part.ReadOutbox(ctx, t.pos[i], 256)
 		if err != nil {
 			return false, fmt.Errorf("outbox tail: read after %d: %w", t.pos[i], err)
 		}
 		if len(msgs) == 0 {
-			return false, nil
+			return true, nil
 		}
 		for _, m := range msgs {
-			if upto >= 0 && m.Seq > upto {
-				return false, nil
-			}
 			if m.Seq != t.pos[i]+1 {
 				return true, nil
+			}
+			if m.Seq > upto {
+				return false, nil // not applied yet, or committed after this poll began
 			}
 			for _, h := range t.handlers[m.Topic] {
 				if err := h(ctx, m); err != nil {

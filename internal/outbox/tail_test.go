@@ -112,6 +112,59 @@ func TestTailResetsAfterAGap(t *testing.T) {
 	}
 }
 
+// TestTailResetsWhenEverythingUnreadWasPruned: pruning deletes through the checkpoint, which
+// is exactly where a ceilinged tail stops, so the rows it had not read yet may all be gone with
+// nothing left after them (or only rows past the ceiling). That is a gap too: the tail must
+// reset at once, not wait for the projector's next message in that partition to show the hole
+// (until then the changes in the pruned rows were never handed over).
+func TestTailResetsWhenEverythingUnreadWasPruned(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, ceiling string
+		after         bool // a message past the ceiling is committed
+	}{
+		{"ceiling, nothing after", "projector", false},
+		{"ceiling, a message past it", "projector", true},
+		{"no ceiling", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &memLog{cp: map[string]int64{}}
+			tail := NewTail(log, tc.ceiling)
+			seen := tailSeen(tail)
+			resets := 0
+			tail.Reset = func() { resets++ }
+			if err := tail.Poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			log.commit("t")
+			log.commit("t")
+			log.cp["projector"] = 2 // another process's projector applied both...
+			log.prune(2)            // ...and a purge deleted them before this tail's next poll
+			if tc.after {
+				log.commit("t")
+			}
+			if err := tail.Poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if resets != 1 || len(*seen) != 0 {
+				t.Fatalf("after its unread rows were pruned: %d resets, handed over %v; want one reset", resets, *seen)
+			}
+			log.commit("t")
+			log.cp["projector"] = log.last
+			if err := tail.Poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := []int64{3, 4}
+			if !tc.after {
+				want = []int64{3}
+			}
+			if !slices.Equal(*seen, want) || resets != 1 {
+				t.Errorf("after the reset: handed over %v with %d resets, want %v and still 1", *seen, resets, want)
+			}
+		})
+	}
+}
+
 // TestTailStateSaysHowFarBehind: Behind runs from the start of the last poll that read
 // everything, a failing read keeps it growing and is reported, and a later success resumes
 // where the tail was (nothing skipped).

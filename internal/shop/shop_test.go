@@ -65,14 +65,13 @@ func price(t *testing.T, s *shop.Shop, category, id string) money.Amount {
 	return 0
 }
 
-// TestEveryProcessSeesEveryChange: two shops on one store (two processes' worth of caches and
-// projectors). A price change applied by A's projector alone reaches B's cached search through
-// B's own outbox tail, within the staleness bound: before the tail, B kept the old price for as
-// long as it cached the category.
-func TestEveryProcessSeesEveryChange(t *testing.T) {
+// twoShopsWithMug opens two shops on one embedded store (two processes' worth of caches and
+// projectors) holding a mug at 12.50 in kitchen, applied by A's projector.
+func twoShopsWithMug(t *testing.T) (a, b *shop.Shop) {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shop.db")
-	a, b := openShop(t, path, 0), openShop(t, path, 0)
+	a, b = openShop(t, path, 0), openShop(t, path, 0)
 	if err := a.Stores.Products.CreateProduct(ctx, catalog.Product{ID: "mug", Name: "Mug", Category: "kitchen", Price: 1250,
 		Stock: map[string]int64{"eu-west": 5}, CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
@@ -80,6 +79,16 @@ func TestEveryProcessSeesEveryChange(t *testing.T) {
 	if _, err := a.Projector.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return a, b
+}
+
+// TestEveryProcessSeesEveryChange: two shops on one store (two processes' worth of caches and
+// projectors). A price change applied by A's projector alone reaches B's cached search through
+// B's own outbox tail, within the staleness bound: before the tail, B kept the old price for as
+// long as it cached the category.
+func TestEveryProcessSeesEveryChange(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoShopsWithMug(t)
 	follow(t, a)
 	follow(t, b)
 	for i, want := range []money.Amount{1500, 1750, 990} {
@@ -99,6 +108,46 @@ func TestEveryProcessSeesEveryChange(t *testing.T) {
 		if st := b.Tail.State(); st.Resets != 0 {
 			t.Errorf("tail resets %d, want none", st.Resets)
 		}
+	}
+}
+
+// TestPrunedChangeReachesEveryCache: B caches a category; A changes a price, A's projector
+// applies it and a purge deletes the outbox row before B's tail reads it (pruning goes exactly
+// as far as the projector's checkpoint, so this is the common case with several processes, not
+// a corner). B's next tail poll must still make B's search show the new price: B's tail used to
+// see no row after its position, took that for "nothing new", and B served the old price until
+// some later message landed in the same outbox partition.
+func TestPrunedChangeReachesEveryCache(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoShopsWithMug(t)
+	// B's tail is polled by hand: the race is the prune landing between two polls.
+	if err := b.Tail.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := price(t, b, "kitchen", "mug"); got != 1250 {
+		t.Fatalf("B's first search: %s, want 12.50", got)
+	}
+	if _, err := a.Stores.Products.UpdateProduct(ctx, "mug", func(p *catalog.Product) error { p.Price = 1500; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Projector.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := outbox.Prune(ctx, a.Stores.Outbox, a.OutboxConsumers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted == 0 {
+		t.Fatalf("prune deleted nothing (%+v): the race is not set up", res)
+	}
+	if err := b.Tail.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := price(t, b, "kitchen", "mug"); got != 1500 {
+		t.Errorf("B's search after its tail polled: %s, want 15.00 (the change whose row was pruned unread)", got)
+	}
+	if st := b.Tail.State(); st.Resets != 1 {
+		t.Errorf("B's tail resets %d, want 1", st.Resets)
 	}
 }
 
