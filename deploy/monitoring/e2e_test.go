@@ -3,6 +3,7 @@ package monitoring
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -111,7 +112,8 @@ func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
 	c, r := alertingCluster.Get(t)
 
 	const db, team = "shop", "dba@shardmart.test"
-	ns := db + ".orders"
+	// A fresh collection per run (-count): an earlier run's orders are balanced and fire nothing.
+	ns := fmt.Sprintf("%s.orders_%d", db, time.Now().UnixNano())
 	if err := r.ShardCollection(ctx, ns, bson.D{{Key: "k", Value: int32(1)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -273,18 +273,17 @@ func migrateLiveShop(t *testing.T, hosts []string, ks string, rf int, mongoPlace
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		deadline := time.After(3 * time.Minute)
-	wait:
-		for checkpointsDone(t, dst, "1") < before+3 {
-			select {
-			case err := <-exited:
-				t.Fatalf("run %d ended before it was killed (%v):\n%s", kill+1, err, outb.String())
-			case <-deadline:
-				t.Fatalf("run %d made no progress:\n%s", kill+1, outb.String())
-			case <-time.After(20 * time.Millisecond):
-				continue wait
+		eventually.NoError(t, 3*time.Minute, func() error {
+			if n := checkpointsDone(t, dst, "1"); n < before+3 {
+				select {
+				case err := <-exited:
+					return eventually.Stop(fmt.Errorf("run %d ended before it was killed (%v):\n%s", kill+1, err, outb.String()))
+				default:
+					return fmt.Errorf("run %d made no progress (%d checkpoints, want %d):\n%s", kill+1, n, before+3, outb.String())
+				}
 			}
-		}
+			return nil
+		})
 		_ = cmd.Process.Kill() // SIGKILL
 		<-exited
 		t.Logf("run %d killed after %d checkpoints:\n%s", kill+1, checkpointsDone(t, dst, "1"), lastLines(outb.String(), 4))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 	"github.com/shardmart/shardmart/internal/store/sqlitestore"
 )
@@ -271,21 +272,17 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // a failed wait leaves no child; a no-op after Wait
+	eventually.NoError(t, 30*time.Second, func() error {
 		cps, err := dst.Checkpoints(ctx, "r1", Sessions)
 		if err != nil {
-			t.Fatal(err)
+			return eventually.Stop(err)
 		}
-		if len(cps) >= 4 {
-			break
+		if len(cps) < 4 {
+			return fmt.Errorf("child wrote %d checkpoints, want 4", len(cps))
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("child wrote %d checkpoints in 30 s", len(cps))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	cps, _ := dst.Checkpoints(ctx, "r1", Sessions)

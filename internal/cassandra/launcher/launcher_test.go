@@ -122,8 +122,7 @@ func TestSingleNodeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := syscall.Kill(pid, 0); err == nil {
-		// Our own child may linger as a zombie until reaped; give the reaper a moment.
-		time.Sleep(time.Second)
+		// Down waits for the JVM's last thread; our own child may still be a zombie until reaped.
 		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil && !strings.Contains(string(b), "zombie") {
 			t.Fatalf("JVM %d still alive after Down", pid)
 		}

@@ -175,7 +175,7 @@ func TestMemberDyingDuringTheElectionFailsUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
+	t.Cleanup(unlock) // registered before KillAll, so it runs after it: no member outlives the lock
 	s, err := New(Options{Dir: t.TempDir(), Members: 3, BasePort: LauncherTestPort, DieWithParent: true})
 	if err != nil {
 		t.Fatal(err)
