@@ -362,6 +362,11 @@ func killMidTraffic(t *testing.T, procs []*proc) {
 						t.Logf("user %d %s through %s: %v (retried)", u, what, p.name, err)
 					case st == http.StatusConflict:
 						time.Sleep(100 * time.Millisecond)
+					case st == http.StatusServiceUnavailable:
+						// A transient store state (a connection lost mid-operation on this loaded
+						// machine): retried after its Retry-After, as the problem asks.
+						t.Logf("user %d %s through %s: 503 %s (retried)", u, what, p.name, b)
+						time.Sleep(time.Second)
 					default:
 						t.Errorf("user %d %s through %s: %d %s %v", u, what, p.name, st, b, err)
 						return false
