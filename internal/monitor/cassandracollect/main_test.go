@@ -85,19 +85,8 @@ func writeSkew(ctx context.Context, c *launcher.Cluster) error {
 			return fmt.Errorf("write the big partition: %w", err)
 		}
 	}
-	for i := range 200 {
-		if err := s.Query(insert, fmt.Sprintf("cold-%d", i), 0, []byte("small")).WithContext(ctx).Exec(); err != nil {
-			return fmt.Errorf("write small partitions: %w", err)
-		}
-	}
-	for range 5 {
-		iter := s.Query("SELECT v FROM "+skewKeyspace+"."+skewTable+" WHERE pk = ?", hotKey).WithContext(ctx).Iter()
-		var v []byte
-		for iter.Scan(&v) {
-		}
-		if err := iter.Close(); err != nil {
-			return fmt.Errorf("read the big partition: %w", err)
-		}
+	if err := exerciseSkew(ctx, s); err != nil {
+		return err
 	}
 	for i := range c.Nodes() {
 		if _, err := c.Nodetool(ctx, i, "flush", skewKeyspace); err != nil {
@@ -117,6 +106,27 @@ func writeSkew(ctx context.Context, c *launcher.Cluster) error {
 	}
 	if ownerIdx < 0 {
 		return fmt.Errorf("getendpoints answered %q, not one of %v", owner, c.Hosts())
+	}
+	return nil
+}
+
+// exerciseSkew (re)writes the small partitions and reads the big one, so every node has
+// write and read latency on the skewed table; a restarted node starts with empty histograms.
+func exerciseSkew(ctx context.Context, s *gocql.Session) error {
+	insert := "INSERT INTO " + skewKeyspace + "." + skewTable + " (pk, ck, v) VALUES (?, ?, ?)"
+	for i := range 200 {
+		if err := s.Query(insert, fmt.Sprintf("cold-%d", i), 0, []byte("small")).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("write small partitions: %w", err)
+		}
+	}
+	for range 5 {
+		iter := s.Query("SELECT v FROM "+skewKeyspace+"."+skewTable+" WHERE pk = ?", hotKey).WithContext(ctx).Iter()
+		var v []byte
+		for iter.Scan(&v) {
+		}
+		if err := iter.Close(); err != nil {
+			return fmt.Errorf("read the big partition: %w", err)
+		}
 	}
 	return nil
 }
