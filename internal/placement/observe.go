@@ -230,9 +230,6 @@ type observedCarts struct {
 	t    timer
 }
 
-// Unwrap is the repository measured: which backend serves the family, for tests and checks.
-func (r observedCarts) Unwrap() cart.Repository { return r.next }
-
 func (r observedCarts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (c cart.Cart, err error) {
 	defer r.t.done("carts.active_cart", time.Now(), &err)
 	return r.next.ActiveCart(ctx, owner, now)
@@ -352,9 +349,6 @@ type observedCatalog struct {
 	next CatalogReader
 	t    timer
 }
-
-// Unwrap is the read model measured.
-func (r observedCatalog) Unwrap() CatalogReader { return r.next }
 
 func (r observedCatalog) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
 	defer r.t.done("catalog.get_product", time.Now(), &err)
