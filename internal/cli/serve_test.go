@@ -245,10 +245,15 @@ func TestSecondServeOnOneDataDirIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	errc3, ready3, stop3 := start()
-	defer stop3()
 	select {
 	case <-ready3:
 	case err := <-errc3:
+		stop3()
 		t.Fatalf("serve after the first stopped: %v", err)
+	}
+	// Wait for it to close its store, or the data directory is removed under it.
+	stop3()
+	if err := <-errc3; err != nil {
+		t.Fatal(err)
 	}
 }
