@@ -11,7 +11,7 @@ import (
 	"github.com/shardmart/shardmart/internal/loadgen"
 )
 
-// TestBenchFlags: the defaults are the SLO (p99 < 50 ms, errors < 1 %) and an
+// TestBenchFlags: the defaults are the SLO (p99 < 50 ms, errors < 1 %) and an
 // unknown scenario or a rate of zero is refused before anything starts.
 func TestBenchFlags(t *testing.T) {
 	var got benchOptions

