@@ -70,6 +70,17 @@ The old store's location comes from the usual flags (--data-dir, --mongo-uri), C
 	return cmd
 }
 
+// newCmdMigrateStoresVerb completes cmd, a verb whose options are the stores alone (plan,
+// status), to run run, or runF if not nil (tests).
+func newCmdMigrateStoresVerb[O ~struct{ Stores migrateStores }](cmd *cobra.Command, fl *migrateFlags, run, runF func(context.Context, O) error) *cobra.Command {
+	if runF != nil {
+		run = runF
+	}
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return run(c.Context(), O{Stores: fl.stores}) }
+	return cmd
+}
+
 func (o migrateStores) families(all bool) ([]migrate.Family, error) {
 	if o.Families == "" && !all {
 		return nil, errors.New("--family is required: sessions, carts, history, events, catalog, or all")

@@ -23,6 +23,7 @@ import (
 	"github.com/shardmart/shardmart/internal/loadgen"
 	"github.com/shardmart/shardmart/internal/migrate"
 	mongolauncher "github.com/shardmart/shardmart/internal/mongodb/launcher"
+	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
@@ -81,14 +82,14 @@ type liveShop struct {
 	t      *testing.T
 	o      serveOptions
 	api    string
-	logs   *syncBuffer
+	logs   *serverproc.Output
 	cancel context.CancelFunc
 	errc   chan error
 }
 
 func startLiveShop(t *testing.T, o serveOptions) *liveShop {
 	t.Helper()
-	s := &liveShop{t: t, o: o, logs: &syncBuffer{}, errc: make(chan error, 1)}
+	s := &liveShop{t: t, o: o, logs: &serverproc.Output{}, errc: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	ready := make(chan string, 1)
@@ -266,7 +267,7 @@ func migrateLiveShop(t *testing.T, hosts []string, ks string, rf int, mongoPlace
 	for kill := range 2 {
 		before := checkpointsDone(t, dst, "1")
 		cmd := shardmartCmd(append(append([]string{"migrate", "run"}, store...), runArgs...)...)
-		var outb syncBuffer
+		var outb serverproc.Output
 		cmd.Stdout, cmd.Stderr = &outb, &outb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -18,14 +18,8 @@ type migratePlanOptions struct {
 
 // newCmdMigratePlan builds `migrate plan`; runF, if not nil, replaces migratePlan (tests).
 func newCmdMigratePlan(stdio IO, fl *migrateFlags, runF func(context.Context, migratePlanOptions) error) *cobra.Command {
-	return &cobra.Command{Use: "plan", Short: "Row counts, estimated time and the placement change", Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			o := migratePlanOptions{Stores: fl.stores}
-			if runF != nil {
-				return runF(c.Context(), o)
-			}
-			return migratePlan(c.Context(), stdio, o)
-		}}
+	return newCmdMigrateStoresVerb(&cobra.Command{Use: "plan", Short: "Row counts, estimated time and the placement change"},
+		fl, func(ctx context.Context, o migratePlanOptions) error { return migratePlan(ctx, stdio, o) }, runF)
 }
 
 // assumedRates are the plan's rows/s per family: the backfill's medians into one node with 4

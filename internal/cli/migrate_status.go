@@ -19,14 +19,8 @@ type migrateStatusOptions struct {
 
 // newCmdMigrateStatus builds `migrate status`; runF, if not nil, replaces migrateStatus (tests).
 func newCmdMigrateStatus(stdio IO, fl *migrateFlags, runF func(context.Context, migrateStatusOptions) error) *cobra.Command {
-	return &cobra.Command{Use: "status", Short: "Where each family's migration stands", Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			o := migrateStatusOptions{Stores: fl.stores}
-			if runF != nil {
-				return runF(c.Context(), o)
-			}
-			return migrateStatus(c.Context(), stdio, o)
-		}}
+	return newCmdMigrateStoresVerb(&cobra.Command{Use: "status", Short: "Where each family's migration stands"},
+		fl, func(ctx context.Context, o migrateStatusOptions) error { return migrateStatus(ctx, stdio, o) }, runF)
 }
 
 func migrateStatus(ctx context.Context, stdio IO, o migrateStatusOptions) error {

@@ -2,8 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/migrate"
 )
@@ -51,6 +55,37 @@ func TestMigrateProgress(t *testing.T) {
 				!strings.Contains(got, "carts: ranges 4/4, rows 1000/1000") {
 				t.Errorf("lines: %q", got)
 			}
+		}
+	}
+}
+
+// plan and status run with the stores from the group's flags, and refuse arguments.
+func TestMigrateStoresVerbs(t *testing.T) {
+	fl := &migrateFlags{}
+	var plan migratePlanOptions
+	var status migrateStatusOptions
+	group := &cobra.Command{Use: "migrate"}
+	group.PersistentFlags().StringVar(&fl.stores.Families, "family", "", "")
+	group.PersistentFlags().StringVar(&fl.stores.From, "from", "", "")
+	group.AddCommand(
+		newCmdMigratePlan(IO{}, fl, func(_ context.Context, o migratePlanOptions) error { plan = o; return nil }),
+		newCmdMigrateStatus(IO{}, fl, func(_ context.Context, o migrateStatusOptions) error { status = o; return nil }),
+	)
+	run := func(args ...string) error {
+		group.SetArgs(args)
+		group.SetOut(io.Discard)
+		group.SetErr(io.Discard)
+		return group.Execute()
+	}
+	if err := run("plan", "--family", "carts", "--from", "mongo"); err != nil || plan.Stores.Families != "carts" || plan.Stores.From != "mongo" {
+		t.Errorf("plan: options %+v, %v; want carts from mongo", plan.Stores, err)
+	}
+	if err := run("status", "--family", "events"); err != nil || status.Stores.Families != "events" {
+		t.Errorf("status: options %+v, %v; want events", status.Stores, err)
+	}
+	for _, verb := range []string{"plan", "status"} {
+		if err := run(verb, "extra"); err == nil || !strings.Contains(err.Error(), "unknown command") && !strings.Contains(err.Error(), "accepts 0 arg") {
+			t.Errorf("%s extra: %v, want an error refusing the argument", verb, err)
 		}
 	}
 }

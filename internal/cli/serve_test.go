@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/eventually"
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 // TestServeSeedsAndShutsDownGracefully runs the real serve path on a temp dir: it listens at
@@ -38,7 +38,7 @@ func TestServeSeedsAndShutsDownGracefully(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)
-	var logs syncBuffer
+	var logs serverproc.Output
 	errc := make(chan error, 1)
 	go func() { errc <- runServe(ctx, IO{Out: io.Discard, Err: &logs}, o, ready) }()
 	var api string
@@ -152,7 +152,7 @@ func TestServeShutsDownDuringSeeding(t *testing.T) {
 			once.Do(func() { close(usersStarted) })
 		}
 	}
-	var logs syncBuffer
+	var logs serverproc.Output
 	errc := make(chan error, 1)
 	go func() { errc <- runServe(ctx, IO{Out: io.Discard, Err: &logs}, o, nil) }()
 	select {
@@ -180,23 +180,6 @@ func TestServeShutsDownDuringSeeding(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer the server's goroutines may log to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func grepLines(s, substr string) string {
 	var out []string

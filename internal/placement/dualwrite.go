@@ -85,6 +85,21 @@ func (d *pair[R]) copy(ctx context.Context, f Family, key string, fn func(ctx co
 	return err
 }
 
+// writeThenCopy writes with the store serving the family, releases the phase, then, if the
+// write succeeded while the family migrates or is cut over, makes the same write to the other
+// store. For records written whole and ordered by their own time, not by when they land, so a
+// late copy is harmless, while one held under the phase would let a hung Cassandra block every
+// phase change. It returns the phase, the write's error and the copy's.
+func (d *pair[R]) writeThenCopy(ctx context.Context, f Family, key string, write func(context.Context, R) error) (p migrate.Phase, err, copyErr error) {
+	r, p, done := d.pick()
+	err = write(ctx, r)
+	done()
+	if err == nil && p != migrate.PhaseNone {
+		copyErr = d.copy(ctx, f, key, func(ctx context.Context) error { return write(ctx, d.other(p)) })
+	}
+	return p, err, copyErr
+}
+
 // migratable are the families `shardmart migrate` can move to Cassandra.
 var migratable = []Family{Sessions, Carts, Events, History, Catalog}
 

@@ -12,17 +12,11 @@ import (
 type dualWriteEvents struct{ pair[event.Repository] }
 
 // AppendEvent appends to the store serving events, then copies: an event never changes, so
-// the copy runs after the phase is released (a hung Cassandra holds up no phase change).
+// the same record in both stores is the whole copy, made after the phase is released (a hung
+// Cassandra holds up no phase change).
 func (d *dualWriteEvents) AppendEvent(ctx context.Context, e event.Event) error {
-	r, p, done := d.pick()
-	err := r.AppendEvent(ctx, e)
-	done()
-	switch {
-	case p == migrate.PhaseNone:
-	case err == nil:
-		// The same record in both stores is the whole copy.
-		_ = d.copy(ctx, Events, e.ID, func(ctx context.Context) error { return d.other(p).AppendEvent(ctx, e) })
-	case p.Mirrors():
+	p, err, _ := d.writeThenCopy(ctx, Events, e.ID, func(ctx context.Context, r event.Repository) error { return r.AppendEvent(ctx, e) })
+	if err != nil && p.Mirrors() {
 		// The old store may have taken it all the same (a timeout, a client that hung up):
 		// copy what it holds.
 		_ = d.copy(ctx, Events, e.ID, func(ctx context.Context) error { return d.m.mirror.Keys(ctx, migrate.Events, e.ID) })

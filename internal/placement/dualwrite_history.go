@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/shardmart/shardmart/internal/history"
-	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/paging"
 )
 
@@ -20,13 +19,11 @@ type dualWriteHistory struct{ pair[history.Repository] }
 // the phase would let a hung Cassandra block every phase change, and with it every history
 // read queued behind the change.
 func (d *dualWriteHistory) UpsertEntry(ctx context.Context, e history.Entry) error {
-	r, p, done := d.pick()
-	err := r.UpsertEntry(ctx, e)
-	done()
-	if err != nil || p == migrate.PhaseNone {
+	_, err, copyErr := d.writeThenCopy(ctx, History, e.OrderID, func(ctx context.Context, r history.Repository) error { return r.UpsertEntry(ctx, e) })
+	if err != nil {
 		return err
 	}
-	return d.copy(ctx, History, e.OrderID, func(ctx context.Context) error { return d.other(p).UpsertEntry(ctx, e) })
+	return copyErr
 }
 
 func (d *dualWriteHistory) ListHistory(ctx context.Context, userID string, page paging.Request) (paging.Page[history.Entry], error) {

@@ -2,7 +2,6 @@ package scaleout_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	clauncher "github.com/shardmart/shardmart/internal/cassandra/launcher"
 	mlauncher "github.com/shardmart/shardmart/internal/mongodb/launcher"
+	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
@@ -156,26 +156,8 @@ type proc struct {
 	name   string
 	url    string
 	cmd    *exec.Cmd
-	logs   *logBuffer
+	logs   *serverproc.Output
 	exited chan struct{}
-}
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) tail(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(l.b.String()), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 var servingAddr = regexp.MustCompile(`msg=serving addr=(\S+)`)
@@ -192,7 +174,7 @@ func startProc(t *testing.T, name string, pl shopPlacement) *proc {
 		"--limit-login-client", "0", "--limit-sessions-client", "0", "--limit-register-client", "0",
 		"--limit-events-session", "0", "--limit-events-client", "0",
 		"--limit-login-account", fmt.Sprint(loginAccountPerMinute)}, pl.args...)
-	p := &proc{t: t, name: name, cmd: exec.Command(binary, args...), logs: &logBuffer{}, exited: make(chan struct{})}
+	p := &proc{t: t, name: name, cmd: exec.Command(binary, args...), logs: &serverproc.Output{}, exited: make(chan struct{})}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -221,7 +203,7 @@ func startProc(t *testing.T, name string, pl shopPlacement) *proc {
 	}()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s (pid %d) log tail:\n%s", p.name, p.cmd.Process.Pid, p.logs.tail(30))
+			t.Logf("%s (pid %d) log tail:\n%s", p.name, p.cmd.Process.Pid, p.logs.Tail(30))
 		}
 		p.stop()
 	})
@@ -229,9 +211,9 @@ func startProc(t *testing.T, name string, pl shopPlacement) *proc {
 	case a := <-addr:
 		p.url = "http://" + a
 	case <-p.exited:
-		t.Fatalf("%s exited at start:\n%s", name, p.logs.tail(30))
+		t.Fatalf("%s exited at start:\n%s", name, p.logs.Tail(30))
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("%s did not listen within 2 minutes:\n%s", name, p.logs.tail(30))
+		t.Fatalf("%s did not listen within 2 minutes:\n%s", name, p.logs.Tail(30))
 	}
 	waitFor(t, time.Minute, name+" ready", func() bool {
 		resp, err := http.Get(p.url + "/readyz")
