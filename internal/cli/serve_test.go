@@ -180,7 +180,6 @@ func TestServeShutsDownDuringSeeding(t *testing.T) {
 	}
 }
 
-
 func grepLines(s, substr string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
