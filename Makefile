@@ -10,7 +10,8 @@ build:
 	$(GO) build -o bin/shardmart ./cmd/shardmart
 
 # gotestsum (a tool dependency in go.mod) prints every skipped test with its reason, so a
-# test that did not run (MongoDB without SHARDMART_MONGO_URI) is never mistaken for a pass.
+# test that did not run (the one that needs a mongos, the opt-in fault tests) is never mistaken
+# for a pass.
 test: vet
 	$(GO) tool gotestsum --format pkgname -- -count=1 -timeout 75m ./...
 
