@@ -34,6 +34,7 @@ func (s *Stores) observe(cfg Config, f func(backend, op string, d time.Duration,
 		return t
 	}
 	s.Orders = observedOrders{s.Orders, at(Orders)}
+	s.ProductSource = observedSource{sourceOf(s.Products), at(Orders)}
 	s.Products = observedProducts{s.Products, at(Orders)}
 	s.Outbox = observeOutbox(s.Outbox, at(Orders))
 	s.Users = observedUsers{s.Users, at(Orders)}
@@ -127,6 +128,16 @@ func (r observedProducts) CreateProducts(ctx context.Context, ps []catalog.Produ
 
 func (r observedProducts) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
 	defer r.t.done("products.get_product", time.Now(), &err)
+	return r.next.GetProduct(ctx, id)
+}
+
+type observedSource struct {
+	next projection.ProductSource
+	t    timer
+}
+
+func (r observedSource) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
+	defer r.t.done("products.current_product", time.Now(), &err)
 	return r.next.GetProduct(ctx, id)
 }
 

@@ -155,6 +155,9 @@ type Stores struct {
 	// family lives elsewhere, and CatalogSink is then where the projector writes it.
 	Catalog     CatalogReader
 	CatalogSink projection.CatalogSink
+	// ProductSource reads a product as the store of record holds it now, never from a lagging
+	// replica: the projector copies what it reads into the read model.
+	ProductSource projection.ProductSource
 	// RateLimits are rate-limit counters every API process of the shop shares, in the
 	// transactional store when it can be shared (MongoDB); nil for the embedded store, which
 	// one process alone may open: its limits are counted in that process.
@@ -296,6 +299,26 @@ type RateLimiter interface {
 
 // rateLimitsProvider is a transactional store several processes share.
 type rateLimitsProvider interface{ SharedRateLimits() RateLimiter }
+
+// currentReader is a products repository whose GetProduct may read a replica (MongoDB's read
+// table) and that can also read the latest state.
+type currentReader interface {
+	CurrentProduct(ctx context.Context, id string) (catalog.Product, error)
+}
+
+type currentSource struct{ r currentReader }
+
+func (c currentSource) GetProduct(ctx context.Context, id string) (catalog.Product, error) {
+	return c.r.CurrentProduct(ctx, id)
+}
+
+// sourceOf is the products repository as a ProductSource reading the latest state.
+func sourceOf(r catalog.Repository) projection.ProductSource {
+	if c, ok := r.(currentReader); ok {
+		return currentSource{c}
+	}
+	return r
+}
 
 // catalogProvider is a read model fed by the projector (Cassandra's products tables).
 type catalogProvider interface {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/cart"
@@ -81,31 +82,40 @@ func Register(p *outbox.Projector, t Targets) {
 // RegisterCatalog feeds a catalog read model: product changes as they come, and the products
 // of an order (stock taken, or returned by a cancel) read again from the store of record,
 // since an order's event carries no stock levels. Register those handlers before the cards'.
-func RegisterCatalog(p *outbox.Projector, sink CatalogSink, source ProductSource) {
+//
+// With a source, a product change is read again from the store too rather than written from
+// its message: an order's stock change does not move UpdatedAt, so the read model cannot tell
+// an older message's stock from a newer read's, and a product's change and its orders sit
+// under different outbox keys (partitions drained at once, in no fixed order). The creation's
+// stock, applied after the order's refetch, would otherwise stay on the product page until
+// the product's next change. Refreshes of one product are serialised, so the read written
+// last is the one read last; whichever message comes last, it leaves the store's current state.
+func RegisterCatalog(p Handlers, sink CatalogSink, source ProductSource) {
+	if source == nil {
+		p.Handle(outbox.TopicProductChanged, func(ctx context.Context, m outbox.Message) error {
+			var pr catalog.Product
+			if err := json.Unmarshal(m.Payload, &pr); err != nil {
+				return fmt.Errorf("decode product #%d: %w", m.Seq, err)
+			}
+			return sink.UpsertProduct(ctx, pr)
+		})
+		return
+	}
+	r := &refresher{sink: sink, source: source, held: map[string]*productLock{}}
 	p.Handle(outbox.TopicProductChanged, func(ctx context.Context, m outbox.Message) error {
 		var pr catalog.Product
 		if err := json.Unmarshal(m.Payload, &pr); err != nil {
 			return fmt.Errorf("decode product #%d: %w", m.Seq, err)
 		}
-		return sink.UpsertProduct(ctx, pr)
+		return r.refresh(ctx, pr.ID)
 	})
-	if source == nil {
-		return
-	}
 	restock := func(ctx context.Context, m outbox.Message) error {
 		o, err := decodeOrder(m)
 		if err != nil {
 			return err
 		}
 		for _, it := range o.Items {
-			pr, err := source.GetProduct(ctx, it.ProductID)
-			if errors.Is(err, catalog.ErrNotFound) {
-				continue // gone since: nothing to show
-			}
-			if err != nil {
-				return fmt.Errorf("read product %s: %w", it.ProductID, err)
-			}
-			if err := sink.UpsertProduct(ctx, pr); err != nil {
+			if err := r.refresh(ctx, it.ProductID); err != nil {
 				return err
 			}
 		}
@@ -113,6 +123,49 @@ func RegisterCatalog(p *outbox.Projector, sink CatalogSink, source ProductSource
 	}
 	p.Handle(outbox.TopicOrderPlaced, restock)
 	p.Handle(outbox.TopicOrderStatus, restock)
+}
+
+// refresher copies products from the store of record to the read model, one product at a
+// time: two refreshes of one product overlapping could write their reads in the other order.
+type refresher struct {
+	sink   CatalogSink
+	source ProductSource
+
+	mu   sync.Mutex
+	held map[string]*productLock // products being refreshed, dropped when nobody waits
+}
+
+type productLock struct {
+	sync.Mutex
+	users int // guarded by refresher.mu
+}
+
+func (r *refresher) refresh(ctx context.Context, id string) error {
+	r.mu.Lock()
+	l := r.held[id]
+	if l == nil {
+		l = &productLock{}
+		r.held[id] = l
+	}
+	l.users++
+	r.mu.Unlock()
+	l.Lock()
+	defer func() {
+		l.Unlock()
+		r.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(r.held, id)
+		}
+		r.mu.Unlock()
+	}()
+	pr, err := r.source.GetProduct(ctx, id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return nil // gone since: nothing to show
+	}
+	if err != nil {
+		return fmt.Errorf("read product %s: %w", id, err)
+	}
+	return r.sink.UpsertProduct(ctx, pr)
 }
 
 // Handlers is what handlers are registered on: the projector, or a process's own outbox tail

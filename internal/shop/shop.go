@@ -84,7 +84,7 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 		return nil, err
 	}
 	p := outbox.NewProjector(st.Outbox, projection.Consumer, c.Logger)
-	targets := projection.Targets{Carts: st.Carts, History: st.History, Catalog: st.CatalogSink, Products: st.Products}
+	targets := projection.Targets{Carts: st.Carts, History: st.History, Catalog: st.CatalogSink, Products: st.ProductSource}
 	if c.CacheStaleAfter <= 0 {
 		c.CacheStaleAfter = DefaultCacheStaleAfter
 	}

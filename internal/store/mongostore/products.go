@@ -156,6 +156,18 @@ func (r *products) GetProduct(ctx context.Context, id string) (catalog.Product, 
 	return doc.product(), nil
 }
 
+// CurrentProduct reads a product from the primary, whatever the read table allows a product
+// page: the projector copies it into a read model, where a secondary's older copy would stay
+// until the product's next change.
+func (r *products) CurrentProduct(ctx context.Context, id string) (catalog.Product, error) {
+	s := r.store()
+	doc, err := getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)
+	if err != nil {
+		return catalog.Product{}, err
+	}
+	return doc.product(), nil
+}
+
 func getProduct(ctx context.Context, claims, prods *mongo.Collection, id string) (productDoc, error) {
 	cat, err := categoryOf(ctx, claims, id)
 	if err != nil {
