@@ -260,6 +260,7 @@ type call struct {
 	problem     string // problem type suffix, for errors
 	retryAfter  string
 	contentType string
+	requestID   string // the API's X-Request-Id, to find the logged cause of an error
 }
 
 func (c call) ok() bool            { return c.status >= 200 && c.status < 300 }
@@ -342,6 +343,7 @@ func (s *shopClient) do(ctx context.Context, kind string, user int, method, path
 		out, err = io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		c.status, c.retryAfter, c.contentType = resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type")
+		c.requestID = resp.Header.Get("X-Request-Id")
 	}
 	c.end = time.Now()
 	if err != nil {
@@ -605,7 +607,13 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 		rep.errFault, rep.byStatus[500], rep.byStatus[503], rep.held, rep.errAfter, appLag.Round(time.Millisecond))
 
 	if n := rep.byStatus[http.StatusInternalServerError]; n > 0 {
-		t.Errorf("%d requests answered 500; a transient state of the replica set must answer 503 with Retry-After; causes logged:\n%s", n, causes.internal(5))
+		var ids []string
+		for _, c := range calls {
+			if c.status == http.StatusInternalServerError {
+				ids = append(ids, c.requestID)
+			}
+		}
+		t.Errorf("%d requests answered 500; a transient state of the replica set must answer 503 with Retry-After; causes logged:\n%s", n, causes.of(ids, 5))
 	}
 	for _, c := range calls {
 		if c.status == http.StatusServiceUnavailable && (c.retryAfter == "" || !strings.HasPrefix(c.contentType, "application/problem+json")) {
@@ -1005,13 +1013,13 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-// internal is up to n logged causes of 500s (those not answered as unavailable).
-func (l *lockedBuffer) internal(n int) string {
+// of is up to n logged causes of the requests with the given ids.
+func (l *lockedBuffer) of(ids []string, n int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
 	for _, line := range strings.Split(l.b.String(), "\n") {
-		if len(out) < n && line != "" && !strings.Contains(line, "temporarily unavailable") {
+		if len(out) < n && slices.ContainsFunc(ids, func(id string) bool { return id != "" && strings.Contains(line, "request_id="+id) }) {
 			out = append(out, line)
 		}
 	}
