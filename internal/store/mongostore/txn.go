@@ -129,8 +129,8 @@ func (c retryClass) String() string {
 	return [...]string{"no retry", "retry transaction", "retry commit"}[c]
 }
 
-// classify mirrors Session.WithTransaction's decisions (runTxn acts on them); tests pin it against real server
-// replies, and the mock-deployment tests check the driver acts on them.
+// classify mirrors Session.WithTransaction's decisions; runTxn acts on them. Tests pin it
+// against real server replies, and the mock-deployment tests check the loop acts on them.
 func classify(err error) retryClass {
 	var le mongo.LabeledError
 	if !errors.As(err, &le) {
