@@ -8,9 +8,7 @@
 // MongoDB, while the primary is frozen (SIGSTOP) or cut off (iptables and a cgroup of the
 // test's own) for 15 s, record every request's start, end and answer, and check that no
 // request answers 500 (the transient states answer 503 with Retry-After), that writes resume
-// within the set's own failover time plus a margin, and that no acknowledged order is lost. A
-// transaction whose commit reaches a primary that freezes answers at the caller's deadline
-// (commit_test.go).
+// within the set's own failover time plus a margin, and that no acknowledged order is lost.
 //
 // One set for the whole package (TestMain, launcher.FaultTestPort, loopback only), with
 // electionTimeoutMillis = 2 s instead of MongoDB's 10 s so that an election after a crash takes
