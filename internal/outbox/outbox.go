@@ -80,9 +80,10 @@ type Projector struct {
 	wake chan struct{}
 
 	// Sync's group drain: callers that arrive while a drain runs share the next one.
-	syncMu   sync.Mutex
-	syncCond *sync.Cond
-	draining bool
+	syncMu sync.Mutex
+	// drained is closed when the running Sync drain finishes (nil while none runs): a channel,
+	// not a sync.Cond, so a waiter can give up when its context ends.
+	drained  chan struct{}
 	started  uint64 // drains started by Sync
 	finished uint64 // the generation of the last finished Sync drain
 	syncErr  error  // its error
@@ -101,32 +102,42 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 	}
 	p := &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
 		logger: logger, batch: 256, Workers: 16, wake: make(chan struct{}, 1), holder: processHolder()}
-	p.syncCond = sync.NewCond(&p.syncMu)
 	return p
 }
 
 // Sync returns once a drain that started after the call has finished, so everything the
 // caller committed before calling is applied (read-your-writes). Concurrent callers share
-// drains: while one runs, later callers wait and the first of them runs one more for all.
+// drains: while one runs, later callers wait and the first of them runs one more for all. A
+// caller whose ctx ends while it waits returns ctx's error at once: the drain it waits on runs
+// under another request's deadline (stuck on a frozen primary, it holds until that one), and a
+// caller must never answer past its own.
 func (p *Projector) Sync(ctx context.Context) error {
 	p.syncMu.Lock()
-	defer p.syncMu.Unlock()
 	need := p.started + 1 // a drain already running may have read the outbox before our commit
 	for p.finished < need {
-		if p.draining {
-			p.syncCond.Wait()
+		if done := p.drained; done != nil {
+			p.syncMu.Unlock()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return fmt.Errorf("outbox: waiting for a drain: %w", ctx.Err())
+			}
+			p.syncMu.Lock()
 			continue
 		}
-		p.draining = true
+		done := make(chan struct{})
+		p.drained = done
 		p.started++
 		gen := p.started
 		p.syncMu.Unlock()
 		_, err := p.drainAll(ctx, true)
 		p.syncMu.Lock()
-		p.draining, p.finished, p.syncErr = false, gen, err
-		p.syncCond.Broadcast()
+		p.drained, p.finished, p.syncErr = nil, gen, err
+		close(done)
 	}
-	return p.syncErr
+	err := p.syncErr
+	p.syncMu.Unlock()
+	return err
 }
 
 // Handle registers h for topic; several handlers of one topic run in registration order.

@@ -114,6 +114,53 @@ func TestSyncIsReadYourWrites(t *testing.T) {
 	}
 }
 
+// TestSyncWaiterLeavesAtItsDeadline: a caller waiting on a drain that another caller runs (and
+// that hangs, as on a frozen primary) returns when its own context ends, not when that drain does.
+func TestSyncWaiterLeavesAtItsDeadline(t *testing.T) {
+	log := &memLog{cp: map[string]int64{}}
+	log.commit("t")
+	p := NewProjector(log, "c", nil)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	p.Handle("t", func(context.Context, Message) error {
+		once.Do(func() { close(entered) })
+		<-release
+		return nil
+	})
+	first := make(chan error, 1)
+	go func() { first <- p.Sync(context.Background()) }()
+	<-entered // the first caller's drain is running and stuck
+
+	log.commit("t")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	waiter := make(chan error, 1)
+	go func() { waiter <- p.Sync(ctx) }()
+	select {
+	case err := <-waiter:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("waiter: %v, want its deadline", err)
+		}
+	case err := <-first:
+		t.Fatalf("the stuck drain finished (%v) before the waiter returned", err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the stuck drain returned (%v) before it was released", err)
+	default:
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("first caller: %v", err)
+	}
+	if err := p.Sync(context.Background()); err != nil {
+		t.Fatalf("a later Sync: %v", err)
+	}
+	if lag, _ := p.Lag(context.Background()); lag != 0 {
+		t.Errorf("lag %d after the drains", lag)
+	}
+}
+
 // TestDrainStopsAtFailureAndResumes: a failing handler keeps the checkpoint before the failed
 // message, so the next drain applies it (at least once, in order, no gap).
 func TestDrainStopsAtFailureAndResumes(t *testing.T) {

@@ -48,33 +48,24 @@ func (r *carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time)
 	return doc.cart(), nil
 }
 
-// PutItem is CRT-1 and CRT-3 without a transaction: (1) set the quantity of a line the live cart
-// holds, else (2) push a new line while there is room, each one atomic findAndModify on the
-// slot; if neither matched, (3) look at the slot and create the cart, retire a finished one, or
-// report the cart full, then try again. Concurrent puts of different products are separate
-// atomic updates of one document, so none is lost.
+// PutItem is CRT-1 and CRT-3 without a transaction: read the slot, then make exactly one
+// conditional write: set the quantity of a line the live cart holds, or push a new line while
+// there is room (each one atomic findAndModify on the editable slot), or create the cart, or
+// retire a finished one; a write that no longer matches (the cart changed since the read) tries
+// again. Concurrent puts of different products are separate atomic updates of one document, so
+// none is lost.
+//
+// The read comes first because every write waits for a majority, even one that matches
+// nothing: guessing "replace" then "add" cost up to three majority waits for a put into a new
+// cart. Right after a failover the majority commit point moves in steps of a heartbeat round
+// (2 s here), so each extra wait kept the shop's writes stalled seconds after the set took
+// majority writes again. Cost: one primary read before the write on every put.
 func (r *carts) PutItem(ctx context.Context, owner cart.Owner, it cart.Item, expiresAt, now time.Time) (cart.Cart, error) {
 	s := r.store()
 	coll := s.coll(collCarts)
 	for attempt := 0; attempt < maxSlotAttempts; attempt++ {
 		var doc cartDoc
-		found, err := decodeOne(coll.FindOneAndUpdate(ctx, replaceLineFilter(owner, it.ProductID, now),
-			replaceLineUpdate(it.Quantity, now), returnAfter), &doc)
-		if err != nil {
-			return cart.Cart{}, fmt.Errorf("mongo: replace cart line: %w", err)
-		}
-		if found {
-			return doc.cart(), nil
-		}
-		found, err = decodeOne(coll.FindOneAndUpdate(ctx, addLineFilter(owner, it.ProductID, now),
-			addLineUpdate(it, now), returnAfter), &doc)
-		if err != nil {
-			return cart.Cart{}, fmt.Errorf("mongo: add cart line: %w", err)
-		}
-		if found {
-			return doc.cart(), nil
-		}
-		found, err = decodeOne(coll.FindOne(ctx, cartSlotFilter(owner)), &doc)
+		found, err := decodeOne(coll.FindOne(ctx, cartSlotFilter(owner)), &doc)
 		if err != nil {
 			return cart.Cart{}, fmt.Errorf("mongo: read cart slot: %w", err)
 		}
@@ -96,10 +87,21 @@ func (r *carts) PutItem(ctx context.Context, owner cart.Owner, it cart.Item, exp
 			if err := doc.cart().Editable(now); err != nil {
 				return cart.Cart{}, err
 			}
-			if len(doc.Items) >= cart.MaxItems && !holds(doc, it.ProductID) {
-				return cart.Cart{}, cart.ErrTooManyItems
+			filter, update, what := replaceLineFilter(owner, it.ProductID, now), replaceLineUpdate(it.Quantity, now), "replace cart line"
+			if !holds(doc, it.ProductID) {
+				if len(doc.Items) >= cart.MaxItems {
+					return cart.Cart{}, cart.ErrTooManyItems
+				}
+				filter, update, what = addLineFilter(owner, it.ProductID, now), addLineUpdate(it, now), "add cart line"
 			}
-			// The line or the room changed between the updates and the read: try again.
+			found, err := decodeOne(coll.FindOneAndUpdate(ctx, filter, update, returnAfter), &doc)
+			if err != nil {
+				return cart.Cart{}, fmt.Errorf("mongo: %s: %w", what, err)
+			}
+			if found {
+				return doc.cart(), nil
+			}
+			// The line, the room or the checkout changed between the read and the update: try again.
 		case mergedGuest(doc, now):
 			return cart.Cart{}, cart.ErrGuestMerged
 		default:

@@ -11,6 +11,7 @@ package mongostore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -318,25 +319,61 @@ func TestGetOrderConfirmsCreatedOnPrimary(t *testing.T) {
 	}
 }
 
-func TestPutItemCommandsAreTargetedBySlot(t *testing.T) {
+// A put reads the slot and then makes exactly one write, addressed by the owner's slot: every
+// write waits for a majority, even one that matches nothing, so a guessed write that misses
+// costs a majority wait (seconds right after a failover).
+func TestPutItemMakesOneWriteBySlot(t *testing.T) {
 	now := placeReq.At
 	owner := cart.User("alice")
-	c := newCartDoc(owner, "cart1", time.Time{}, now)
-	c.Items = []cartItemDoc{{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}}
-	s, rec := mockStore(t, Options{}, notModified(), modified(c))
-	got, err := s.Carts().PutItem(context.Background(), owner, cart.Item{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}, time.Time{}, now)
-	if err != nil || got.ID != "cart1" || got.Owner != owner {
-		t.Fatalf("put: %+v, %v", got, err)
-	}
-	wantNames(t, rec, "findAndModify", "findAndModify")
-	for i := 0; i < 2; i++ {
-		q := lookup(t, rec.cmd(i), "query").Document()
-		if q.Lookup("_id").StringValue() != "active:u:alice" || q.Lookup("user_id").StringValue() != "alice" {
-			t.Errorf("cart update %d not addressed by the owner's slot: %s", i, q)
+	holding := func(ids ...string) cartDoc {
+		c := newCartDoc(owner, "cart1", time.Time{}, now)
+		for _, id := range ids {
+			c.Items = append(c.Items, cartItemDoc{ProductID: id, Category: "tools", Quantity: 1, AddedAt: now})
 		}
+		return c
 	}
-	if lookup(t, rec.cmd(1), "query", "items.99", "$exists").Boolean() {
-		t.Error("add-line guard must require items.99 to be absent")
+	for _, tc := range []struct {
+		name    string
+		replies []bson.D
+		want    []string
+		check   func(t *testing.T, write bson.Raw)
+	}{
+		{"no cart yet", []bson.D{batch(collCarts), inserted(1)}, []string{"find", "insert"}, func(t *testing.T, w bson.Raw) {
+			doc := lookup(t, w, "documents").Array().Index(0).Document()
+			if doc.Lookup("_id").StringValue() != "active:u:alice" {
+				t.Errorf("new cart not created in the owner's slot: %s", doc)
+			}
+		}},
+		{"line held", []bson.D{batch(collCarts, holding("p2")), modified(holding("p2"))}, []string{"find", "findAndModify"}, func(t *testing.T, w bson.Raw) {
+			if got := lookup(t, w, "query", "items.product_id").StringValue(); got != "p2" {
+				t.Errorf("replace must match the line p2, matched %q", got)
+			}
+		}},
+		{"new line", []bson.D{batch(collCarts, holding("p1")), modified(holding("p1", "p2"))}, []string{"find", "findAndModify"}, func(t *testing.T, w bson.Raw) {
+			if lookup(t, w, "query", "items.99", "$exists").Boolean() {
+				t.Error("add-line guard must require items.99 to be absent")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, rec := mockStore(t, Options{}, tc.replies...)
+			got, err := s.Carts().PutItem(context.Background(), owner, cart.Item{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}, time.Time{}, now)
+			if err != nil || got.Owner != owner || !slices.ContainsFunc(got.Items, func(it cart.Item) bool { return it.ProductID == "p2" }) {
+				t.Fatalf("put: %+v, %v", got, err)
+			}
+			wantNames(t, rec, tc.want...)
+			read := lookup(t, rec.cmd(0), "filter").Document()
+			if read.Lookup("_id").StringValue() != "active:u:alice" || read.Lookup("user_id").StringValue() != "alice" {
+				t.Errorf("slot read not addressed by the owner's slot: %s", read)
+			}
+			if tc.want[1] == "findAndModify" {
+				q := lookup(t, rec.cmd(1), "query").Document()
+				if q.Lookup("_id").StringValue() != "active:u:alice" || q.Lookup("user_id").StringValue() != "alice" {
+					t.Errorf("cart update not addressed by the owner's slot: %s", q)
+				}
+			}
+			tc.check(t, rec.cmd(1))
+		})
 	}
 }
 
@@ -383,22 +420,22 @@ func TestPutItemRetiresAnOrderedCart(t *testing.T) {
 	next := newCartDoc(owner, "cart-new", time.Time{}, now)
 	next.Items = []cartItemDoc{{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}}
 	s, rec := mockStore(t, Options{},
-		notModified(), notModified(), // no live cart to change
 		batch(collCarts, ordered), // the slot holds the ordered cart
 		inserted(1),               // retired copy
-		d(e("ok", 1), e("n", int32(1)), e("nModified", int32(1))), // slot replaced
-		notModified(), modified(next),
+		d(e("ok", 1), e("n", int32(1)), e("nModified", int32(1))),         // slot replaced
+		batch(collCarts, newCartDoc(owner, "cart-new", time.Time{}, now)), // the fresh slot
+		modified(next),
 	)
 	got, err := s.Carts().PutItem(context.Background(), owner, cart.Item{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}, time.Time{}, now)
 	if err != nil || got.ID != "cart-new" {
 		t.Fatalf("put after order: %+v, %v", got, err)
 	}
-	wantNames(t, rec, "findAndModify", "findAndModify", "find", "insert", "update", "findAndModify", "findAndModify")
-	retired := lookup(t, rec.cmd(3), "documents").Array().Index(0).Document()
+	wantNames(t, rec, "find", "insert", "update", "find", "findAndModify")
+	retired := lookup(t, rec.cmd(1), "documents").Array().Index(0).Document()
 	if retired.Lookup("_id").StringValue() != "cart-old" || retired.Lookup("status").StringValue() != "ordered" {
 		t.Errorf("retired copy: %s", retired)
 	}
-	q := lookup(t, rec.cmd(4), "updates").Array().Index(0).Document().Lookup("q").Document()
+	q := lookup(t, rec.cmd(2), "updates").Array().Index(0).Document().Lookup("q").Document()
 	if q.Lookup("_id").StringValue() != "active:u:alice" || q.Lookup("cart_id").StringValue() != "cart-old" {
 		t.Errorf("slot replace must compare-and-set on the old cart: %s", q)
 	}

@@ -3,6 +3,7 @@ package mongostore
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -68,6 +69,29 @@ func transientReason(err error) string {
 		for _, c := range transientCodes {
 			if se.HasErrorCode(c.code) {
 				return c.reason
+			}
+		}
+	}
+	// commitTransaction's write concern error reaches us as the driver's own WriteCommandError
+	// (Session.CommitTransaction does not convert it to a WriteException): seen as 500s when a
+	// step-down interrupted a commit's wait for the majority.
+	var wce driver.WriteCommandError
+	if errors.As(err, &wce) {
+		var codes []int64
+		if wce.WriteConcernError != nil {
+			codes = append(codes, wce.WriteConcernError.Code)
+		}
+		for _, we := range wce.WriteErrors {
+			codes = append(codes, we.Code)
+		}
+		for _, c := range transientCodes {
+			if slices.Contains(codes, int64(c.code)) {
+				return c.reason
+			}
+		}
+		for _, l := range []string{labelTransient, labelUnknownCommit, "RetryableWriteError"} {
+			if wce.HasErrorLabel(l) {
+				return "interrupted by a failover"
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
 	"github.com/shardmart/shardmart/internal/catalog"
@@ -35,6 +36,8 @@ func TestUnavailableReadsTransientStates(t *testing.T) {
 		{"write concern timeout (wtimeout)", mongo.WriteException{WriteConcernError: &mongo.WriteConcernError{Name: "WriteConcernFailed", Code: 64, Message: "waiting for replication timed out"}}},
 		{"write concern error after a step-down", mongo.WriteException{WriteConcernError: &mongo.WriteConcernError{Name: "InterruptedDueToReplStateChange", Code: 11602}}},
 		{"write error NotWritablePrimary", mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 10107, Message: "not primary"}}}},
+		{"commit's write concern error after a step-down", driver.WriteCommandError{WriteConcernError: &driver.WriteConcernError{Name: "InterruptedDueToReplStateChange", Code: 11602, Message: "operation was interrupted"}}},
+		{"commit's write concern error labelled", fmt.Errorf("mongo: commit: %w", driver.WriteCommandError{WriteConcernError: &driver.WriteConcernError{Code: 100}, Labels: []string{"UnknownTransactionCommitResult"}})},
 		{"network error mid-operation", cmd(0, "", "NetworkError", "RetryableWriteError")},
 		{"no primary within the selection timeout", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}},
 		{"request deadline", fmt.Errorf("mongo: insert order: %w", context.DeadlineExceeded)},
