@@ -47,7 +47,7 @@ const (
 	// stallMargin is what the shop's longest gap between acknowledged writes may exceed the
 	// set's own by (the longest gap between majority writes an independent client gets
 	// acknowledged: election, catch-up, the remaining secondary's switch of sync source,
-	// discovery, any further election): the 2 s. The shop's writes resume with the
+	// discovery, any further election): 2 s. The shop's writes resume with the
 	// independent client's once a request makes one majority write (docs/mongodb.md,
 	// "Failover", has the runs).
 	stallMargin = 2 * time.Second
@@ -435,7 +435,7 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	// The API logs the cause of every 500 (and 503) at error level: kept to explain them.
-	var causes lockedBuffer
+	var causes serverproc.Output
 	apiLog := slog.New(slog.NewTextHandler(&causes, &slog.HandlerOptions{Level: slog.LevelError}))
 	sh, err := shop.Open(ctx, shop.Config{Placement: cfg, Backends: placement.Options{MongoURI: set.URI(), MongoDatabase: db}, Logger: quiet})
 	if err != nil {
@@ -613,7 +613,7 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 				ids = append(ids, c.requestID)
 			}
 		}
-		t.Errorf("%d requests answered 500; a transient state of the replica set must answer 503 with Retry-After; causes logged:\n%s", n, causes.of(ids, 5))
+		t.Errorf("%d requests answered 500; a transient state of the replica set must answer 503 with Retry-After; causes logged:\n%s", n, causesOf(&causes, ids, 5))
 	}
 	for _, c := range calls {
 		if c.status == http.StatusServiceUnavailable && (c.retryAfter == "" || !strings.HasPrefix(c.contentType, "application/problem+json")) {
@@ -1001,24 +1001,10 @@ func electionLog(since time.Time) string {
 	return strings.Join(out, "; ")
 }
 
-// lockedBuffer collects the API's error log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// of is up to n logged causes of the requests with the given ids.
-func (l *lockedBuffer) of(ids []string, n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// causesOf is up to n lines of the API's error log naming one of the given request ids.
+func causesOf(log *serverproc.Output, ids []string, n int) string {
 	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(log.String(), "\n") {
 		if len(out) < n && slices.ContainsFunc(ids, func(id string) bool { return id != "" && strings.Contains(line, "request_id="+id) }) {
 			out = append(out, line)
 		}
