@@ -95,8 +95,11 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
 	if cfg.Datacenter != "" {
 		fallback = gocql.DCAwareRoundRobinPolicy(cfg.Datacenter)
 	}
-	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(&tieredHosts{HostSelectionPolicy: fallback, health: p.health},
-		gocql.ShuffleReplicas(), gocql.NonLocalReplicasFallback())
+	tiered := &tieredHosts{HostSelectionPolicy: fallback, health: p.health}
+	c.PoolConfig.HostSelectionPolicy = &quickRouting{
+		HostSelectionPolicy: gocql.TokenAwareHostPolicy(tiered, gocql.ShuffleReplicas(), gocql.NonLocalReplicasFallback()),
+		fallback:            tiered,
+	}
 	c.StreamObserver = streamWatch{p.health}
 	c.SerialConsistency = SerialConsistency
 	c.DefaultIdempotence = false
