@@ -18,6 +18,7 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
@@ -67,7 +68,7 @@ func TestDualWriteHungTargetBlocksNoPhaseChange(t *testing.T) {
 	}
 	// kill returns before the JVM's threads have stopped (each stops when next scheduled, a
 	// while on a loaded machine): wait until all have, so no request is answered after this.
-	eventually.NoError(t, time.Minute, func() error { return allStopped(pid) })
+	eventually.NoError(t, time.Minute, func() error { return serverproc.Stopped(pid) })
 	resumed := false
 	resume := func() {
 		if !resumed {
@@ -151,31 +152,8 @@ func hasEntry(t *testing.T, ctx context.Context, h history.Repository, orderID s
 	return false
 }
 
-// allStopped is nil once every thread of pid is stopped (state T in /proc).
-func allStopped(pid int) error {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-	if err != nil || len(tasks) == 0 {
-		return fmt.Errorf("threads of %d: %v (%d found)", pid, err, len(tasks))
-	}
-	var running []string
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // a thread that exited meanwhile
-		}
-		// The state follows the command name, which may itself hold ") ".
-		if i := strings.LastIndex(string(b), ") "); i < 0 || len(b) < i+3 || b[i+2] != 'T' {
-			running = append(running, filepath.Base(filepath.Dir(f)))
-		}
-	}
-	if len(running) > 0 {
-		return fmt.Errorf("%d of %d threads of %d not stopped yet (%s)", len(running), len(tasks), pid, strings.Join(running[:min(5, len(running))], " "))
-	}
-	return nil
-}
-
 func stoppedOrWhy(pid int) string {
-	if err := allStopped(pid); err != nil {
+	if err := serverproc.Stopped(pid); err != nil {
 		return err.Error()
 	}
 	return "yes"

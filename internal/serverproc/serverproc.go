@@ -116,14 +116,42 @@ func ReadPID(pidFile, marker string) (int, bool) {
 	return pid, true
 }
 
-// zombie reads the state field of /proc/PID/stat ("pid (comm) S ..."; comm may hold spaces).
-func zombie(stat []byte) bool {
-	for i := len(stat) - 1; i >= 0; i-- {
-		if stat[i] == ')' {
-			return i+2 < len(stat) && stat[i+2] == 'Z'
+// zombie reads the state field of /proc/PID/stat for Z.
+func zombie(stat []byte) bool { return procState(stat) == 'Z' }
+
+// procState is the state field of /proc/PID/stat ("pid (comm) S ..."; comm may hold spaces
+// and ") "), 0 if there is none.
+func procState(stat []byte) byte {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
+}
+
+// Stopped is nil once every thread of pid is stopped (state T), else it says how many still
+// run. kill(SIGSTOP) returns before that: each thread stops when it is next scheduled, which
+// on a loaded machine can take long enough for a server to answer many more requests, so a
+// test that freezes a server waits for this before it measures anything.
+func Stopped(pid int) error {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(tasks) == 0 {
+		return fmt.Errorf("threads of %d: %v (%d found)", pid, err, len(tasks))
+	}
+	var running []string
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // a thread that exited meanwhile
+		}
+		if procState(b) != 'T' {
+			running = append(running, filepath.Base(filepath.Dir(f)))
 		}
 	}
-	return false
+	if len(running) > 0 {
+		return fmt.Errorf("%d of %d threads of %d not stopped yet (%s)", len(running), len(tasks), pid, strings.Join(running[:min(5, len(running))], " "))
+	}
+	return nil
 }
 
 // SignalAndWait sends sig to the process group of pid and waits until alive reports false. A

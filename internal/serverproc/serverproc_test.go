@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // ReadPID trusts a pidfile only for a live process whose command line carries the marker, so
@@ -65,6 +67,58 @@ func TestZombie(t *testing.T) {
 	} {
 		if got := zombie([]byte(stat)); got != want {
 			t.Errorf("zombie(%q) = %t, want %t", stat, got, want)
+		}
+	}
+}
+
+// Stopped holds only once every thread of a SIGSTOPped process is stopped, and no longer once
+// it is continued.
+func TestStopped(t *testing.T) {
+	cmd := exec.Command("python3", "-c", `import sys, threading
+for _ in range(4):
+    threading.Thread(target=sys.stdin.read).start()
+sys.stdin.read()`, "stopped-test")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(cmd, filepath.Join(t.TempDir(), "pid"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill()
+	defer stdin.Close()
+	eventually.NoError(t, 20*time.Second, func() error { // the interpreter and its 4 threads
+		if tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", c.PID)); len(tasks) < 5 {
+			return fmt.Errorf("%d threads", len(tasks))
+		}
+		return nil
+	})
+	if err := Stopped(c.PID); err == nil {
+		t.Fatal("a running process reads as stopped")
+	}
+	if err := syscall.Kill(c.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	eventually.NoError(t, 20*time.Second, func() error { return Stopped(c.PID) })
+	if err := syscall.Kill(c.PID, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 20*time.Second, "continued threads read as running", func() bool { return Stopped(c.PID) != nil })
+	if err := Stopped(1 << 30); err == nil {
+		t.Error("a pid that does not exist reads as stopped")
+	}
+}
+
+func TestProcState(t *testing.T) {
+	for stat, want := range map[string]byte{
+		"12 (java) T 1 12": 'T',
+		"12 (a) b) S 1 12": 'S',
+		"12 (no state)":    0,
+		"garbage":          0,
+	} {
+		if got := procState([]byte(stat)); got != want {
+			t.Errorf("procState(%q) = %q, want %q", stat, got, want)
 		}
 	}
 }

@@ -257,6 +257,10 @@ type row struct {
 	read func(ctx context.Context, via int, cl gocql.Consistency) error
 }
 
+// runPrefix names a test's rows for this run only: the cluster outlives a run (-count > 1),
+// and a test that checks a row is missing somewhere must not find the previous run's.
+func runPrefix(name string) string { return fmt.Sprintf("%s-%d", name, time.Now().UnixNano()) }
+
 func cartLines(prefix string, n int) []row {
 	rows := make([]row, n)
 	for i := range rows {

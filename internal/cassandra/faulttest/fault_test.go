@@ -48,7 +48,8 @@ func TestClusterSeesItselfAndServesQuorum(t *testing.T) {
 func TestHintedHandoff(t *testing.T) {
 	ctx := start(t)
 	stopNode(t, ctx, n3)
-	lines := append(cartLines("hint", 20), historyEntries("hint", 20)...)
+	prefix := runPrefix("hint")
+	lines := append(cartLines(prefix, 20), historyEntries(prefix, 20)...)
 	writeRows(t, ctx, lines)
 
 	nodetoolAll(t, ctx, []int{n1, n2}, "pausehandoff")
@@ -69,7 +70,8 @@ func TestReadRepair(t *testing.T) {
 	ctx := start(t)
 	nodetoolAll(t, ctx, []int{n1, n2, n3}, "disablehandoff")
 	stopNode(t, ctx, n3)
-	lines := append(cartLines("rr", 15), historyEntries("rr", 15)...)
+	prefix := runPrefix("rr")
+	lines := append(cartLines(prefix, 15), historyEntries(prefix, 15)...)
 	writeRows(t, ctx, lines)
 	restartNode(t, ctx, n3)
 
@@ -125,10 +127,11 @@ func TestAntiEntropyRepair(t *testing.T) {
 	ctx := start(t)
 	nodetoolAll(t, ctx, []int{n1, n2, n3}, "disablehandoff")
 	stopNode(t, ctx, n3)
-	lines := append(append(cartLines("ae", 15), historyEntries("ae", 15)...), catalogProducts("ae", 15)...)
+	prefix := runPrefix("ae")
+	lines := append(append(cartLines(prefix, 15), historyEntries(prefix, 15)...), catalogProducts(prefix, 15)...)
 	writeRows(t, ctx, lines)
 	now := time.Now().UTC()
-	if err := sessions.CreateSession(ctx, sessionpkg.Session{ID: "sess-ae", CreatedAt: now, LastActive: now,
+	if err := sessions.CreateSession(ctx, sessionpkg.Session{ID: prefix + "-sess", CreatedAt: now, LastActive: now,
 		ExpiresAt: now.Add(time.Hour), Status: sessionpkg.StatusActive}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +164,7 @@ func TestAntiEntropyRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	var status string
-	err = session.Query(`SELECT status FROM `+keyspace+`.sessions WHERE session_id = ?`, "sess-ae").
+	err = session.Query(`SELECT status FROM `+keyspace+`.sessions WHERE session_id = ?`, prefix+"-sess").
 		SetHostID(id).Consistency(gocql.One).ScanContext(ctx, &status)
 	if !errors.Is(err, gocql.ErrNotFound) {
 		t.Fatalf("session on node 3 after repair: %q, %v; want it absent (sessions are not repaired)", status, err)

@@ -3,6 +3,7 @@ package cassandrastore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -75,18 +76,10 @@ func CatalogBucket(id string) int { return bucketOfProduct(id) }
 // UpdatedAt): when the projector moved the product meanwhile, its delete of the old search row
 // shadows them. Returns whether it inserted.
 func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, error) {
-	attrs, stock := p.Attributes, p.Stock
-	if attrs == nil {
-		attrs = map[string]string{}
-	}
-	if stock == nil {
-		stock = map[string]int64{}
-	}
-	cols := []any{p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt)}
-	applied, err := c.s.Query(`INSERT INTO products (`+productCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`, cols...).
-		WithContext(ctx).Consistency(CatalogConsistency).SerialConsistency(SerialConsistency).MapScanCAS(map[string]any{})
+	cols := productRow(p)
+	applied, err := casLoop(ctx, c.p, fmt.Sprintf("insert product %s", p.ID), c.insertRound(p, cols))
 	if err != nil {
-		return false, fmt.Errorf("insert product %s: %w", p.ID, err)
+		return false, err
 	}
 	if !applied || p.Inactive {
 		return applied, nil
@@ -105,4 +98,55 @@ func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, 
 		return true, fmt.Errorf("insert product %s search rows: %w", p.ID, err)
 	}
 	return true, nil
+}
+
+// productRow is p as the products table's columns (productCols), empty maps for nil ones.
+func productRow(p catalog.Product) []any {
+	attrs, stock := p.Attributes, p.Stock
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	if stock == nil {
+		stock = map[string]int64{}
+	}
+	return []any{p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt)}
+}
+
+// insertRound is one round of InsertIfAbsent's loop. The first proposes at once (a backfill
+// reads nothing it need not). After a refusal the row was there first: not inserted. After an
+// unknown outcome (a timeout under load) the round reads the row at SERIAL, which completes
+// any proposal Paxos accepted: absent, the insert is proposed again; holding exactly p, our
+// insert applied; anything else, another writer's came first.
+func (c *Catalog) insertRound(p catalog.Product, cols []any) casRound[bool] {
+	return func(ctx context.Context, a casAttempt) (bool, *casOp[bool], error) {
+		if a.refused {
+			return false, nil, nil
+		}
+		if a.n > 0 {
+			var got catalog.Product
+			iter := c.s.Query(productSelect, p.ID).WithContext(ctx).Consistency(a.cl).Iter()
+			found := scanProduct(iter, &got)
+			if err := iter.Close(); err != nil {
+				return false, nil, fmt.Errorf("read product %s: %w", p.ID, err)
+			}
+			if found {
+				return sameProductRow(got, p), nil, nil
+			}
+		}
+		q := c.s.Query(`INSERT INTO products (`+productCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`, cols...).
+			WithContext(ctx).Consistency(CatalogConsistency).SerialConsistency(SerialConsistency)
+		return false, &casOp[bool]{query: q, applied: func() bool { return true }}, nil
+	}
+}
+
+// sameProductRow reports whether a row read back holds exactly what productRow(p) wrote
+// (timestamps as the column keeps them, in milliseconds).
+func sameProductRow(got, p catalog.Product) bool {
+	sameTime := func(a, b time.Time) bool {
+		return a.Truncate(time.Millisecond).Equal(b.Truncate(time.Millisecond))
+	}
+	return got.ID == p.ID && got.Name == p.Name && got.Description == p.Description &&
+		got.Inactive == p.Inactive && got.Category == p.Category && got.Price == p.Price &&
+		maps.Equal(got.Attributes, p.Attributes) && maps.Equal(got.Stock, p.Stock) &&
+		sameTime(got.CreatedAt, p.CreatedAt) && sameTime(got.UpdatedAt, p.UpdatedAt)
 }

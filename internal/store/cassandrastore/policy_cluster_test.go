@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/session"
 )
@@ -86,6 +87,9 @@ func TestClientPolicyTwoNodes(t *testing.T) {
 			}
 		}
 		t.Cleanup(resume)
+		// kill returns before the JVM's threads have stopped (each stops when next scheduled, a
+		// while on a loaded machine): wait until all have, so no read is answered by it below.
+		eventually.NoError(t, time.Minute, func() error { return serverproc.Stopped(pid) })
 		// Each read has 1 s (the hard cap the shop would see as a stall); speculation after
 		// speculateAfter should answer in well under that.
 		var lat []time.Duration
@@ -104,7 +108,11 @@ func TestClientPolicyTwoNodes(t *testing.T) {
 		t.Logf("%d reads while %s frozen: p50 %s, p99 %s, max %s", len(lat), frozen.Addr,
 			lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 		if v := gather(t, reg).get("shardmart_cassandra_host_suspect", frozen.Addr); v != 1 {
-			t.Errorf("shardmart_cassandra_host_suspect{host=%q} = %v while frozen, want 1", frozen.Addr, v)
+			stopped := "yes"
+			if err := serverproc.Stopped(pid); err != nil {
+				stopped = err.Error()
+			}
+			t.Errorf("shardmart_cassandra_host_suspect{host=%q} = %v while frozen, want 1 (all its threads stopped: %s)", frozen.Addr, v, stopped)
 		}
 		resume()
 		waitFor(t, 30*time.Second, func() bool {
