@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/store"
 )
 
 // Deps is everything the API needs; the serve command builds it.
@@ -292,6 +293,12 @@ func (s *server) wrap(label string, acc access, h handlerFunc) http.Handler {
 
 // fail renders err as a problem; internal causes are logged with the request id, not sent.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, label string, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() == nil {
+		// Cancelled inside a backend's client while the caller still waits (an operation
+		// interrupted when its connection pool was cleared in a failover): a transient state,
+		// answered with Retry-After like the others, not as a client that went away.
+		err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
 	p, internal := toProblem(err)
 	if internal {
 		s.log.Error("request failed", "route", label, "request_id", requestID(r.Context()), "err", err)
