@@ -111,6 +111,9 @@ func cassandraNode(t *testing.T) *clauncher.Cluster {
 type shopPlacement struct {
 	name string
 	args []string
+	// mongoURI and mongoDB locate the orders family's database, where the outbox and its
+	// drain lease live.
+	mongoURI, mongoDB string
 	// bound is the documented staleness bound of search on this placement (README "Running
 	// several processes"); tests allow it a margin for this shared, loaded machine.
 	bound time.Duration
@@ -119,7 +122,7 @@ type shopPlacement struct {
 func mongoPlacement(t *testing.T) shopPlacement {
 	set := mongoSet(t)
 	db := fmt.Sprintf("scaleout_%d", time.Now().UnixNano())
-	return shopPlacement{name: "mongo", bound: time.Second, args: []string{"--mongo-uri", set.URI(), "--mongo-db", db,
+	return shopPlacement{name: "mongo", bound: time.Second, mongoURI: set.URI(), mongoDB: db, args: []string{"--mongo-uri", set.URI(), "--mongo-db", db,
 		"--placement", "orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo"}}
 }
 
@@ -139,7 +142,8 @@ func hybridPlacement(t *testing.T) shopPlacement {
 	})
 	// The catalog is a read model the projector feeds: a change shows once a projector (in any
 	// process, every second) applied it, then within a tail poll.
-	return shopPlacement{name: "hybrid", bound: 2 * time.Second, args: []string{"--mongo-uri", set.URI(), "--mongo-db", fmt.Sprintf("scaleout_%d", run),
+	db := fmt.Sprintf("scaleout_%d", run)
+	return shopPlacement{name: "hybrid", bound: 2 * time.Second, mongoURI: set.URI(), mongoDB: db, args: []string{"--mongo-uri", set.URI(), "--mongo-db", db,
 		"--cassandra-hosts", strings.Join(node.Hosts(), ","), "--cassandra-keyspace", ks,
 		"--placement", "orders=mongo,events=mongo,carts=cassandra,sessions=cassandra,history=cassandra,catalog=cassandra"}}
 }

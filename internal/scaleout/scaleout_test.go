@@ -1,6 +1,7 @@
 package scaleout_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,8 +9,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/projection"
 )
 
 // TestThreeProcessesOnMongo: three serve processes, every family on one MongoDB replica set.
@@ -33,7 +41,7 @@ func runShop(t *testing.T, pl shopPlacement, procs []*proc) {
 	t.Run("one idempotency key through two", func(t *testing.T) { oneKeyTwoProcesses(t, procs) })
 	t.Run("cart edits racing a checkout on another process", func(t *testing.T) { cartRacesCheckout(t, procs) })
 	t.Run("login limit across processes", func(t *testing.T) { loginLimitAcrossProcesses(t, procs) })
-	t.Run("a process SIGKILLed mid-traffic", func(t *testing.T) { killMidTraffic(t, procs) })
+	t.Run("a process SIGKILLed mid-traffic", func(t *testing.T) { killMidTraffic(t, pl, procs) })
 }
 
 type cartView struct {
@@ -452,8 +460,9 @@ func loginLimitAcrossProcesses(t *testing.T, procs []*proc) {
 // killMidTraffic: orders flow through all three processes; one is SIGKILLed mid-way. The
 // others keep serving (a client retries a request the dead one never answered on another
 // process, with the same Idempotency-Key), every acknowledged order is there with its
-// follow-ups (history), and the outbox drains.
-func killMidTraffic(t *testing.T, procs []*proc) {
+// follow-ups (history), and the outbox drains. The victim dies holding the projector's drain
+// lease, so the survivors must take it over from a dead holder.
+func killMidTraffic(t *testing.T, pl shopPlacement, procs []*proc) {
 	c := newClient(t)
 	const users, perUser = 6, 6
 	c.product(procs[0], "kill-tea", "kill", "3.00", 1000)
@@ -462,7 +471,8 @@ func killMidTraffic(t *testing.T, procs []*proc) {
 		tokens[i] = c.user(procs[i%3], procs[(i+1)%3], fmt.Sprintf("kill-%d@example.com", i))
 	}
 	victim := procs[2]
-	var dead atomic.Bool
+	leases := leaseReader(t, pl)
+	var dead, diedHolding atomic.Bool
 	var acked atomic.Int64
 	killAt := int64(users * perUser / 3)
 	acks := make([][]string, users)
@@ -534,9 +544,9 @@ func killMidTraffic(t *testing.T, procs []*proc) {
 				}
 				acks[u] = append(acks[u], id)
 				if acked.Add(1) == killAt {
+					diedHolding.Store(killHoldingLease(t, leases, victim))
 					dead.Store(true) // from now on a failed request to it is retried elsewhere
-					victim.kill()
-					t.Logf("SIGKILLed %s after %d acknowledged orders", victim.name, killAt)
+					t.Logf("SIGKILLed %s after %d acknowledged orders", victim.name, acked.Load())
 				}
 			}
 		}()
@@ -546,6 +556,23 @@ func killMidTraffic(t *testing.T, procs []*proc) {
 		t.Fatal("traffic ended before the kill")
 	}
 	live := procs[:2]
+	if diedHolding.Load() {
+		// The lease the victim held passes to a survivor only by a takeover (a live holder
+		// releases it, a dead one lets it expire), which that survivor counts; the survivor
+		// may have released it again by the time it is read.
+		waitFor(t, 30*time.Second, "the lease the killed process held taken from it", func() bool {
+			h, err := leases(context.Background())
+			return err == nil && !strings.Contains(h.Holder, fmt.Sprintf(":%d:", victim.cmd.Process.Pid))
+		})
+		var taken float64
+		for _, p := range live {
+			n, _ := c.metric(p, "shardmart_outbox_drain_lease_taken_over_total")
+			taken += n
+		}
+		if taken < 1 {
+			t.Errorf("the survivors counted %v takeovers of a lease whose holder was SIGKILLed, want at least 1", taken)
+		}
+	}
 	for u, ids := range acks {
 		if len(ids) != perUser {
 			t.Errorf("user %d: %d orders acknowledged, want %d", u, len(ids), perUser)
@@ -606,4 +633,55 @@ func killMidTraffic(t *testing.T, procs []*proc) {
 		}
 		return false
 	})
+}
+
+// leaseHolder is the projector's drain lease as MongoDB stores it.
+type leaseHolder struct {
+	Holder string    `bson:"holder"`
+	Until  time.Time `bson:"until"`
+}
+
+// leaseReader reads the shop's drain lease straight from MongoDB, where the orders family and
+// its outbox live on every placement here.
+func leaseReader(t *testing.T, pl shopPlacement) func(context.Context) (leaseHolder, error) {
+	t.Helper()
+	cl, err := mongo.Connect(options.Client().ApplyURI(pl.mongoURI))
+	if err != nil {
+		t.Fatalf("connect to %s: %v", pl.mongoURI, err)
+	}
+	t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
+	coll := cl.Database(pl.mongoDB).Collection("outbox_checkpoints")
+	return func(ctx context.Context) (leaseHolder, error) {
+		var h leaseHolder
+		err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: "lease/" + projection.Consumer}}).Decode(&h)
+		return h, err
+	}
+}
+
+// killHoldingLease SIGKILLs victim at a moment it holds the drain lease: it freezes the process
+// (SIGSTOP, so it can neither release nor renew), reads the lease, and kills it when the lease
+// is the victim's and still running, else lets it run on and looks again. Orders through the
+// victim take the lease for their read-your-writes drain, so it is caught within moments. It
+// reports whether it was caught; after a minute the victim is killed regardless.
+func killHoldingLease(t *testing.T, leases func(context.Context) (leaseHolder, error), victim *proc) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mine := fmt.Sprintf(":%d:", victim.cmd.Process.Pid)
+	for looks := 1; ; looks++ {
+		_ = victim.cmd.Process.Signal(syscall.SIGSTOP)
+		h, err := leases(ctx)
+		if err == nil && strings.Contains(h.Holder, mine) && time.Until(h.Until) > 0 {
+			victim.kill()
+			t.Logf("%s SIGKILLed holding the drain lease (%d looks, %s of it left)", victim.name, looks, time.Until(h.Until).Round(time.Millisecond))
+			return true
+		}
+		_ = victim.cmd.Process.Signal(syscall.SIGCONT)
+		select {
+		case <-ctx.Done():
+			t.Errorf("%s never seen holding the drain lease in %d looks over a minute", victim.name, looks)
+			victim.kill()
+			return false
+		case <-time.After(2 * time.Millisecond): // let it run between looks
+		}
+	}
 }
