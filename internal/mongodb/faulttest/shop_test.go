@@ -985,7 +985,8 @@ func electionLog(since time.Time) string {
 				continue
 			}
 			for _, key := range []string{"Starting an election", "Election succeeded", "atch-up", "atchup", "Caught up",
-				"Transition to primary complete", "Stepping down", "priority takeover", "Starting to step down"} {
+				"Transition to primary complete", "Stepping down", "priority takeover", "Starting to step down",
+				"ync source", "oplog fetcher"} {
 				if strings.Contains(e.Msg, key) {
 					steps = append(steps, step{e.T.Date.Sub(since), fmt.Sprintf("m%d %s", i, e.Msg)})
 					break
