@@ -33,6 +33,9 @@ const (
 	// from 27570), next to sets on LauncherTestPort.
 	LauncherClusterTestPort = 27560
 	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
+	// AdviseTestPort: internal/advise/live's sharded cluster (config server 28000, three shards
+	// from 28010) and, at AdviseTestPort+90, its 1-member replica set for the profiler tests.
+	AdviseTestPort = 28000
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
