@@ -51,9 +51,9 @@ type Collection struct {
 	// so a sample of a large collection keeps its insertion order when stretched to the
 	// collection's size (cycling through it would restart an ascending key at its lowest value).
 	SampleRepeat int64
-	Candidates []Candidate
-	Operations []Operation
-	fieldIdx   map[string]int
+	Candidates   []Candidate
+	Operations   []Operation
+	fieldIdx     map[string]int
 }
 
 // Candidate is a shard key to evaluate, with optional zones. The key is

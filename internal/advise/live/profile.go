@@ -52,7 +52,14 @@ func profileSample(ctx context.Context, src Source, db, coll string, d time.Dura
 	if v, ok := raw.Lookup("sampleRate").DoubleOK(); ok {
 		prev.SampleRate = v
 	}
-	start := time.Now().Add(-time.Second)
+	// The window starts at the server's clock: entries from before it (slow operations the
+	// previous level recorded) are not part of the sample.
+	start := time.Now()
+	if hello, err := src.RunCommand(ctx, "admin", bson.D{{Key: "hello", Value: int32(1)}}); err == nil {
+		if t, ok := hello.Lookup("localTime").TimeOK(); ok {
+			start = t
+		}
+	}
 	if _, err := src.RunCommand(ctx, db, bson.D{{Key: "profile", Value: int32(2)}, {Key: "sampleRate", Value: 1.0}}); err != nil {
 		return nil, unauthorized(err, "switch the profiler of "+db+" on")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -80,8 +81,10 @@ func sampleSize(pipeline bson.A) (int64, bool) {
 	return 0, false
 }
 
-// sample gives each shard a share of n proportional to the documents it owns (largest
-// remainders), and takes that many from the shard's own $sample.
+// sample merges the shards' own $sample answers the way mongos does: every document of the
+// result comes from a shard drawn at random in proportion to the documents it owns, so the
+// result is a random sample of the whole collection (not one stratified by shard, which
+// would hide the sampling error mongos's answer has).
 func (r *Router) sample(ctx context.Context, db, coll string, n int64, pipeline bson.A) ([]bson.Raw, error) {
 	st, err := r.Stats(ctx, db+"."+coll)
 	if err != nil {
@@ -95,44 +98,34 @@ func (r *Router) sample(ctx context.Context, db, coll string, n int64, pipeline 
 	if total == 0 {
 		return r.aggregateOn(ctx, ids[0], db, coll, pipeline)
 	}
-	want := make(map[string]int64, len(ids))
-	type rem struct {
-		id   string
-		frac float64
-	}
-	var rems []rem
-	given := int64(0)
+	per := map[string][]bson.Raw{}
+	owned := map[string]int64{}
 	for _, id := range ids {
-		exact := float64(n) * float64(st[id].Owned()) / float64(total)
-		want[id] = int64(exact)
-		given += want[id]
-		rems = append(rems, rem{id, exact - float64(want[id])})
-	}
-	slices.SortStableFunc(rems, func(a, b rem) int {
-		switch {
-		case a.frac > b.frac:
-			return -1
-		case a.frac < b.frac:
-			return 1
-		}
-		return 0
-	})
-	for i := 0; given < n && i < len(rems); i++ {
-		want[rems[i].id]++
-		given++
-	}
-	var out []bson.Raw
-	for _, id := range ids {
-		if want[id] == 0 {
+		if owned[id] = st[id].Owned(); owned[id] <= 0 {
 			continue
 		}
-		p := slices.Clone(pipeline)
-		p[0] = bson.D{{Key: "$sample", Value: bson.D{{Key: "size", Value: want[id]}}}}
-		res, err := r.aggregateOn(ctx, id, db, coll, p)
-		if err != nil {
+		if per[id], err = r.aggregateOn(ctx, id, db, coll, pipeline); err != nil {
 			return nil, err
 		}
-		out = append(out, res...)
+	}
+	// Draw without replacement: a shard's weight is the documents it owns not yet drawn.
+	var out []bson.Raw
+	for left := total; int64(len(out)) < n && left > 0; left-- {
+		x := rand.Int64N(left)
+		for _, id := range ids {
+			if owned[id] <= 0 {
+				continue
+			}
+			if x < owned[id] {
+				owned[id]--
+				if len(per[id]) > 0 {
+					out = append(out, per[id][0])
+					per[id] = per[id][1:]
+				}
+				break
+			}
+			x -= owned[id]
+		}
 	}
 	return out, nil
 }
