@@ -34,7 +34,8 @@ const (
 	LauncherClusterTestPort = 27560
 	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
 	// AdviseTestPort: internal/advise/live's sharded cluster (config server 28000, three shards
-	// from 28010) and, at AdviseTestPort+90, its 1-member replica set for the profiler tests.
+	// from 28010) and, at AdviseTestPort+90, its 1-member replica set for the profiler tests;
+	// AdviseTestPort+95: internal/cli's `advise --from` test, 1 member.
 	AdviseTestPort = 28000
 )
 
