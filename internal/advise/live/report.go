@@ -132,12 +132,12 @@ func (rep *Report) WriteText(out io.Writer) {
 // Command is the advise command line for a collection, as the monitor prints it. A password
 // in uri is left out (alerts and pages are not the place for it); the user name stays.
 func Command(uri, ns string) string {
-	return fmt.Sprintf("shardmart advise --from %s --collection %s", shellQuote(withoutPassword(uri)), shellQuote(ns))
+	return fmt.Sprintf("shardmart advise --from %s --collection %s", shellQuote(URIWithoutPassword(uri)), shellQuote(ns))
 }
 
-// withoutPassword drops ":password" from a connection string's user info. url.Parse is not
+// URIWithoutPassword drops ":password" from a connection string's user info. url.Parse is not
 // used: a mongodb:// URI may list several host:port pairs.
-func withoutPassword(uri string) string {
+func URIWithoutPassword(uri string) string {
 	scheme, rest, ok := strings.Cut(uri, "://")
 	if !ok {
 		return uri
