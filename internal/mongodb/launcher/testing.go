@@ -34,8 +34,8 @@ const (
 	LauncherClusterTestPort = 27560
 	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
 	// AdviseTestPort: internal/advise/live's sharded cluster (config server 28000, three shards
-	// from 28010) and, at AdviseTestPort+90, its 1-member replica set for the profiler tests;
-	// AdviseTestPort+95: internal/cli's `advise --from` test, 1 member.
+	// from 28010); 1-member sets at AdviseTestPort+80 (with access control, the missing-role
+	// refusal), +90 (the profiler and refusal tests) and +95 (internal/cli's `advise --from`).
 	AdviseTestPort = 28000
 )
 
