@@ -257,6 +257,9 @@ func TestAdviceDetectsAscendingKeyWriteSkew(t *testing.T) {
 	if h := hashed.HottestWriteShare(); h > 0.5 {
 		t.Errorf("advice for {_id: hashed}: hottest shard %.1f%% of writes, want the skew gone (≤ 50%%)", 100*h)
 	}
+	// Through a router the profiler of the shards cannot be switched: refused, nothing touched.
+	_, err = live.Read(ctx, r, ns, live.Options{ProfileSeconds: 1})
+	refusal(t, err, "--profile-seconds needs a replica set")
 	// The verdict holds on the cluster: new ObjectIds all go to the max chunk's shard.
 	got := place(ctx, t, r, ns, orders(500, 500, 3, time.Now()))
 	if len(got) != 1 {
