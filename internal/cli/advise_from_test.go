@@ -55,6 +55,7 @@ func TestAdviseFromReplicaSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Log("\n" + out[:strings.Index(out, "\n{\n")])
 	for _, want := range []string{"live collection shop.orders: 500 documents", "not sharded (simulated on 3 shards)", `{ user_id: "hashed" }: numDocsSampled 200, numDistinctValues 40`, "mostCommonValues:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -187,6 +187,12 @@ func TestAdviceMatchesTheRealBalancer(t *testing.T) {
 	if rep.CurrentKey != `{ user_id: "hashed" }` || rep.NumDocs != 12000 || len(rep.Shards) != liveShards {
 		t.Fatalf("read current key %s, %d documents, shards %v; want { user_id: \"hashed\" }, 12000, 3 shards", rep.CurrentKey, rep.NumDocs, rep.Shards)
 	}
+	// $collStats answers per shard, named: the report's live shares are the cluster's.
+	for i, id := range r.ShardIDs() {
+		if got, ok := rep.LiveDataShare[id]; !ok || math.Abs(got-real[i]) > 0.001 {
+			t.Errorf("live data share of %s: %.3f (present %t), want the cluster's %.3f (all: %v)", id, got, ok, real[i], rep.LiveDataShare)
+		}
+	}
 	cur := resultFor(t, rep, rep.CurrentKey)
 	errCur := shareError(cur.FinalDataShare(), real)
 	t.Logf("| current {user_id: hashed} | advice %s | real %s | error %.1f points |", pct(cur.FinalDataShare()), pct(real), 100*errCur)

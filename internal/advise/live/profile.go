@@ -23,16 +23,16 @@ type ProfileSample struct {
 
 // ProfiledOp is one operation shape: its type and the fields its filter compares by equality.
 type ProfiledOp struct {
-	Type   string // insert, find, update, delete (the advisor's operation types)
-	Filter []string
-	Count  int64
+	Type   string   `json:"type"` // insert, find, update, delete (the advisor's operation types)
+	Filter []string `json:"filter"`
+	Count  int64    `json:"count"`
 }
 
 // ProfileLevel is the profiler setting of a database.
 type ProfileLevel struct {
-	Level      int32
-	SlowMS     int32
-	SampleRate float64
+	Level      int32   `json:"level"`
+	SlowMS     int32   `json:"slowms"`
+	SampleRate float64 `json:"sampleRate"`
 }
 
 // profileSample switches the profiler of db to level 2 for d, switches it back to the level

@@ -65,7 +65,10 @@ type ShardFigures struct {
 
 // LatencyMix is $collStats latencyStats: operation counts since the server started.
 type LatencyMix struct {
-	Reads, Writes, Commands, Transactions int64
+	Reads        int64 `json:"reads"`
+	Writes       int64 `json:"writes"`
+	Commands     int64 `json:"commands"`
+	Transactions int64 `json:"transactions"`
 }
 
 func (m *LatencyMix) add(o LatencyMix) {

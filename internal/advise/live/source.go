@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -20,7 +21,7 @@ import (
 // the driver (Client); tests may put a router of their own in front of a sharded cluster.
 type Source interface {
 	RunCommand(ctx context.Context, db string, cmd bson.D) (bson.Raw, error)
-	// Find returns at most limit documents of db.coll matching filter.
+	// Find returns db.coll's documents matching filter (Client reads at most findLimit).
 	Find(ctx context.Context, db, coll string, filter bson.D) ([]bson.Raw, error)
 	Aggregate(ctx context.Context, db, coll string, pipeline bson.A) ([]bson.Raw, error)
 }
@@ -29,9 +30,10 @@ type Source interface {
 type Client struct{ C *mongo.Client }
 
 // Connect opens a Client to uri; reads go to the primary (the profiler and latencyStats
-// are per member: the primary is the member taking the writes).
+// are per member: the primary is the member taking the writes). Every operation is bounded
+// by opTimeout, which the driver also sends as maxTimeMS, so a slow read stops on the server.
 func Connect(ctx context.Context, uri string) (*Client, error) {
-	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetAppName("shardmart-advise"))
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetAppName("shardmart-advise").SetTimeout(opTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -71,6 +73,9 @@ func (c *Client) Aggregate(ctx context.Context, db, coll string, pipeline bson.A
 	}
 	return drain(ctx, cur, db+"."+coll)
 }
+
+// opTimeout bounds each command advise sends.
+const opTimeout = time.Minute
 
 // findLimit bounds every find advise sends (config metadata, profiler entries).
 const findLimit = 10_000

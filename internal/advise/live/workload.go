@@ -18,8 +18,8 @@ type Model struct {
 	// Candidates are the keys compared with the current one; nil means the seeds'
 	// alternatives for a collection of this name, else {_id: hashed} and {_id: 1}.
 	Candidates []sharding.Key
-	// Shards is the cluster size simulated for an unsharded collection (default 3); a sharded
-	// one is simulated on its own number of shards.
+	// Shards is the cluster size simulated; 0 means the cluster's shard count, or 3 for a
+	// replica set.
 	Shards int
 	// MaxOps bounds the simulated operations per candidate (default 1,000,000); a larger
 	// collection is simulated scaled down, its chunk size with it.
@@ -45,12 +45,13 @@ func (r *Reading) Workload(m Model) (*Advice, error) {
 	if m.MaxOps == 0 {
 		m.MaxOps = 1_000_000
 	}
-	if m.Shards == 0 {
-		m.Shards = 3
-	}
 	shards := m.Shards
-	if r.Sharded && len(r.Shards) > 0 {
+	switch {
+	case shards > 0:
+	case len(r.Shards) > 0:
 		shards = len(r.Shards)
+	default:
+		shards = 3
 	}
 	cands := r.candidates(m.Candidates)
 	if len(cands) == 0 {
