@@ -260,8 +260,12 @@ func TestAdviceDetectsAscendingKeyWriteSkew(t *testing.T) {
 		t.Errorf("advice on the live {_id: 1} collection: %.1f%% into the max chunk, hottest shard %.1f%%, findings %v; want ≥ 99%%, ≥ 90%% and a hot shard", 100*top, 100*cur.HottestWriteShare(), cur.Findings())
 	}
 	hashed := resultFor(t, rep, hashedID.String())
-	if h := hashed.HottestWriteShare(); h > 0.5 {
-		t.Errorf("advice for {_id: hashed}: hottest shard %.1f%% of writes, want the skew gone (≤ 50%%)", 100*h)
+	// Each tick replays ~21 sampled documents (6,000 inserts over 24 ticks, each sampled
+	// document standing for 12 in a row), so even a hashed key's busiest shard per tick sits
+	// near 42 % rather than 33 %; the skew is gone when it is well under the ascending 100 %.
+	t.Logf("{_id: hashed}: hottest shard %.1f%% of writes per tick, %s over the run", 100*hashed.HottestWriteShare(), pct(hashed.WriteShare()))
+	if h := hashed.HottestWriteShare(); h > 0.6 {
+		t.Errorf("advice for {_id: hashed}: hottest shard %.1f%% of writes, want the skew gone (≤ 60%%)", 100*h)
 	}
 	// Through a router the profiler of the shards cannot be switched: refused, nothing touched.
 	_, err = live.Read(ctx, r, ns, live.Options{ProfileSeconds: 1})
