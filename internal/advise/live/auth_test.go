@@ -16,7 +16,8 @@ import (
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 )
 
-// A user without roles is refused in one line that names the roles needed. The set runs with
+// A user without roles is refused in one line that names the roles needed, and those roles are
+// enough on a replica set (read; dbAdmin for the profiler). The set runs with
 // --keyFile (access control on; a replica set needs the key file for it): the launcher
 // initiates it through the localhost exception, then the test creates an admin and a user
 // without roles.
@@ -55,17 +56,34 @@ func TestRefusesAUserWithoutRoles(t *testing.T) {
 	if _, err := admin.Database("shop").Collection("orders").InsertMany(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
-	uri := strings.Replace(set.URI(), "mongodb://", "mongodb://nobody:pw-nobody@", 1)
-	if !strings.Contains(uri, "?") {
-		uri += "/?authSource=admin"
-	} else {
-		uri += "&authSource=admin"
+	connect := func(user string) *live.Client {
+		t.Helper()
+		uri := strings.Replace(set.URI(), "mongodb://", "mongodb://"+user+":pw-"+user+"@", 1)
+		if !strings.Contains(uri, "?") {
+			uri += "/?authSource=admin"
+		} else {
+			uri += "&authSource=admin"
+		}
+		src, err := live.Connect(ctx, uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = src.Close(context.Background()) })
+		return src
 	}
-	src, err := live.Connect(ctx, uri)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close(context.Background())
-	_, err = live.Read(ctx, src, "shop.orders", live.Options{})
+	_, err = live.Read(ctx, connect("nobody"), "shop.orders", live.Options{})
 	refusal(t, err, "not allowed to read $collStats of shop.orders: the user needs "+live.RolesNeeded)
+
+	// The roles named are enough on a replica set: read for the advice, dbAdmin for the profiler.
+	createUser(admin, "reader", bson.A{bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "shop"}}})
+	reader := connect("reader")
+	if _, err := live.Read(ctx, reader, "shop.orders", live.Options{}); err != nil {
+		t.Errorf("read role on shop: %v", err)
+	}
+	_, err = live.Read(ctx, reader, "shop.orders", live.Options{ProfileSeconds: 1, Wait: func(context.Context, time.Duration) error { return nil }})
+	refusal(t, err, "not allowed to read the profiler level of shop: the user needs ")
+	createUser(admin, "profiler", bson.A{bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "shop"}}, bson.D{{Key: "role", Value: "dbAdmin"}, {Key: "db", Value: "shop"}}})
+	if _, err := live.Read(ctx, connect("profiler"), "shop.orders", live.Options{ProfileSeconds: 1, Wait: func(context.Context, time.Duration) error { return nil }}); err != nil {
+		t.Errorf("read and dbAdmin on shop, --profile-seconds: %v", err)
+	}
 }

@@ -104,11 +104,18 @@ func Read(ctx context.Context, src Source, ns string, opts Options) (*Reading, e
 	if r.NumDocs < opts.MinDocs {
 		return nil, &Refusal{Msg: fmt.Sprintf("%s holds %d documents: too few to say anything about a shard key (at least %d)", ns, r.NumDocs, opts.MinDocs)}
 	}
-	if err := r.readMetadata(ctx, src); err != nil {
+	router, err := isRouter(ctx, src)
+	if err != nil {
 		return nil, err
 	}
+	r.ChunkSize = defaultChunkSize
+	if router {
+		if err := r.readMetadata(ctx, src); err != nil {
+			return nil, err
+		}
+	}
 	if opts.ProfileSeconds > 0 {
-		if r.Sharded || len(r.Shards) > 0 {
+		if router {
 			return nil, &Refusal{Msg: "--profile-seconds needs a replica set: a mongos cannot switch its shards' profilers (point --from at a shard's replica set)"}
 		}
 		p, err := profileSample(ctx, src, db, coll, time.Duration(opts.ProfileSeconds)*time.Second, opts.Wait)
@@ -173,9 +180,19 @@ func (r *Reading) readStats(ctx context.Context, src Source, db, coll string) er
 // defaultChunkSize is MongoDB's default range size.
 const defaultChunkSize = 128 << 20
 
-// readMetadata reads the current key and the shards from config.* (empty on a replica set).
+// isRouter reports whether src is a mongos (hello answers msg "isdbgrid"). A replica set has
+// no sharding metadata to read, and needs no role for it.
+func isRouter(ctx context.Context, src Source) (bool, error) {
+	raw, err := src.RunCommand(ctx, "admin", bson.D{{Key: "hello", Value: int32(1)}})
+	if err != nil {
+		return false, fmt.Errorf("hello: %w", err)
+	}
+	msg, _ := raw.Lookup("msg").StringValueOK()
+	return msg == "isdbgrid", nil
+}
+
+// readMetadata reads the current key and the shards from a mongos's config.* collections.
 func (r *Reading) readMetadata(ctx context.Context, src Source) error {
-	r.ChunkSize = defaultChunkSize
 	colls, err := src.Find(ctx, "config", "collections", bson.D{{Key: "_id", Value: r.NS}})
 	if err != nil {
 		return unauthorized(err, "read config.collections")

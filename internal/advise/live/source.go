@@ -109,7 +109,7 @@ type Refusal struct{ Msg string }
 func (r *Refusal) Error() string { return r.Msg }
 
 // RolesNeeded are the built-in roles advise needs, for the refusal when one is missing.
-const RolesNeeded = "read on the database (clusterMonitor too through a mongos, for config.collections, config.shards and config.settings); dbAdmin on the database for --profile-seconds"
+const RolesNeeded = "read on the database (through a mongos also clusterMonitor, for config.collections, config.shards and config.settings); dbAdmin on the database for --profile-seconds"
 
 // unauthorized turns a server's Unauthorized error into a Refusal naming the roles.
 func unauthorized(err error, what string) error {
