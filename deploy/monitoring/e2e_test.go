@@ -63,10 +63,13 @@ func renderedAlertmanager(t *testing.T, sink *stacktest.SMTPSink, team string) [
 	return out
 }
 
+// adviseURI is the monitor's --advise-uri in these tests: the alert's action names it.
+const adviseURI = "mongodb://mongos.test:27017"
+
 // serveExporter serves the exporter's registry on a loopback port for Prometheus to scrape.
 func serveExporter(t *testing.T, cols []monitor.Collector, floor float64) string {
 	t.Helper()
-	reg := monitor.NewRegistry(monitor.Options{Collectors: cols, ScrapeTimeout: 10 * time.Second, HotFloorBytes: floor})
+	reg := monitor.NewRegistry(monitor.Options{Collectors: cols, ScrapeTimeout: 10 * time.Second, HotFloorBytes: floor, AdviseURI: adviseURI})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +107,7 @@ func TestMain(m *testing.M) {
 
 // MON-1: 20 MB inserted onto one shard of a real sharded cluster (balancer stopped)
 // fires HotShardDataSize for that shard and collection, and the team gets the e-mail naming
-// both and the action; the real balancer evens the data and the resolution is mailed.
+// both and the action (with the exact advise command for the collection); the real balancer evens the data and the resolution is mailed.
 func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -155,7 +158,8 @@ func TestHotShardAlertMailedAndResolvedByTheBalancer(t *testing.T) {
 	if len(fired.To) != 1 || fired.To[0] != team {
 		t.Errorf("mail to %v, want %s", fired.To, team)
 	}
-	for _, want := range []string{"Hot shard " + hot, "shardmart mongo balancer start"} {
+	for _, want := range []string{"Hot shard " + hot, "shardmart mongo balancer start",
+		"`shardmart advise --from '" + adviseURI + "' --collection " + ns + "`"} {
 		if !strings.Contains(strings.ReplaceAll(fired.Data, "=\r\n", ""), want) {
 			t.Errorf("the alert mail does not say %q:\n%s", want, fired.Data)
 		}

@@ -96,3 +96,25 @@ func pearson(xs, ys []float64) float64 {
 	}
 	return sxy / math.Sqrt(sxx*syy)
 }
+
+// SampleCharacteristics computes cand's characteristics over c's sample documents, each
+// once, in sample order (which stands for insertion order in the monotonicity figure), and
+// counts the documents missing a key field (MongoDB keys them as null).
+func SampleCharacteristics(w *Workload, c *Collection, cand Candidate) (KeyCharacteristics, int64, error) {
+	once := *c
+	once.SampleRepeat = 1
+	s, err := newSim(w, &once, cand)
+	if err != nil {
+		return KeyCharacteristics{}, 0, err
+	}
+	var missing int64
+	for _, d := range c.Sample {
+		for _, fi := range s.keyIdx {
+			if d.vals[fi].Kind == KindMissing {
+				missing++
+				break
+			}
+		}
+	}
+	return s.characteristics(int64(len(c.Sample))), missing, nil
+}

@@ -94,7 +94,7 @@ func (g *docGen) objectID(tsMs int64, proc [5]byte, counter uint64) Value {
 func (g *docGen) value(d int64, fi int) Value {
 	c := g.c
 	if c.Sample != nil {
-		return c.Sample[d%int64(len(c.Sample))].vals[fi]
+		return c.sampleAt(d).vals[fi]
 	}
 	f := c.Fields[fi]
 	r := mix(g.seed^uint64(fi)*0x632be59bd9b4e019, uint64(d))

@@ -255,7 +255,7 @@ func (p *parser) collections(n *yaml.Node, w *Workload) ([]*Collection, error) {
 }
 
 func (p *parser) collection(n *yaml.Node, where string, w *Workload) (*Collection, error) {
-	_, m, err := p.fields(n, where, "name", "doc_bytes", "fields", "sample", "candidates", "operations")
+	_, m, err := p.fields(n, where, "name", "doc_bytes", "fields", "sample", "sample_repeat", "candidates", "operations")
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +274,14 @@ func (p *parser) collection(n *yaml.Node, where string, w *Workload) (*Collectio
 			return nil, err
 		}
 		c.DocBytes = int(x)
+	}
+	if v := m["sample_repeat"]; v != nil {
+		if m["sample"] == nil {
+			return nil, p.errf(v, where+".sample_repeat", "only with sample")
+		}
+		if c.SampleRepeat, err = p.int(v, where+".sample_repeat", 1); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case m["fields"] != nil && m["sample"] != nil:

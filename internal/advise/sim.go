@@ -242,7 +242,7 @@ func (s *sim) result() *Result {
 	res.MovedBytes = s.cl.movedBytes
 	res.Chunks = len(s.cl.chunks)
 	res.ChunksPerShard = slices.Clone(s.cl.shardChunks)
-	res.SampleRepeats = s.c.Sample != nil && s.inserted > int64(len(s.c.Sample))
+	res.SampleRepeats = s.c.Sample != nil && s.inserted > int64(len(s.c.Sample))*max(s.c.SampleRepeat, 1)
 	for _, m := range s.cl.moves {
 		res.Moves = append(res.Moves, ChunkMove{Tick: m.tick, From: m.from, To: m.to, Min: decodeKey(s.key, m.min), Bytes: m.bytes})
 	}
@@ -290,7 +290,7 @@ func (s *sim) encodePrefix(dst []byte, d int64, n int) []byte {
 
 func (s *sim) docSize(d int64) uint32 {
 	if s.c.Sample != nil {
-		return uint32(s.c.Sample[d%int64(len(s.c.Sample))].size)
+		return uint32(s.c.sampleAt(d).size)
 	}
 	return uint32(s.c.DocBytes)
 }

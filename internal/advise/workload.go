@@ -47,9 +47,13 @@ type Collection struct {
 	Fields     []*Field
 	Sample     []sampleDoc // real documents replayed instead of generators
 	SampleFile string
-	Candidates []Candidate
-	Operations []Operation
-	fieldIdx   map[string]int
+	// SampleRepeat > 1 makes each sample document stand for that many consecutive inserts,
+	// so a sample of a large collection keeps its insertion order when stretched to the
+	// collection's size (cycling through it would restart an ascending key at its lowest value).
+	SampleRepeat int64
+	Candidates   []Candidate
+	Operations   []Operation
+	fieldIdx     map[string]int
 }
 
 // Candidate is a shard key to evaluate, with optional zones. The key is
@@ -142,6 +146,11 @@ func LoadWorkload(path string) (*Workload, error) {
 		}
 		return os.ReadFile(name)
 	})
+}
+
+// sampleAt is the sample document insert d replays.
+func (c *Collection) sampleAt(d int64) *sampleDoc {
+	return &c.Sample[(d/max(c.SampleRepeat, 1))%int64(len(c.Sample))]
 }
 
 func (c *Collection) fieldNames() string {

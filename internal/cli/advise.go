@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/advise"
+	"github.com/shardmart/shardmart/internal/advise/live"
 )
 
 // adviseOptions are `advise`'s settings. Shards, Seed and Ops override the workload's only
@@ -26,6 +27,11 @@ type adviseOptions struct {
 	Moves                      int
 	Timeout                    time.Duration
 	ShardsSet, SeedSet, OpsSet bool
+	// A live collection instead of a workload (advise_from.go).
+	From, Collection string
+	Candidates       []string
+	Sample           int
+	ProfileSeconds   int
 }
 
 // newCmdAdvise is the shard-key advisor: it simulates candidate shard keys on a workload
@@ -42,6 +48,11 @@ firehose) for each candidate shard key and prints a side-by-side comparison and 
   shardmart advise --scenario carts
   shardmart advise --scenario all --svg advise.svg
   shardmart advise -f workload.yaml --shards 6 --seed 7
+  shardmart advise --from mongodb://mongos:27017 --collection shop.orders --candidate '{user_id: 1}'
+
+With --from, the workload is read from a live collection (a mongos or a replica set):
+its shard key, a bounded $sample, $collStats latencyStats and, with --profile-seconds, a
+short profiler sample (replica sets only; the previous level is restored). Read-only.
 
 See docs/advise.md for the workload format and how to read the output.`,
 		Args: cobra.NoArgs,
@@ -65,6 +76,11 @@ See docs/advise.md for the workload format and how to read the output.`,
 	f.Int64Var(&o.Ops, "ops", 0, "simulated operations per candidate (default: the workload's)")
 	f.IntVar(&o.Moves, "moves", 0, "also list the first N balancer chunk moves of each candidate")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up after this long")
+	f.StringVar(&o.From, "from", "", "advise on a live collection: mongodb:// URI of a mongos or a replica set")
+	f.StringVar(&o.Collection, "collection", "", "with --from: the collection, db.collection")
+	f.StringArrayVar(&o.Candidates, "candidate", nil, "with --from: a candidate key such as '{user_id: hashed}' (repeatable; default: the seeds' alternatives)")
+	f.IntVar(&o.Sample, "sample", 1000, fmt.Sprintf("with --from: documents to $sample (at most %d)", live.MaxSample))
+	f.IntVar(&o.ProfileSeconds, "profile-seconds", 0, fmt.Sprintf("with --from: profile the database this long (at most %d) for the operation mix; replica sets only", live.MaxProfileSeconds))
 	return cmd
 }
 
@@ -79,8 +95,14 @@ func runAdvise(ctx context.Context, stdio IO, o adviseOptions) error {
 		}
 		return nil
 	}
+	if o.From != "" {
+		return runAdviseFrom(ctx, stdio, o)
+	}
+	if o.Collection != "" || o.Candidates != nil || o.ProfileSeconds != 0 {
+		return errors.New("--collection, --candidate and --profile-seconds go with --from <uri>")
+	}
 	if (o.Scenario == "") == (o.File == "") {
-		return errors.New("give exactly one of --scenario <name|all> or -f <workload.yaml> (--list shows the scenarios)")
+		return errors.New("give exactly one of --scenario <name|all>, -f <workload.yaml> or --from <uri> --collection <db.coll> (--list shows the scenarios)")
 	}
 	var workloads []*advise.Workload
 	switch {

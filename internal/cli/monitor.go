@@ -23,6 +23,7 @@ import (
 type monitorOptions struct {
 	Addr            string
 	MongoURI        string
+	AdviseURI       string // for the advise command in alerts and the report; default MongoURI
 	CassandraHosts  string // comma-separated
 	HotFloorBytes   int64
 	ChunkMoveWindow time.Duration
@@ -75,6 +76,7 @@ which shard is hot and what to do. See docs/monitor.md.
 	// No SHARDMART_ADDR: that is serve's address, and both may run on one host.
 	f.StringVar(&o.Addr, "addr", "127.0.0.1:9108", "listen address of /metrics")
 	f.StringVar(&o.MongoURI, "mongo-uri", "", "MongoDB connection string of a mongos or a config server; its credentials and TLS settings are reused for each shard")
+	f.StringVar(&o.AdviseURI, "advise-uri", "", "mongos URI the hot-shard advice's `shardmart advise --from` command names (default: --mongo-uri; give a mongos when --mongo-uri is a config server); its password is left out")
 	f.StringVar(&o.CassandraHosts, "cassandra-hosts", "", "Cassandra nodes to monitor, comma-separated")
 	f.Int64Var(&o.HotFloorBytes, "hot-floor-bytes", 64<<20, "a shard is hot only with at least this much data of a collection (exported as shardmart_monitor_hot_floor_bytes for the alert rules)")
 	f.DurationVar(&o.ChunkMoveWindow, "chunk-move-window", time.Hour, "how far back chunk moves are counted from config.changelog")
@@ -142,8 +144,12 @@ func runMonitor(ctx context.Context, stdio IO, o monitorOptions) error {
 	if len(cols) == 0 {
 		return errors.New("nothing to monitor: no collector could be built")
 	}
+	adviseURI := o.AdviseURI
+	if adviseURI == "" {
+		adviseURI = o.MongoURI
+	}
 	reg := monitor.NewRegistry(monitor.Options{Collectors: cols, ScrapeTimeout: o.ScrapeTimeout,
-		HotFloorBytes: float64(o.HotFloorBytes), Logger: logger})
+		HotFloorBytes: float64(o.HotFloorBytes), AdviseURI: adviseURI, Logger: logger})
 	if o.Once {
 		return monitor.Once(stdio.Out, reg, float64(o.HotFloorBytes))
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/shardmart/shardmart/internal/advise/live"
 )
 
 // Collector is one source of series, queried at scrape time. Update sends what it read to ch
@@ -92,8 +94,14 @@ type Options struct {
 	Collectors    []Collector
 	ScrapeTimeout time.Duration
 	HotFloorBytes float64 // exported as shardmart_monitor_hot_floor_bytes for the alert rules
-	Logger        *slog.Logger
+	// AdviseURI, when set, is exported (without its password) as the uri label of
+	// shardmart_monitor_advise_from_info, so the alert rules and the report can print the exact
+	// `shardmart advise --from … --collection …` command for a hot collection.
+	AdviseURI string
+	Logger    *slog.Logger
 }
+
+const adviseInfoMetric = "shardmart_monitor_advise_from_info"
 
 // NewRegistry is a private registry holding the exporter and the floor gauge; the caller adds
 // process metrics if it wants them. Nothing is registered globally.
@@ -103,6 +111,13 @@ func NewRegistry(o Options) *prometheus.Registry {
 		Help: "--hot-floor-bytes: the absolute floor of the data-size alert"})
 	floor.Set(o.HotFloorBytes)
 	reg.MustRegister(floor, NewExporter(o.Collectors, o.ScrapeTimeout, o.Logger))
+	if o.AdviseURI != "" {
+		info := prometheus.NewGauge(prometheus.GaugeOpts{Name: adviseInfoMetric,
+			Help:        "The connection string (password left out) `shardmart advise --from` should read hot collections from",
+			ConstLabels: prometheus.Labels{"uri": live.URIWithoutPassword(o.AdviseURI)}})
+		info.Set(1)
+		reg.MustRegister(info)
+	}
 	return reg
 }
 

@@ -19,7 +19,7 @@ func fakeMongo(ns string, perCollection bool, writes [][2]float64) *prometheus.R
 	ops := prometheus.NewDesc("shardmart_mongo_operations_total", "", []string{"shard", "type"}, nil)
 	bal := prometheus.NewDesc("shardmart_mongo_balancer_enabled", "", []string{"shard"}, nil)
 	i := 0
-	return NewRegistry(Options{ScrapeTimeout: time.Second, HotFloorBytes: 1 << 20, Collectors: []Collector{
+	return NewRegistry(Options{ScrapeTimeout: time.Second, HotFloorBytes: 1 << 20, AdviseURI: "mongodb://admin:s3cret@mongos:27017/?authSource=admin", Collectors: []Collector{
 		collectorFunc{"mongo_fake", func(_ context.Context, ch chan<- prometheus.Metric) error {
 			w := writes[min(i, len(writes)-1)]
 			i++
@@ -80,6 +80,8 @@ func TestPageHistoryAndWriteShare(t *testing.T) {
 		`<h3>shop.&lt;orders&gt;</h3>`, `aria-label="shop.&lt;orders&gt;"`, // escaped, in the heading and the chart
 		`<b>HOT shard:</b> shop.&lt;orders&gt; on sh0 — HOT: 3.0 MiB ≥ 1.5 × 1.0 MiB`,
 		"the balancer is off: start it with `shardmart mongo balancer start`",
+		// The exact advise command for the hot collection, quoted for a shell, password left out.
+		"`shardmart advise --from &#39;mongodb://admin@mongos:27017/?authSource=admin&#39; --collection &#39;shop.&lt;orders&gt;&#39;`",
 		`<b>shard down:</b> sh&lt;2&gt;`,
 		`balancer: <b>off</b> · in a balancing round: <b>no</b>`,
 		`points="406.0,52.5"`, // sh0's write share, 75 % (30 of 40), at the last tick
@@ -88,6 +90,9 @@ func TestPageHistoryAndWriteShare(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+	if strings.Contains(page, "s3cret") {
+		t.Error("the page shows the advise URI's password")
 	}
 	if n := strings.Count(page, "<svg"); n != 1 {
 		t.Errorf("%d charts, want 1 (one namespace)", n)

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/shardmart/shardmart/internal/advise/live"
 )
 
 // Report is what one gather says: what failed, what is down, which shard or node is hot, why,
@@ -81,6 +83,10 @@ func buildReport(s series, floorBytes float64) Report {
 
 func mongoReport(s series, floorBytes float64) *MongoReport {
 	m := &MongoReport{Balancer: "unknown"}
+	adviseURI := ""
+	if x := s[adviseInfoMetric]; len(x) == 1 {
+		adviseURI = x[0].labels["uri"]
+	}
 	m.Up, m.Down = upDown(s["shardmart_mongo_shard_up"], "shard")
 	if b := s["shardmart_mongo_balancer_enabled"]; len(b) == 1 {
 		m.Balancer = map[bool]string{true: "on", false: "off"}[b[0].value == 1]
@@ -122,7 +128,7 @@ func mongoReport(s series, floorBytes float64) *MongoReport {
 			if v.Hot {
 				row.Notes = append(row.Notes, fmt.Sprintf("HOT: %s ≥ %.1f × %s (mean of the other shards) and ≥ the %s floor",
 					bytesText(v.DataBytes), HotDataRatio, bytesText(v.OthersDataMean), bytesText(floorBytes)))
-				row.Advice = advice(ns, v, m.Balancer)
+				row.Advice = advice(ns, v, m.Balancer, adviseURI)
 				m.Todo = append(m.Todo, row.Advice)
 			}
 			if v.ChunkSkew {
@@ -167,11 +173,15 @@ func cassandraReport(s series, floorBytes float64) *CassandraReport {
 	return c
 }
 
-// advice says what to do about one hot shard, starting from the balancer's state.
-func advice(ns string, v Verdict, balancer string) string {
+// advice says what to do about one hot shard, starting from the balancer's state, and ends
+// with the advise command for the collection (MONGOS_URI when the monitor has no URI to give).
+func advice(ns string, v Verdict, balancer, adviseURI string) string {
 	head := fmt.Sprintf("%s is hot on %s (%.0f%% of its data)", ns, v.Shard, 100*v.Fraction)
+	if adviseURI == "" {
+		adviseURI = "MONGOS_URI"
+	}
 	tail := "move a hot range by hand (`shardmart mongo move-range`), pin ranges with zones (`shardmart mongo zones`), " +
-		"or reshard on a better key (reshardCollection); compare candidate keys with `shardmart advise`"
+		"or reshard on a better key (reshardCollection); compare candidate keys on the live collection with `" + live.Command(adviseURI, ns) + "`"
 	switch balancer {
 	case "off":
 		return head + ": the balancer is off: start it with `shardmart mongo balancer start` and watch the share fall; if it does not, " + tail

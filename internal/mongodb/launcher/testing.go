@@ -33,6 +33,10 @@ const (
 	// from 27570), next to sets on LauncherTestPort.
 	LauncherClusterTestPort = 27560
 	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
+	// AdviseTestPort: internal/advise/live's sharded cluster (config server 28000, three shards
+	// from 28010); 1-member sets at AdviseTestPort+80 (with access control, the missing-role
+	// refusal), +90 (the profiler and refusal tests) and +95 (internal/cli's `advise --from`).
+	AdviseTestPort = 28000
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,

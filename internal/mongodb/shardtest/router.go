@@ -92,6 +92,9 @@ func (r *Router) RunCommand(ctx context.Context, db string, cmd bson.D) (bson.Ra
 	switch name {
 	case "buildInfo":
 		return toConfig(cmd)
+	case "hello":
+		// mongos answers hello itself, with msg "isdbgrid": how a client tells it from a mongod.
+		return bson.Marshal(bson.D{{Key: "isWritablePrimary", Value: true}, {Key: "msg", Value: "isdbgrid"}, {Key: "ok", Value: 1.0}})
 	case "enableSharding":
 		// mongos: clusterCreateDatabase → _configsvrCreateDatabase (primaryShard optional).
 		internal := bson.D{{Key: "_configsvrCreateDatabase", Value: arg}}

@@ -34,7 +34,8 @@ func TestOnceReportsHotShard(t *testing.T) {
 	for _, want := range []string{
 		"balancer: off",
 		ns + " is hot on " + hot + " (100% of its data): the balancer is off: start it with `shardmart mongo balancer start`",
-		"`shardmart mongo move-range`", "`shardmart advise`",
+		// No --advise-uri here: the command names the placeholder for the mongos.
+		"`shardmart mongo move-range`", "`shardmart advise --from MONGOS_URI --collection " + ns + "`",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q", want)
