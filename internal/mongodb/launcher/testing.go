@@ -33,6 +33,12 @@ const (
 	// from 27570), next to sets on LauncherTestPort.
 	LauncherClusterTestPort = 27560
 	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
+	// AuthTestPort: replica sets with a keyFile, an admin user and TLS (Security), 1 member:
+	// this package's own (27970) and internal/store/mongostore's least-privilege shop (27975).
+	AuthTestPort = 27970
+	// AuthClusterTestPort: internal/monitor/mongocollect's cluster with a keyFile and TLS
+	// (config server 28100, one shard from 28110).
+	AuthClusterTestPort = 28100
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
