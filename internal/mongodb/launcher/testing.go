@@ -33,9 +33,8 @@ const (
 	// from 27570), next to sets on LauncherTestPort.
 	LauncherClusterTestPort = 27560
 	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
-	// AuthTestPort: replica sets with a keyFile, an admin user and TLS (Security), 1 member:
-	// this package's own (27970) and internal/store/mongostore's least-privilege shop (27975).
-	AuthTestPort = 27970
+	AuthTestPort            = 27970 // this package's set with a keyFile, an admin user and TLS, 1 member
+	AuthShopTestPort        = 27975 // internal/store/mongostore's least-privilege shop over TLS, 1 member
 	// AuthClusterTestPort: internal/monitor/mongocollect's cluster with a keyFile and TLS
 	// (config server 28100, one shard from 28110).
 	AuthClusterTestPort = 28100

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 	"github.com/shardmart/shardmart/internal/readrouting"
 )
 
@@ -63,6 +64,10 @@ func (s *Store) WatchLagWith(ctx context.Context, uri string, o LagOptions) erro
 		}
 		clients = append(clients, c)
 		sources[name] = readrouting.DriverSource{Client: c}
+	}
+	if err := probeAccess(ctx, sources); err != nil {
+		disconnectAll(clients)
+		return fmt.Errorf("mongo: lag monitor: %w", err)
 	}
 	m := readrouting.NewMonitor(sources, o.Interval)
 	if o.Heartbeat > 0 {
@@ -136,6 +141,26 @@ func (s *Store) lagTargets(ctx context.Context, uri string, cred readrouting.Cre
 		return nil, errors.New("config.shards lists no shard")
 	}
 	return uris, nil
+}
+
+// probeAccess measures each set once and writes its heartbeat, so that a login or a role the
+// monitor lacks stops it at start with one line naming what is missing, rather than leaving
+// every read on the primary with the reason only in each snapshot. A set that is merely
+// unreachable now is the monitor's business, not a refusal.
+func probeAccess(ctx context.Context, sources map[string]readrouting.StatusSource) error {
+	for name, src := range sources {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := src.ReplSetStatus(ctx)
+		if hb, ok := src.(readrouting.Heartbeater); ok && err == nil {
+			err = hb.Heartbeat(ctx, name, time.Now())
+		}
+		cancel()
+		var refused *access.Error
+		if errors.As(access.Explain(err), &refused) {
+			return fmt.Errorf("set %s: %w", name, refused)
+		}
+	}
+	return nil
 }
 
 func disconnectAll(clients []*mongo.Client) {
