@@ -97,6 +97,10 @@ func unauthorized(text string) string {
 		return "mongodb: not authorized (a role is missing): " + clip(text)
 	}
 	db, cmd := m[1], m[2]
+	if strings.HasPrefix(cmd, "_configsvr") || strings.HasPrefix(cmd, "_shardsvr") {
+		return "mongodb: not authorized to run " + cmd + " on " + db + ": an internal command, which only cluster members " +
+			"(the keyFile's identity) may send; connect through a mongos, which sends it for you"
+	}
 	return "mongodb: not authorized to run " + cmd + " on " + db + ": the user needs " + roleFor(db, cmd, m[3])
 }
 

@@ -21,6 +21,9 @@ func TestUnauthorizedNamesTheRole(t *testing.T) {
 			"mongodb: not authorized to run find on config: the user needs the read role on config (or readWrite)"},
 		{`not authorized on shop to execute command { insert: "carts", ordered: true }`,
 			"mongodb: not authorized to run insert on shop: the user needs the readWrite role on shop"},
+		{`not authorized on admin to execute command { _configsvrBalancerStatus: 1, $db: "admin" }`,
+			"mongodb: not authorized to run _configsvrBalancerStatus on admin: an internal command, which only cluster members " +
+				"(the keyFile's identity) may send; connect through a mongos, which sends it for you"},
 		{`something else entirely`, "mongodb: not authorized (a role is missing): open: (Unauthorized) something else entirely"},
 	} {
 		err := fmt.Errorf("open: %w", mongo.CommandError{Code: codeUnauthorized, Name: "Unauthorized", Message: c.msg})
