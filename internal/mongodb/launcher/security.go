@@ -269,8 +269,20 @@ func (s *Set) ClientOptions(uri string) (*options.ClientOptions, error) {
 	return s.opts.Security.clientOptions(uri, true)
 }
 
-// Security is the set's access control and TLS (the admin password only when given to New).
+// Security is the set's access control and TLS (the admin password only when given to New
+// or SetAdminPassword).
 func (s *Set) Security() Security { return s.opts.Security }
+
+// SetAdminPassword gives a set from Open (set.json keeps no password) the admin password, for
+// CreateUser. Call it before using the set from several goroutines.
+func (s *Set) SetAdminPassword(pw string) { s.opts.Security.AdminPassword = pw }
+
+// SetAdminPassword is Set.SetAdminPassword for every set of the cluster.
+func (c *Cluster) SetAdminPassword(pw string) {
+	for _, s := range c.sets() {
+		s.SetAdminPassword(pw)
+	}
+}
 
 // User is a login to create in a set.
 type User struct {

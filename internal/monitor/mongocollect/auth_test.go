@@ -23,11 +23,10 @@ import (
 var authLive = shardtest.Shared{Opts: launcher.ClusterOptions{Shards: 1, BasePort: launcher.AuthClusterTestPort,
 	Security: launcher.Security{Auth: true, AdminPassword: "admin-pw", TLS: true}}}
 
-// The hot-shard monitor's user as docs/mongodb.md grants it: clusterMonitor alone (it includes
-// find on config's collections, so read on config adds nothing), created on the config server
-// and on each shard (the monitor logs in to the shards directly).
-var monitorUser = launcher.User{Name: "monitor", Password: "monitor-pw", Grants: []launcher.Grant{
-	{Role: "clusterMonitor", DB: "admin"}}}
+// The hot-shard monitor's user: clusterMonitor alone (it includes find on config's
+// collections, so read on config adds nothing), created on the config server and on each
+// shard (the monitor logs in to the shards directly).
+var monitorUser = launcher.HotShardMonitorUser("monitor", "monitor-pw")
 
 // MON-1 with authorization enforced: every collector but the balancer's (see below) succeeds as
 // the monitor's user over TLS and reports the shard and the collection; a user with read on

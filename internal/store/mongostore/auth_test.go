@@ -16,13 +16,9 @@ import (
 	"github.com/shardmart/shardmart/internal/store/storetest"
 )
 
-// The users docs/mongodb.md tells production to create, with the same grants.
-func shopUser(name, db string) launcher.User {
-	return launcher.User{Name: name, Password: name + "-pw", Grants: []launcher.Grant{{Role: "readWrite", DB: db}}}
-}
+func shopUser(name, db string) launcher.User { return launcher.ShopUser(name, name+"-pw", db) }
 
-var lagMonitorUser = launcher.User{Name: "lagmon", Password: "lagmon-pw", Grants: []launcher.Grant{
-	{Role: "clusterMonitor", DB: "admin"}, {Role: "readWrite", DB: readrouting.HeartbeatDatabase}}}
+var lagMonitorUser = launcher.LagMonitorUser("lagmon", "lagmon-pw")
 
 // TestLeastPrivilegeOverTLS runs the shop against a replica set that enforces authorization
 // (keyFile, admin user) and accepts TLS only, as the least-privileged users: the whole contract
