@@ -61,10 +61,12 @@ func Explain(err error) error {
 	case strings.Contains(text, "first record does not look like a TLS handshake"):
 		return &Error{Kind: TLSMismatch, Err: err, Line: "mongodb: TLS: the server does not speak TLS: remove tls=true from the connection string, or start the server with TLS"}
 	case strings.Contains(text, "incomplete read of message header") && strings.Contains(text, "EOF"):
-		// A requireTLS server closes a plain connection without a word (so does a server
-		// shutting down, hence the "if").
+		// A requireTLS server closes a plain connection without a word, and so does one that
+		// wants client certificates to a TLS client without one (and a server shutting down,
+		// hence the "if"s).
 		return &Error{Kind: TLSMismatch, Err: err, Line: "mongodb: the server closed the connection during the handshake: " +
-			"if it requires TLS, add tls=true (and tlsCAFile=<PEM file>) to the connection string"}
+			"if it requires TLS, add tls=true (and tlsCAFile=<PEM file>) to the connection string; " +
+			"if it requires client certificates, add tlsCertificateKeyFile=<PEM file>"}
 	}
 	return err
 }
