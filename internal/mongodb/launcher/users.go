@@ -1,7 +1,5 @@
 package launcher
 
-import "github.com/shardmart/shardmart/internal/readrouting"
-
 // The least-privilege users of shardmart's components, with the built-in roles each needs.
 // docs/mongodb.md lists the same grants for production, and the tests that run each
 // component with authorization enforced log in as these.
@@ -18,8 +16,13 @@ func ShopUser(name, password, db string) User {
 // shardmart_monitor for the heartbeat document it writes.
 func LagMonitorUser(name, password string) User {
 	return User{Name: name, Password: password, Grants: []Grant{
-		{Role: "clusterMonitor", DB: "admin"}, {Role: "readWrite", DB: readrouting.HeartbeatDatabase}}}
+		{Role: "clusterMonitor", DB: "admin"}, {Role: "readWrite", DB: heartbeatDatabase}}}
 }
+
+// heartbeatDatabase is readrouting.HeartbeatDatabase, spelled out: readrouting's live tests
+// import this package. internal/store/mongostore's least-privilege test writes the heartbeat
+// as LagMonitorUser, so the two cannot drift apart unnoticed.
+const heartbeatDatabase = "shardmart_monitor"
 
 // HotShardMonitorUser is `shardmart monitor`'s login: clusterMonitor alone, which also grants
 // find on the config database's collections (config.shards, chunks, collections, changelog).
