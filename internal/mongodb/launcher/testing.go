@@ -33,7 +33,7 @@ const (
 	// from 27570), next to sets on LauncherTestPort.
 	LauncherClusterTestPort = 27560
 	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
-	AuthTestPort            = 27970 // this package's set with a keyFile, an admin user and TLS, 1 member
+	AuthTestPort            = 27970 // this package's set with a keyFile, an admin user and TLS, 3 members
 	AuthShopTestPort        = 27975 // internal/store/mongostore's least-privilege shop over TLS, 1 member
 	AuthCLITestPort         = 27985 // internal/cli's `mongo up --auth --tls` and `mongo users`, 1 member
 	// AuthClusterTestPort: internal/monitor/mongocollect's cluster with a keyFile and TLS
