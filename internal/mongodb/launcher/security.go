@@ -349,6 +349,11 @@ func (s *Set) createAdmin(ctx context.Context) error {
 	}
 	err = s.withMemberAs(ctx, p, false, func(c *mongo.Client) error {
 		if sec.AdminPassword == "" {
+			// Without a password (a set from Open) only a set that has its users may start:
+			// usersInfo is refused then, and answered through the open exception otherwise.
+			if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "usersInfo", Value: 1}}).Err(); err != nil {
+				return err
+			}
 			return fmt.Errorf("set %s: no admin password to create user %s with", s.opts.Name, sec.AdminUser)
 		}
 		return c.Database("admin").RunCommand(ctx, bson.D{{Key: "createUser", Value: sec.AdminUser},

@@ -94,11 +94,18 @@ func TestSetWithAuthAndTLS(t *testing.T) {
 	if err := insertOne(ctx, asShop(), "shop"); err != nil {
 		t.Fatalf("shop user after the restart: %v", err)
 	}
+	// A set from Open knows its keys and TLS files from set.json, not the admin password, and
+	// starts all the same once its users exist.
+	s.KillAll()
 	reopened, err := Open(s.Dir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := reopened.Primary(ctx); p < 0 {
-		t.Fatalf("a reopened set (TLS settings from set.json) reports %v", reopened.Status(ctx))
+	if err := reopened.Up(ctx); err != nil {
+		t.Fatalf("a set from Open, without the admin password: %v", err)
 	}
+	if p := reopened.Primary(ctx); p < 0 {
+		t.Fatalf("a reopened set reports %v", reopened.Status(ctx))
+	}
+	reopened.KillAll()
 }
