@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
@@ -98,5 +100,58 @@ func TestMongoUpAuthTLSAndUsers(t *testing.T) {
 	}
 	if out, err = runMongo(t, "down", "--dir", dir); err != nil || !strings.Contains(out, "stopped") {
 		t.Fatalf("down: %v\n%s", err, out)
+	}
+}
+
+// `mongo up --shards 1 --auth --tls` starts a config server and a shard sharing a keyFile and a
+// CA, registers the shard over TLS as a member would, and `users` creates the users in both
+// sets; `status` lists the registered shard from set.json's keys alone.
+func TestMongoUpShardsAuthTLSAndUsers(t *testing.T) {
+	dir := t.TempDir()
+	port := launcher.AuthCLIClusterTestPort
+	out, err := runMongo(t, "up", "--dir", dir, "--port", itoa(port), "--shards", "1", "--auth", "--tls")
+	t.Cleanup(func() {
+		if c, err := launcher.OpenCluster(dir, nil); err == nil {
+			c.KillAll()
+		}
+	})
+	if err != nil {
+		t.Fatalf("up --shards 1 --auth --tls: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	cfgURI := lines[len(lines)-1]
+	if want := "mongodb://127.0.0.1:" + itoa(port) + "/?replicaSet=cfg&tls=true&tlsCAFile=" + filepath.Join(dir, "tls", "ca.pem"); cfgURI != want {
+		t.Fatalf("last line of up: %q, want %q", cfgURI, want)
+	}
+	if out, err = runMongo(t, "users", "--dir", dir); err != nil || !strings.Contains(out, "shardmart_monitor  clusterMonitor@admin") {
+		t.Fatalf("users: %v\n%s", err, out)
+	}
+	pw, err := readSecretFile(filepath.Join(dir, "users", "shardmart_monitor.password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := launcher.OpenCluster(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Sets() { // the monitor's user exists in every set: it logs in to each
+		uri, err := readrouting.WithCredentials(s.URI(), readrouting.Credentials{User: "shardmart_monitor", Password: pw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := mongo.Connect(options.Client().ApplyURI(uri))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cl.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Err()
+		_ = cl.Disconnect(ctx)
+		if err != nil {
+			t.Fatalf("serverStatus on %s as shardmart_monitor: %v", s.Name(), err)
+		}
+	}
+	if out, err = runMongo(t, "status", "--dir", dir); err != nil || !strings.Contains(out, "registered shards: sh0") {
+		t.Fatalf("status: %v\n%s", err, out)
 	}
 }

@@ -39,6 +39,9 @@ const (
 	// AuthClusterTestPort: internal/monitor/mongocollect's cluster with a keyFile and TLS
 	// (config server 28100, one shard from 28110).
 	AuthClusterTestPort = 28100
+	// AuthCLIClusterTestPort: internal/cli's `mongo up --shards 1 --auth --tls` (config server
+	// 28120, shard 28130).
+	AuthCLIClusterTestPort = 28120
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
