@@ -64,6 +64,14 @@ func (sec *Security) fill(dir string) (todo Keys) {
 	if sec.Auth && sec.AdminUser == "" {
 		sec.AdminUser = "admin"
 	}
+	// mongod runs in its member directory and clients anywhere: every path absolute.
+	for _, p := range []*string{&dir, &sec.KeyFile, &sec.CAFile, &sec.CertKeyFile} {
+		if *p != "" {
+			if abs, err := filepath.Abs(*p); err == nil {
+				*p = abs
+			}
+		}
+	}
 	k := KeysIn(dir)
 	if sec.Auth && sec.KeyFile == "" {
 		sec.KeyFile, todo.KeyFile = k.KeyFile, k.KeyFile
