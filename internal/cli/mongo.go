@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 	"github.com/shardmart/shardmart/internal/sharding"
 )
 
@@ -43,6 +44,7 @@ func newCmdMongo(stdio IO) *cobra.Command {
 		newCmdMongoUp(stdio, nil),
 		newCmdMongoDown(stdio, nil),
 		newCmdMongoStatus(stdio, nil),
+		newCmdMongoUsers(stdio, nil),
 	)
 }
 
@@ -122,6 +124,10 @@ func (cl mongoClusterOptions) withMongo(ctx context.Context, extra time.Duration
 	}
 	defer func() { _ = client.Disconnect(context.WithoutCancel(ctx)) }()
 	if err := client.Ping(ctx, readpref.Primary()); err != nil {
+		var refused *access.Error
+		if errors.As(access.Explain(err), &refused) {
+			return refused
+		}
 		return fmt.Errorf("reach MongoDB at the given URI (is the mongos running? see deploy/mongodb): %w", err)
 	}
 	return fn(ctx, sharding.DriverAdmin{Client: client})

@@ -25,7 +25,8 @@ func TestMongoLocalCommandsWithoutSet(t *testing.T) {
 }
 
 func TestMongoUpValidatesFlags(t *testing.T) {
-	for _, args := range [][]string{{"--nodes", "2"}, {"--port", "80"}} {
+	for _, args := range [][]string{{"--nodes", "2"}, {"--port", "80"}, {"--keyfile", "k"}, {"--admin-password-file", "p"},
+		{"--tls-ca-file", "ca.pem"}, {"--tls", "--tls-ca-file", "ca.pem"}} {
 		var called bool
 		cmd := newCmdMongoUp(IO{}, func(context.Context, mongoUpOptions) error { called = true; return nil })
 		cmd.SetArgs(args)

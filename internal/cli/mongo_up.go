@@ -2,11 +2,18 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 )
@@ -19,6 +26,95 @@ type mongoUpOptions struct {
 	Name        string
 	Shards      int // 0: a plain replica set
 	ChunkSizeMB int // sharded clusters only
+	Security    mongoSecurityFlags
+}
+
+// mongoSecurityFlags turn on authorization and TLS for `mongo up`.
+type mongoSecurityFlags struct {
+	Auth              bool
+	AdminUser         string
+	AdminPasswordFile string // default <dir>/admin.password, made when missing
+	KeyFile           string
+	TLS               bool
+	TLSCAFile         string
+	TLSCertKeyFile    string
+}
+
+func (f *mongoSecurityFlags) bind(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.Auth, "auth", false, "require a login: members share a keyFile, and an admin user (root) is created through the localhost exception")
+	fs.StringVar(&f.AdminUser, "admin-user", "admin", "with --auth: the admin user's name")
+	fs.StringVar(&f.AdminPasswordFile, "admin-password-file", "", "with --auth: file holding the admin password (default <dir>/admin.password, made with a random password when missing)")
+	fs.StringVar(&f.KeyFile, "keyfile", "", "with --auth: your own keyFile (default: made in <dir>)")
+	fs.BoolVar(&f.TLS, "tls", false, "accept TLS connections only (--tlsMode requireTLS); clients log in with a password, no client certificate needed")
+	fs.StringVar(&f.TLSCAFile, "tls-ca-file", "", "with --tls: your own CA (PEM), with --tls-cert-key-file (default: a CA and a member certificate for 127.0.0.1 made in <dir>/tls)")
+	fs.StringVar(&f.TLSCertKeyFile, "tls-cert-key-file", "", "with --tls: the members' certificate and key (PEM), signed by --tls-ca-file")
+}
+
+func (f mongoSecurityFlags) validate() error {
+	if !f.Auth && (f.KeyFile != "" || f.AdminPasswordFile != "") {
+		return errors.New("--keyfile and --admin-password-file need --auth")
+	}
+	if !f.TLS && (f.TLSCAFile != "" || f.TLSCertKeyFile != "") {
+		return errors.New("--tls-ca-file and --tls-cert-key-file need --tls")
+	}
+	if (f.TLSCAFile == "") != (f.TLSCertKeyFile == "") {
+		return errors.New("--tls-ca-file and --tls-cert-key-file go together (or neither: the launcher makes both)")
+	}
+	return nil
+}
+
+// security is the launcher's Security for the set or cluster in dir, with the admin password
+// read from its file (made with a random password when it is the default one and missing).
+func (f mongoSecurityFlags) security(dir string) (launcher.Security, error) {
+	sec := launcher.Security{Auth: f.Auth, AdminUser: f.AdminUser, KeyFile: f.KeyFile, TLS: f.TLS,
+		CAFile: f.TLSCAFile, CertKeyFile: f.TLSCertKeyFile}
+	if !f.Auth {
+		return sec, nil
+	}
+	path := f.AdminPasswordFile
+	if path == "" {
+		path = adminPasswordFile(dir)
+		if err := makeSecretFile(path); err != nil {
+			return sec, fmt.Errorf("admin password: %w", err)
+		}
+	}
+	pw, err := readSecretFile(path)
+	if err != nil {
+		return sec, fmt.Errorf("--admin-password-file: %w", err)
+	}
+	sec.AdminPassword = pw
+	return sec, nil
+}
+
+// adminPasswordFile is where `mongo up --auth` keeps the admin password by default.
+func adminPasswordFile(dir string) string { return filepath.Join(dir, "admin.password") }
+
+// makeSecretFile writes a random password to path (mode 0600) unless the file exists.
+func makeSecretFile(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	raw := make([]byte, 18)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(base64.RawURLEncoding.EncodeToString(raw)+"\n"), 0o600)
+}
+
+// readSecretFile reads a password file: its first line, without surrounding white space.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	pw, _, _ := strings.Cut(string(b), "\n")
+	if pw = strings.TrimSpace(pw); pw == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return pw, nil
 }
 
 func newCmdMongoUp(stdio IO, runF func(context.Context, mongoUpOptions) error) *cobra.Command {
@@ -45,6 +141,9 @@ serve --mongo-uri. The mongods keep running after the command; stop them with
 			if o.ChunkSizeMB < 0 || o.ChunkSizeMB > 1024 || o.ChunkSizeMB > 0 && o.Shards == 0 {
 				return fmt.Errorf("--chunk-size-mb %d: want 1 to 1024, with --shards", o.ChunkSizeMB)
 			}
+			if err := o.Security.validate(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -58,6 +157,7 @@ serve --mongo-uri. The mongods keep running after the command; stop them with
 	f.StringVar(&o.Name, "set", "rs0", "replica set name")
 	f.IntVar(&o.Shards, "shards", 0, "start a sharded cluster instead: a config server and this many shards of --nodes members (no router: mongos is not available here)")
 	f.IntVar(&o.ChunkSizeMB, "chunk-size-mb", 0, "with --shards: the cluster's chunk size in MB (0: MongoDB's 128)")
+	o.Security.bind(f)
 	return cmd
 }
 
@@ -69,7 +169,11 @@ func mongoUp(ctx context.Context, stdio IO, o mongoUpOptions) error {
 	if err := launcher.CheckDir(o.Dir, launcher.Topology{Members: o.Nodes, Name: o.Name, BasePort: o.Port}); err != nil {
 		return err
 	}
-	s, err := launcher.New(launcher.Options{Dir: o.Dir, Name: o.Name, Members: o.Nodes, BasePort: o.Port, Logger: log})
+	sec, err := o.Security.security(o.Dir)
+	if err != nil {
+		return err
+	}
+	s, err := launcher.New(launcher.Options{Dir: o.Dir, Name: o.Name, Members: o.Nodes, BasePort: o.Port, Logger: log, Security: sec})
 	if err != nil {
 		return err
 	}
@@ -85,6 +189,7 @@ func mongoUp(ctx context.Context, stdio IO, o mongoUpOptions) error {
 	}
 	fmt.Fprintf(stdio.Out, "replica set %s up in %s (no mongos: a replica set, not a sharded cluster; stop with: shardmart mongo down)\n",
 		o.Name, time.Since(start).Round(100*time.Millisecond))
+	printSecurity(stdio, o, s.Security())
 	fmt.Fprintln(stdio.Out, s.URI())
 	return nil
 }
@@ -96,8 +201,12 @@ func mongoUpCluster(ctx context.Context, stdio IO, o mongoUpOptions, log *slog.L
 	if err := launcher.CheckDir(o.Dir, launcher.Topology{Shards: o.Shards, Members: o.Nodes, BasePort: o.Port}); err != nil {
 		return err
 	}
+	sec, err := o.Security.security(o.Dir)
+	if err != nil {
+		return err
+	}
 	c, err := launcher.NewCluster(launcher.ClusterOptions{Dir: o.Dir, Shards: o.Shards, MembersPerShard: o.Nodes,
-		BasePort: o.Port, ChunkSizeMB: o.ChunkSizeMB, Logger: log})
+		BasePort: o.Port, ChunkSizeMB: o.ChunkSizeMB, Logger: log, Security: sec})
 	if err != nil {
 		return err
 	}
@@ -112,6 +221,23 @@ func mongoUpCluster(ctx context.Context, stdio IO, o mongoUpOptions, log *slog.L
 	fmt.Fprintf(stdio.Out, "sharded cluster up in %s with NO router: mongos is not available here, so the application cannot serve from it; "+
 		"the config server and the shards are real (balancer, zones, range moves). Stop with: shardmart mongo down\n",
 		time.Since(start).Round(100*time.Millisecond))
+	printSecurity(stdio, o, c.Config.Security())
 	fmt.Fprintln(stdio.Out, c.ConfigURI())
 	return nil
+}
+
+// printSecurity says how to log in: where the admin password and the CA are, and the next
+// step (the application's own users).
+func printSecurity(stdio IO, o mongoUpOptions, sec launcher.Security) {
+	if sec.Auth {
+		pw := o.Security.AdminPasswordFile
+		if pw == "" {
+			pw = adminPasswordFile(o.Dir)
+		}
+		fmt.Fprintf(stdio.Out, "authorization on: admin user %q (root, in admin), password in %s; members share the keyFile %s\n", sec.AdminUser, pw, sec.KeyFile)
+		fmt.Fprintf(stdio.Out, "create the application's least-privilege users with: shardmart mongo users --dir %s\n", o.Dir)
+	}
+	if sec.TLS {
+		fmt.Fprintf(stdio.Out, "TLS required: CA %s, member certificate %s (the URI below carries tls=true and tlsCAFile)\n", sec.CAFile, sec.CertKeyFile)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
@@ -60,7 +61,7 @@ func OpenMongoSource(ctx context.Context, uri, database string) (*MongoSource, e
 	}
 	if err := c.Ping(ctx, readpref.Primary()); err != nil {
 		_ = c.Disconnect(context.Background())
-		return nil, fmt.Errorf("migrate: connect to MongoDB: %w", err)
+		return nil, fmt.Errorf("migrate: connect to MongoDB: %w", access.Explain(err))
 	}
 	return &MongoSource{client: c, db: c.Database(database)}, nil
 }
@@ -79,7 +80,7 @@ func (s *MongoSource) EnsureIndexes(ctx context.Context) error {
 		_, err := s.db.Collection(mf.coll).Indexes().CreateOne(ctx, mongo.IndexModel{
 			Keys: bson.D{{Key: mf.key, Value: 1}}, Options: options.Index().SetName(mf.index)})
 		if err != nil {
-			return fmt.Errorf("migrate: index %s.%s: %w", mf.coll, mf.key, err)
+			return fmt.Errorf("migrate: index %s.%s: %w", mf.coll, mf.key, access.Explain(err))
 		}
 	}
 	return nil

@@ -29,8 +29,11 @@ type ClusterOptions struct {
 	BasePort int
 	Addr     string // default 127.0.0.1
 	// ChunkSizeMB, when set, is written to config.settings (MongoDB's default is 128).
-	ChunkSizeMB   int
-	CacheGB       float64 // WiredTiger cache per member, default 0.25
+	ChunkSizeMB int
+	CacheGB     float64 // WiredTiger cache per member, default 0.25
+	// Security is every set's: one keyFile and one CA for the whole cluster (made in Dir when
+	// the user gives none), and the same admin user created in each set.
+	Security      Security
 	DieWithParent bool
 	CacheDir      string
 	BootTimeout   time.Duration
@@ -42,6 +45,7 @@ type Cluster struct {
 	Config *Set
 	Shards []*Set
 	opts   ClusterOptions
+	keys   Keys // the security files the launcher makes for the cluster
 }
 
 // NewCluster lays the sets out; nothing starts.
@@ -64,12 +68,16 @@ func NewCluster(o ClusterOptions) (*Cluster, error) {
 	if o.BasePort == 0 {
 		o.BasePort = UserPort
 	}
+	if err := o.Security.validate(); err != nil {
+		return nil, err
+	}
+	keys := o.Security.fill(o.Dir)
 	set := func(name string, role Role, port, members int, extra []string) (*Set, error) {
 		return New(Options{Dir: filepath.Join(o.Dir, name), Name: name, Members: members, Addr: o.Addr,
 			BasePort: port, Role: role, CacheGB: o.CacheGB, ExtraArgs: extra, DieWithParent: o.DieWithParent,
-			CacheDir: o.CacheDir, BootTimeout: o.BootTimeout, Logger: o.Logger})
+			CacheDir: o.CacheDir, BootTimeout: o.BootTimeout, Logger: o.Logger, Security: o.Security})
 	}
-	c := &Cluster{opts: o}
+	c := &Cluster{opts: o, keys: keys}
 	var err error
 	if c.Config, err = set("cfg", RoleConfig, o.BasePort, 1, nil); err != nil {
 		return nil, err
@@ -95,6 +103,9 @@ func (c *Cluster) ConfigURI() string { return c.Config.URI() }
 // Up starts every set (in parallel), registers each shard with the config server unless it is
 // already registered, and sets the chunk size.
 func (c *Cluster) Up(ctx context.Context) error {
+	if err := c.keys.make(c.Config.opts.Addr); err != nil {
+		return err
+	}
 	// The first set to fail stops the others' waits: a cluster with a dead shard is not coming
 	// up, and its error is the one worth reading.
 	setsCtx, fail := context.WithCancelCause(ctx)
@@ -199,12 +210,27 @@ func (c *Cluster) RegisteredShards(ctx context.Context) ([]string, error) {
 }
 
 func (c *Cluster) withConfig(ctx context.Context, fn func(admin *mongo.Database) error) error {
-	client, err := mongo.Connect(options.Client().ApplyURI(c.ConfigURI()).SetServerSelectionTimeout(10 * time.Second))
+	o, err := c.Config.ClientOptions(c.ConfigURI())
+	if err != nil {
+		return err
+	}
+	client, err := mongo.Connect(o.SetServerSelectionTimeout(10 * time.Second))
 	if err != nil {
 		return fmt.Errorf("launcher: connect to the config server: %w", err)
 	}
 	defer func() { _ = client.Disconnect(context.WithoutCancel(ctx)) }()
 	return fn(client.Database("admin"))
+}
+
+// CreateUser creates u in every set: on the config server, where a mongos would keep it, and
+// on each shard, where the monitors log in directly (a mongos's users do not exist there).
+func (c *Cluster) CreateUser(ctx context.Context, u User) error {
+	for _, s := range c.sets() {
+		if err := s.CreateUser(ctx, u); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Down stops the shards, then the config server.

@@ -19,7 +19,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
 )
@@ -47,6 +46,8 @@ type Options struct {
 	ElectionTimeout time.Duration
 	// ExtraArgs go to every mongod (e.g. --setParameter orphanCleanupDelaySecs=0 for shards).
 	ExtraArgs []string
+	// Security turns on access control (keyFile, admin user) and TLS; zero: neither.
+	Security Security
 	// DieWithParent asks the kernel to SIGKILL each mongod when the starting process dies, so a
 	// killed `go test` leaves none behind. Off for `shardmart mongo up`, whose set outlives it.
 	DieWithParent bool
@@ -98,7 +99,7 @@ func (o *Options) defaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return nil
+	return o.Security.validate()
 }
 
 // Member is one mongod of a set.
@@ -119,6 +120,7 @@ type Set struct {
 	opts    Options
 	members []Member
 	bin     string
+	keys    Keys // the security files the launcher makes for this set
 
 	mu      sync.Mutex
 	procs   map[int]*serverproc.Child // mongods this process started
@@ -130,7 +132,8 @@ func New(opts Options) (*Set, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	s := &Set{opts: opts, procs: map[int]*serverproc.Child{}, logFrom: map[int]logOffsets{}}
+	keys := opts.Security.fill(opts.Dir)
+	s := &Set{opts: opts, keys: keys, procs: map[int]*serverproc.Child{}, logFrom: map[int]logOffsets{}}
 	for i := range opts.Members {
 		s.members = append(s.members, Member{
 			Index: i,
@@ -157,6 +160,13 @@ type state struct {
 	Role     Role    `json:"role"`
 	CacheGB  float64 `json:"cache_gb"`
 	CacheDir string  `json:"cache_dir"`
+	// Security without the admin password, so that status and down can reach the set.
+	Auth        bool   `json:"auth,omitempty"`
+	AdminUser   string `json:"admin_user,omitempty"`
+	KeyFile     string `json:"key_file,omitempty"`
+	TLS         bool   `json:"tls,omitempty"`
+	CAFile      string `json:"tls_ca_file,omitempty"`
+	CertKeyFile string `json:"tls_cert_key_file,omitempty"`
 }
 
 func stateFile(dir string) string { return filepath.Join(dir, "set.json") }
@@ -195,7 +205,9 @@ func Open(dir string, logger *slog.Logger) (*Set, error) {
 		return nil, err
 	}
 	return New(Options{Dir: dir, Name: st.Name, Members: st.Members, Addr: st.Addr, BasePort: st.BasePort,
-		Role: st.Role, CacheGB: st.CacheGB, CacheDir: st.CacheDir, Logger: logger})
+		Role: st.Role, CacheGB: st.CacheGB, CacheDir: st.CacheDir, Logger: logger,
+		Security: Security{Auth: st.Auth, AdminUser: st.AdminUser, KeyFile: st.KeyFile, TLS: st.TLS,
+			CAFile: st.CAFile, CertKeyFile: st.CertKeyFile}})
 }
 
 // Name is the replica set name.
@@ -216,14 +228,22 @@ func (s *Set) Hosts() []string {
 	return h
 }
 
-// URI is the connection string of the whole set.
+// URI is the connection string of the whole set, with the TLS options when the set requires
+// TLS; never with credentials.
 func (s *Set) URI() string {
-	return "mongodb://" + strings.Join(s.Hosts(), ",") + "/?replicaSet=" + s.opts.Name
+	return s.withTLS("mongodb://" + strings.Join(s.Hosts(), ",") + "/?replicaSet=" + s.opts.Name)
 }
 
 // MemberURI connects to member i alone (no discovery), e.g. to read from one secondary.
 func (s *Set) MemberURI(i int) string {
-	return "mongodb://" + s.members[i].Host + "/?directConnection=true"
+	return s.withTLS("mongodb://" + s.members[i].Host + "/?directConnection=true")
+}
+
+func (s *Set) withTLS(uri string) string {
+	if o := s.opts.Security.uriOptions(); o != "" {
+		return uri + "&" + o
+	}
+	return uri
 }
 
 func (s *Set) member(i int) (Member, error) {
@@ -237,8 +257,10 @@ func (s *Set) prepare(ctx context.Context) error {
 	if s.bin != "" {
 		return nil
 	}
+	sec := s.opts.Security
 	want := state{Name: s.opts.Name, Members: s.opts.Members, Addr: s.opts.Addr,
-		BasePort: s.opts.BasePort, Role: s.opts.Role, CacheGB: s.opts.CacheGB, CacheDir: s.opts.CacheDir}
+		BasePort: s.opts.BasePort, Role: s.opts.Role, CacheGB: s.opts.CacheGB, CacheDir: s.opts.CacheDir,
+		Auth: sec.Auth, AdminUser: sec.AdminUser, KeyFile: sec.KeyFile, TLS: sec.TLS, CAFile: sec.CAFile, CertKeyFile: sec.CertKeyFile}
 	held, err := readState(s.opts.Dir)
 	switch {
 	case errors.Is(err, ErrNoSet):
@@ -255,6 +277,9 @@ func (s *Set) prepare(ctx context.Context) error {
 	s.bin = bin
 	if err := os.MkdirAll(s.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("set dir: %w", err)
+	}
+	if err := s.keys.make(s.opts.Addr); err != nil {
+		return err
 	}
 	b, _ := json.MarshalIndent(want, "", "  ")
 	if err := os.WriteFile(stateFile(s.opts.Dir), b, 0o644); err != nil {
@@ -287,6 +312,9 @@ func (s *Set) Up(ctx context.Context) error {
 	if err := s.initiate(ctx); err != nil {
 		return explain(err)
 	}
+	if err := s.createAdmin(ctx); err != nil {
+		return explain(err)
+	}
 	return explain(s.WaitHealthy(ctx))
 }
 
@@ -305,6 +333,7 @@ func (s *Set) args(m Member) []string {
 	if s.opts.Role != RolePlain {
 		a = append(a, "--"+string(s.opts.Role))
 	}
+	a = append(a, s.opts.Security.args()...)
 	return append(a, s.opts.ExtraArgs...)
 }
 
@@ -424,10 +453,19 @@ func (s *Set) ping(ctx context.Context, m Member) error {
 	})
 }
 
-// withMember runs fn with a client connected to member i alone.
+// withMember runs fn with a client connected to member i alone, with no login: enough for
+// hello and buildInfo, and for the localhost exception.
 func (s *Set) withMember(ctx context.Context, i int, fn func(*mongo.Client) error) error {
-	c, err := mongo.Connect(options.Client().ApplyURI(s.MemberURI(i)).
-		SetServerSelectionTimeout(2 * time.Second).SetConnectTimeout(2 * time.Second))
+	return s.withMemberAs(ctx, i, false, fn)
+}
+
+// withMemberAs is withMember, logged in with the keyFile's internal identity when internal.
+func (s *Set) withMemberAs(ctx context.Context, i int, internal bool, fn func(*mongo.Client) error) error {
+	o, err := s.opts.Security.clientOptions(s.MemberURI(i), internal)
+	if err != nil {
+		return err
+	}
+	c, err := mongo.Connect(o.SetServerSelectionTimeout(2 * time.Second).SetConnectTimeout(2 * time.Second))
 	if err != nil {
 		return err
 	}
@@ -457,17 +495,25 @@ func (s *Set) initiate(ctx context.Context) error {
 	if s.opts.ElectionTimeout > 0 {
 		cfg = append(cfg, bson.E{Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: s.opts.ElectionTimeout.Milliseconds()}}})
 	}
-	return s.withMember(ctx, 0, func(c *mongo.Client) error {
-		err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err()
-		var ce mongo.CommandError
-		if errors.As(err, &ce) && ce.Code == 23 { // AlreadyInitialized: a restart of an existing set
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("replSetInitiate %s: %w", s.opts.Name, err)
-		}
+	run := func(internal bool) error {
+		return s.withMemberAs(ctx, 0, internal, func(c *mongo.Client) error {
+			return c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err()
+		})
+	}
+	// A new set is initiated through the localhost exception; a set with users refuses that
+	// (Unauthorized) and is asked again by a logged-in client.
+	err := run(false)
+	var ce mongo.CommandError
+	if s.opts.Security.Auth && errors.As(err, &ce) && ce.Code == 13 {
+		err = run(true)
+	}
+	if errors.As(err, &ce) && ce.Code == 23 { // AlreadyInitialized: a restart of an existing set
 		return nil
-	})
+	}
+	if err != nil {
+		return fmt.Errorf("replSetInitiate %s: %w", s.opts.Name, err)
+	}
+	return nil
 }
 
 // MemberState is one member as replSetGetStatus reports it.

@@ -36,7 +36,16 @@ const (
 	// AdviseTestPort: internal/advise/live's sharded cluster (config server 28000, three shards
 	// from 28010); 1-member sets at AdviseTestPort+80 (with access control, the missing-role
 	// refusal), +90 (the profiler and refusal tests) and +95 (internal/cli's `advise --from`).
-	AdviseTestPort = 28000
+	AdviseTestPort   = 28000
+	AuthTestPort     = 27970 // this package's set with a keyFile, an admin user and TLS, 3 members
+	AuthShopTestPort = 27975 // internal/store/mongostore's least-privilege shop over TLS, 1 member
+	AuthCLITestPort  = 27985 // internal/cli's `mongo up --auth --tls` and `mongo users`, 1 member
+	// AuthClusterTestPort: internal/monitor/mongocollect's cluster with a keyFile and TLS
+	// (config server 28100, one shard from 28110).
+	AuthClusterTestPort = 28100
+	// AuthCLIClusterTestPort: internal/cli's `mongo up --shards 1 --auth --tls` (config server
+	// 28120, shard 28130).
+	AuthCLIClusterTestPort = 28120
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,

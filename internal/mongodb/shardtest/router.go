@@ -24,7 +24,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/sharding"
@@ -43,8 +42,14 @@ type Router struct {
 // Connect opens a client to the config server and to each shard of c.
 func Connect(ctx context.Context, c *launcher.Cluster) (*Router, error) {
 	r := &Router{Shards: map[string]*mongo.Client{}}
+	// The launcher's own client options: over TLS, and as a member when the cluster has a
+	// keyFile, since the internal commands need the privileges a mongos has.
 	open := func(uri string) (*mongo.Client, error) {
-		return mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(30 * time.Second))
+		o, err := c.Config.ClientOptions(uri)
+		if err != nil {
+			return nil, err
+		}
+		return mongo.Connect(o.SetServerSelectionTimeout(30 * time.Second))
 	}
 	var err error
 	if r.Config, err = open(c.ConfigURI()); err != nil {

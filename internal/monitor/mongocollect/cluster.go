@@ -14,11 +14,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 	"github.com/shardmart/shardmart/internal/monitor"
 )
 
@@ -87,10 +89,22 @@ func (c *Cluster) Close(ctx context.Context) error {
 
 // Collectors returns one collector per source, all sharing this cluster's connections.
 func (c *Cluster) Collectors() []monitor.Collector {
-	return []monitor.Collector{
+	cs := []monitor.Collector{
 		shardsCollector{c}, chunksCollector{c}, collStatsCollector{c}, currentOpCollector{c},
 		serverStatusCollector{c}, balancerCollector{c}, chunkMovesCollector{c},
 	}
+	for i, col := range cs {
+		cs[i] = explained{col}
+	}
+	return cs
+}
+
+// explained reports a refusal (a wrong password, a role the monitor's user lacks, an untrusted
+// certificate) as one line naming what is missing, instead of the driver's nested error.
+type explained struct{ monitor.Collector }
+
+func (e explained) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	return access.Explain(e.Collector.Update(ctx, ch))
 }
 
 // shard is one shard as this scrape sees it.
@@ -196,6 +210,7 @@ func (c *Cluster) discover(ctx context.Context) (*view, error) {
 	pingCtx, cancel := context.WithTimeout(ctx, remaining(ctx)/2)
 	defer cancel()
 	var wg sync.WaitGroup
+	pingErrs := make([]error, len(entries))
 	for i, e := range entries {
 		cl, err := c.shardClient(ctx, e.ID, e.Host)
 		if err != nil {
@@ -204,13 +219,21 @@ func (c *Cluster) discover(ctx context.Context) (*view, error) {
 		v.shards[i] = shard{id: e.ID, client: cl}
 		wg.Go(func() {
 			err := cl.Database("admin").RunCommand(pingCtx, bson.D{{Key: "ping", Value: 1}}).Err()
-			v.shards[i].up = err == nil
+			v.shards[i].up, pingErrs[i] = err == nil, err
 			if err != nil {
 				c.opts.Logger.Debug("shard primary did not answer", "shard", e.ID, "err", err)
 			}
 		})
 	}
 	wg.Wait()
+	// A shard that refuses the monitor's login is not down: the login is wrong, and every
+	// collector says so.
+	for i, err := range pingErrs {
+		var refused *access.Error
+		if errors.As(access.Explain(err), &refused) {
+			return nil, fmt.Errorf("shard %s: %w", v.shards[i].id, refused)
+		}
+	}
 	return v, nil
 }
 
@@ -272,7 +295,7 @@ func onUpShards(ctx context.Context, v *view, fn func(ctx context.Context, s sha
 		}
 		wg.Go(func() {
 			if err := fn(ctx, s); err != nil && !isDown(ctx, err) {
-				errs[i] = fmt.Errorf("shard %s: %w", s.id, err)
+				errs[i] = fmt.Errorf("shard %s: %w", s.id, access.Explain(err))
 			}
 		})
 	}

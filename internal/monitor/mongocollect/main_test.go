@@ -32,6 +32,7 @@ var live = shardtest.Shared{Opts: launcher.ClusterOptions{Shards: 2, BasePort: l
 func TestMain(m *testing.M) {
 	code := m.Run()
 	live.Stop()
+	authLive.Stop()
 	os.Exit(code)
 }
 
@@ -77,7 +78,13 @@ func balancerOff(ctx context.Context, t *testing.T, r *shardtest.Router) {
 // when none) on a private registry, with a 10 s scrape timeout.
 func exporter(t *testing.T, c *launcher.Cluster, names ...string) *prometheus.Registry {
 	t.Helper()
-	mc, err := mongocollect.Open(mongocollect.Options{URI: c.ConfigURI(), ChunkMoveWindow: time.Hour})
+	return exporterAt(t, c.ConfigURI(), names...)
+}
+
+// exporterAt is exporter on a URI of the caller's (another user's login).
+func exporterAt(t *testing.T, uri string, names ...string) *prometheus.Registry {
+	t.Helper()
+	mc, err := mongocollect.Open(mongocollect.Options{URI: uri, ChunkMoveWindow: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

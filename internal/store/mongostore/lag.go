@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -11,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 	"github.com/shardmart/shardmart/internal/readrouting"
 )
 
@@ -63,6 +65,10 @@ func (s *Store) WatchLagWith(ctx context.Context, uri string, o LagOptions) erro
 		}
 		clients = append(clients, c)
 		sources[name] = readrouting.DriverSource{Client: c}
+	}
+	if err := probeAccess(ctx, sources); err != nil {
+		disconnectAll(clients)
+		return fmt.Errorf("mongo: lag monitor: %w", err)
 	}
 	m := readrouting.NewMonitor(sources, o.Interval)
 	if o.Heartbeat > 0 {
@@ -137,6 +143,42 @@ func (s *Store) lagTargets(ctx context.Context, uri string, cred readrouting.Cre
 	}
 	return uris, nil
 }
+
+// probeAccess measures each set once and writes its heartbeat, so that a login or a role the
+// monitor lacks stops it at start with one line naming what is missing, rather than leaving
+// every read on the primary with the reason only in each snapshot. A set that is merely
+// unreachable now is the monitor's business, not a refusal: the probes run concurrently and
+// give up after probeTimeout, so a shard that is down delays the start by that much at most.
+func probeAccess(ctx context.Context, sources map[string]readrouting.StatusSource) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		refusal error
+		wg      sync.WaitGroup
+	)
+	for name, src := range sources {
+		wg.Go(func() {
+			_, err := src.ReplSetStatus(ctx)
+			if hb, ok := src.(readrouting.Heartbeater); ok && err == nil {
+				err = hb.Heartbeat(ctx, name, time.Now())
+			}
+			var refused *access.Error
+			if errors.As(access.Explain(err), &refused) {
+				mu.Lock()
+				refusal = fmt.Errorf("set %s: %w", name, refused)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return refusal
+}
+
+// probeTimeout bounds probeAccess. A refusal answers within a round trip; a TLS mismatch only
+// when server selection gives up, so within this bound only when the URI's
+// serverSelectionTimeoutMS is shorter.
+const probeTimeout = 3 * time.Second
 
 func disconnectAll(clients []*mongo.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -38,6 +38,7 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/readrouting"
@@ -142,12 +143,16 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.ownsClient = true
 	if err := client.Ping(ctx, readpref.Primary()); err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("mongo: ping %s: %w", redact(o.URI), err)
+		return nil, fmt.Errorf("mongo: ping %s: %w", redact(o.URI), access.Explain(err))
 	}
 	rep, err := s.EnsureSchema(ctx, false)
 	if err != nil {
 		_ = s.Close()
-		return nil, err
+		var refused *access.Error
+		if err := access.Explain(err); errors.As(err, &refused) && refused.Kind == access.Unauthorized {
+			return nil, fmt.Errorf("mongo: the shop's user needs readWrite on %s: %w", o.Database, err)
+		}
+		return nil, access.Explain(err)
 	}
 	for _, m := range rep.Missing {
 		slog.Warn("mongo: index missing, not built at start-up", "index", m)

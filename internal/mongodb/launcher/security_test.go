@@ -1,0 +1,111 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// connect opens a client with o and fails the test if the options are bad.
+func connect(t *testing.T, o *options.ClientOptions) *mongo.Client {
+	t.Helper()
+	c, err := mongo.Connect(o.SetServerSelectionTimeout(3 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+func insertOne(ctx context.Context, c *mongo.Client, db string) error {
+	_, err := c.Database(db).Collection("c").InsertOne(ctx, bson.D{{Key: "x", Value: 1}})
+	return err
+}
+
+// A 3-member set started with a keyFile and requireTLS (members authenticate to each other
+// with the keyFile over TLS) refuses plain connections, clients without the CA and anonymous
+// writes, takes the admin user created through the localhost exception, creates a user with
+// one database's readWrite that can write there and nowhere else, and starts again (users
+// exist, the exception is closed) with the same keys after a crash of every member.
+func TestSetWithAuthAndTLS(t *testing.T) {
+	began := time.Now()
+	sec := Security{Auth: true, AdminPassword: "adm-pw", TLS: true}
+	s := ForTest(t, Options{Members: 3, BasePort: AuthTestPort, Security: sec, ElectionTimeout: 2 * time.Second})
+	t.Logf("up in %s", time.Since(began).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	got := s.Security()
+	if !strings.Contains(s.URI(), "tls=true&tlsCAFile="+got.CAFile) {
+		t.Fatalf("URI %q lacks the TLS options", s.URI())
+	}
+	var ce mongo.CommandError
+	func() {
+		plain := connect(t, options.Client().ApplyURI(strings.Split(s.MemberURI(0), "&")[0]))
+		defer plain.Disconnect(ctx)
+		if err := plain.Ping(ctx, nil); err == nil {
+			t.Fatal("a plain (non-TLS) connection was accepted by a requireTLS member")
+		}
+		untrusted := connect(t, options.Client().ApplyURI(strings.Split(s.MemberURI(0), "&")[0]+"&tls=true"))
+		defer untrusted.Disconnect(ctx)
+		if err := untrusted.Ping(ctx, nil); err == nil || !strings.Contains(err.Error(), "x509") {
+			t.Fatalf("a client without the launcher's CA: %v, want an x509 error", err)
+		}
+		o, err := got.clientOptions(s.URI(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anon := connect(t, o)
+		defer anon.Disconnect(ctx)
+		if err := insertOne(ctx, anon, "shop"); !errors.As(err, &ce) || ce.Code != 13 {
+			t.Fatalf("anonymous insert: %v, want Unauthorized (13)", err)
+		}
+	}()
+
+	if err := s.CreateUser(ctx, User{Name: "shop", Password: "shop-pw", Grants: []Grant{{Role: "readWrite", DB: "shop"}}}); err != nil {
+		t.Fatal(err)
+	}
+	asShop := func() *mongo.Client {
+		o, _ := got.clientOptions(s.URI(), false)
+		return connect(t, o.SetAuth(options.Credential{Username: "shop", Password: "shop-pw", AuthSource: "admin"}))
+	}
+	shop := asShop()
+	if err := insertOne(ctx, shop, "shop"); err != nil {
+		t.Fatalf("shop user writing its database: %v", err)
+	}
+	if err := insertOne(ctx, shop, "other"); !errors.As(err, &ce) || ce.Code != 13 {
+		t.Fatalf("shop user writing another database: %v, want Unauthorized (13)", err)
+	}
+	_ = shop.Disconnect(ctx)
+
+	// SIGKILL, not Down: a clean stop of a 3-member set takes ~32 s here with or without
+	// security (each secondary waits 15 s in its shutdown step-down, then the primary).
+	s.KillAll()
+	began = time.Now()
+	if err := s.Up(ctx); err != nil {
+		t.Fatalf("restart of a set with users: %v", err)
+	}
+	t.Logf("up again in %s", time.Since(began).Round(time.Millisecond))
+	if err := insertOne(ctx, asShop(), "shop"); err != nil {
+		t.Fatalf("shop user after the restart: %v", err)
+	}
+	// A set from Open knows its keys and TLS files from set.json, not the admin password, and
+	// starts all the same once its users exist.
+	s.KillAll()
+	reopened, err := Open(s.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reopened.Up(ctx); err != nil {
+		t.Fatalf("a set from Open, without the admin password: %v", err)
+	}
+	if p := reopened.Primary(ctx); p < 0 {
+		t.Fatalf("a reopened set reports %v", reopened.Status(ctx))
+	}
+	reopened.KillAll()
+}
