@@ -202,13 +202,19 @@ func TestProfileSampleReadsTheMixAndRestoresTheLevel(t *testing.T) {
 	}
 }
 
+// ordersOf200 is a fresh database on the shared set holding 200 orders in db.orders.
+func ordersOf200(t *testing.T) (c *live.Client, ctx context.Context, db, ns string) {
+	c = replicaSet(t)
+	ctx = ctxFor(t, time.Minute)
+	db = liveDB(t)
+	ns = db + ".orders"
+	insertOrders(ctx, t, c, ns, 200)
+	return c, ctx, db, ns
+}
+
 // A cancelled run still switches the profiler back off.
 func TestProfileRestoredWhenCancelled(t *testing.T) {
-	c := replicaSet(t)
-	ctx := ctxFor(t, time.Minute)
-	db := liveDB(t)
-	ns := db + ".orders"
-	insertOrders(ctx, t, c, ns, 200)
+	c, ctx, db, ns := ordersOf200(t)
 	runCtx, cancel := context.WithCancel(ctx)
 	cancelled := func(ctx context.Context, _ time.Duration) error {
 		if lvl, _ := profileLevel(ctx, t, c, db); lvl != 2 {
@@ -242,11 +248,7 @@ func (s lostReply) RunCommand(ctx context.Context, db string, cmd bson.D) (bson.
 // The profiler goes back to the setting found when the switch's reply is lost and when the
 // wait fails.
 func TestProfileRestoredOnFailure(t *testing.T) {
-	c := replicaSet(t)
-	ctx := ctxFor(t, time.Minute)
-	db := liveDB(t)
-	ns := db + ".orders"
-	insertOrders(ctx, t, c, ns, 200)
+	c, ctx, db, ns := ordersOf200(t)
 	setProfile(ctx, t, c, db, bson.D{{Key: "profile", Value: int32(1)}, {Key: "slowms", Value: int32(70)}})
 	_, err := live.Read(ctx, lostReply{c}, ns, live.Options{ProfileSeconds: 1})
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -267,11 +269,7 @@ func TestProfileRestoredOnFailure(t *testing.T) {
 
 // A database whose profiler is already at level 2 is refused and left at level 2.
 func TestProfileRefusesLevelTwo(t *testing.T) {
-	c := replicaSet(t)
-	ctx := ctxFor(t, time.Minute)
-	db := liveDB(t)
-	ns := db + ".orders"
-	insertOrders(ctx, t, c, ns, 200)
+	c, ctx, db, ns := ordersOf200(t)
 	setProfile(ctx, t, c, db, bson.D{{Key: "profile", Value: int32(2)}})
 	_, err := live.Read(ctx, c, ns, live.Options{ProfileSeconds: 1, Wait: func(context.Context, time.Duration) error {
 		t.Error("waited on a database already at level 2")
