@@ -31,9 +31,8 @@ type Source interface {
 type Client struct{ C *mongo.Client }
 
 // Connect opens a Client to uri; reads go to the primary whatever uri's readPreference says
-// (the profiler and latencyStats
-// are per member: the primary is the member taking the writes). Every operation is bounded
-// by opTimeout, which the driver also sends as maxTimeMS, so a slow read stops on the server.
+// (the profiler and latencyStats are per member: the primary is the member taking the
+// writes). Every operation is bounded by opTimeout, which the driver also sends as maxTimeMS, so a slow read stops on the server.
 func Connect(ctx context.Context, uri string) (*Client, error) {
 	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetReadPreference(readpref.Primary()).SetAppName("shardmart-advise").SetTimeout(opTimeout))
 	if err != nil {
