@@ -81,10 +81,15 @@ const opTimeout = time.Minute
 // findLimit bounds every find advise sends (config metadata, profiler entries).
 const findLimit = 10_000
 
+// drain reads cur to its end, refusing to hold more than maxSampleBytes.
 func drain(ctx context.Context, cur *mongo.Cursor, ns string) ([]bson.Raw, error) {
 	defer cur.Close(context.WithoutCancel(ctx))
 	var out []bson.Raw
+	var size int
 	for cur.Next(ctx) {
+		if size += len(cur.Current); size > maxSampleBytes {
+			return nil, &Refusal{Msg: fmt.Sprintf("read of %s stopped past %d MiB: lower --sample", ns, maxSampleBytes>>20)}
+		}
 		out = append(out, slices.Clone(cur.Current))
 	}
 	if err := cur.Err(); err != nil {
