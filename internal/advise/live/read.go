@@ -314,10 +314,10 @@ func dedupe(docs []bson.Raw) []bson.Raw {
 // insertionOrder sorts docs by _id when every _id is an ObjectId and says so; otherwise docs
 // keep $sample's order and the insertion order is unknown (""). ObjectIds made by drivers
 // carry their creation second and a per-process counter, so for them _id order is insertion
-// order to the second; the record id is not used because through a mongos the sample does
-// not say which shard a document came from, and record ids are per shard and renewed when
-// the balancer moves a document. The consequence: {_id: 1}'s monotonicity is 1 by
-// construction when the _ids are ObjectIds.
+// order to the second. The record id is not used: mongod 6.0 refuses {$meta: "recordId"}
+// after $sample (code 40218), and through a mongos the sample does not say which shard a
+// document came from (record ids are per shard, and renewed when the balancer moves a
+// document). The consequence: {_id: 1}'s monotonicity is 1 by construction for ObjectIds.
 func insertionOrder(docs []bson.Raw) ([]bson.Raw, string) {
 	for _, d := range docs {
 		if d.Lookup("_id").Type != bson.TypeObjectID {
