@@ -184,23 +184,29 @@ func runAdvise(ctx context.Context, stdio IO, o adviseOptions) error {
 		fmt.Fprintf(stdio.Err, "wrote %s\n", o.JSONPath)
 	}
 	if o.SVGPath != "" {
-		out, err := os.Create(o.SVGPath)
-		if err != nil {
-			return fmt.Errorf("svg: %w", err)
-		}
 		title := "shardmart advise: " + workloads[0].Name
 		if len(workloads) > 1 {
 			title = "shardmart advise: all scenarios"
 		}
-		if err := advise.WriteSVG(out, title, all); err != nil {
-			out.Close()
-			return fmt.Errorf("svg: %w", err)
-		}
-		if err := out.Close(); err != nil {
-			return fmt.Errorf("svg: %w", err)
-		}
-		fmt.Fprintf(stdio.Err, "wrote %s\n", o.SVGPath)
+		return writeSVG(stdio, o.SVGPath, title, all)
 	}
+	return nil
+}
+
+// writeSVG writes the shard-share chart of results to path.
+func writeSVG(stdio IO, path, title string, results []*advise.Result) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("svg: %w", err)
+	}
+	if err := advise.WriteSVG(out, title, results); err != nil {
+		out.Close()
+		return fmt.Errorf("svg: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("svg: %w", err)
+	}
+	fmt.Fprintf(stdio.Err, "wrote %s\n", path)
 	return nil
 }
 

@@ -63,18 +63,7 @@ func runAdviseFrom(ctx context.Context, stdio IO, o adviseOptions) error {
 		}
 	}
 	if o.SVGPath != "" {
-		out, err := os.Create(o.SVGPath)
-		if err != nil {
-			return fmt.Errorf("svg: %w", err)
-		}
-		if err := advise.WriteSVG(out, "shardmart advise: live "+o.Collection, rep.Results); err != nil {
-			out.Close()
-			return fmt.Errorf("svg: %w", err)
-		}
-		if err := out.Close(); err != nil {
-			return fmt.Errorf("svg: %w", err)
-		}
-		fmt.Fprintf(stdio.Err, "wrote %s\n", o.SVGPath)
+		return writeSVG(stdio, o.SVGPath, "shardmart advise: live "+o.Collection, rep.Results)
 	}
 	return nil
 }

@@ -45,7 +45,8 @@ func TestAdviseFromReplicaSet(t *testing.T) {
 	}
 	defer cl.Disconnect(context.Background())
 	var docs []any
-	for i := range 500 {
+	// 4 000 documents: 200 sampled stay under 5 % of the collection, the random-cursor path.
+	for i := range 4000 {
 		docs = append(docs, bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "user_id", Value: fmt.Sprintf("u%03d", i%10)}, {Key: "total_cents", Value: int64(i)}})
 	}
 	if _, err := cl.Database("shop").Collection("orders").InsertMany(ctx, docs); err != nil {
@@ -55,8 +56,13 @@ func TestAdviseFromReplicaSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Log("\n" + out[:strings.Index(out, "\n{\n")])
-	for _, want := range []string{"live collection shop.orders: 500 documents", "not sharded (simulated on 3 shards)", `{ user_id: "hashed" }: numDocsSampled 200, numDistinctValues 10`, "mostCommonValues:"} {
+	text, js, ok := strings.Cut(out, "\n{\n")
+	if !ok {
+		t.Fatalf("no JSON document after the report:\n%s", out)
+	}
+	js = "{\n" + js
+	t.Log("\n" + text)
+	for _, want := range []string{"live collection shop.orders: 4000 documents", "not sharded (simulated on 3 shards)", `{ user_id: "hashed" }: numDocsSampled 200, numDistinctValues 10`, "mostCommonValues:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -75,13 +81,12 @@ func TestAdviseFromReplicaSet(t *testing.T) {
 		} `json:"keyCharacteristics"`
 		Results []struct{ Collection string }
 	}
-	js := out[strings.Index(out, "\n{\n")+1:]
 	if err := json.Unmarshal([]byte(js), &rep); err != nil {
 		t.Fatalf("json on stdout: %v\n%s", err, js)
 	}
-	if rep.NumDocs != 500 || len(rep.KeyCharacteristics) != 1 || rep.KeyCharacteristics[0].NumDistinctValues != 10 ||
+	if rep.NumDocs != 4000 || len(rep.KeyCharacteristics) != 1 || rep.KeyCharacteristics[0].NumDistinctValues != 10 ||
 		rep.KeyCharacteristics[0].Monotonicity.Type != "not monotonic" || len(rep.Results) != 1 {
-		t.Errorf("json: %+v, want 500 documents, one candidate with 10 distinct values, not monotonic, one result", rep)
+		t.Errorf("json: %+v, want 4000 documents, one candidate with 10 distinct values, not monotonic, one result", rep)
 	}
 	_, _, err = runAdviseCmd(t, "--from", set.URI(), "--collection", "shop.nothing")
 	if err == nil || err.Error() != "collection shop.nothing not found" {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/shardmart/shardmart/internal/advise/live"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/monitor"
 	"github.com/shardmart/shardmart/internal/monitor/cassandracollect"
@@ -106,6 +107,16 @@ func (o monitorOptions) validate() error {
 	if o.MongoURI != "" {
 		if err := options.Client().ApplyURI(o.MongoURI).Validate(); err != nil {
 			return fmt.Errorf("--mongo-uri: %w", err)
+		}
+	}
+	// The advise command printed in alerts is built from this URI: one that cannot be
+	// cleaned of its password is refused now rather than replaced later.
+	if uri, flag := o.AdviseURI, "--advise-uri"; uri != "" || o.MongoURI != "" {
+		if uri == "" {
+			uri, flag = o.MongoURI, "--mongo-uri (the default --advise-uri)"
+		}
+		if _, err := live.URIWithoutPassword(uri); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
 		}
 	}
 	return nil

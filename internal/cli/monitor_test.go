@@ -68,6 +68,8 @@ func TestMonitorFlags(t *testing.T) {
 		{[]string{"--mongo-uri", "mongodb://h", "--page-interval", "100ms"}, "--page-interval"},
 		{[]string{"--mongo-uri", "mongodb://h", "--page-interval", "-1s"}, "--page-interval"},
 		{[]string{"--mongo-uri", "mongodb://h", "extra"}, "unknown command"},
+		{[]string{"--mongo-uri", "mongodb://h", "--advise-uri", "mongos:27017"}, "--advise-uri"},
+		{[]string{"--mongo-uri", "mongodb://h", "--advise-uri", "mongodb://u:pa/ss@mongos"}, "--advise-uri"},
 	}
 	for _, b := range bad {
 		if _, err := runMonitorCmd(t, b.args...); err == nil || !strings.Contains(err.Error(), b.want) {

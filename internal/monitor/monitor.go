@@ -111,10 +111,12 @@ func NewRegistry(o Options) *prometheus.Registry {
 		Help: "--hot-floor-bytes: the absolute floor of the data-size alert"})
 	floor.Set(o.HotFloorBytes)
 	reg.MustRegister(floor, NewExporter(o.Collectors, o.ScrapeTimeout, o.Logger))
-	if o.AdviseURI != "" {
+	// A URI that does not parse is not exported (the command names MONGOS_URI instead): the
+	// CLI refuses it at start, and a label must never carry what could not be cleaned.
+	if uri, err := live.URIWithoutPassword(o.AdviseURI); o.AdviseURI != "" && err == nil {
 		info := prometheus.NewGauge(prometheus.GaugeOpts{Name: adviseInfoMetric,
 			Help:        "The connection string (password left out) `shardmart advise --from` should read hot collections from",
-			ConstLabels: prometheus.Labels{"uri": live.URIWithoutPassword(o.AdviseURI)}})
+			ConstLabels: prometheus.Labels{"uri": uri}})
 		info.Set(1)
 		reg.MustRegister(info)
 	}

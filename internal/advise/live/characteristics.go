@@ -2,6 +2,7 @@ package live
 
 import (
 	"math"
+	"slices"
 
 	"github.com/shardmart/shardmart/internal/advise"
 	"github.com/shardmart/shardmart/internal/sharding"
@@ -45,10 +46,6 @@ const monotonicThreshold = 0.7
 
 // Characteristics computes every candidate's KeyCharacteristics over the sample.
 func (r *Reading) Characteristics(a *Advice) ([]KeyCharacteristics, error) {
-	var sampleBytes int64
-	for _, d := range r.Docs {
-		sampleBytes += int64(len(d))
-	}
 	n := int64(len(r.Docs))
 	perSampled := float64(r.NumDocs) / float64(n)
 	var out []KeyCharacteristics
@@ -60,9 +57,9 @@ func (r *Reading) Characteristics(a *Advice) ([]KeyCharacteristics, error) {
 		k := KeyCharacteristics{
 			Key:                         cand.Key.String(),
 			NumDocsTotal:                r.NumDocs,
-			AvgDocSizeBytes:             sampleBytes / n,
+			AvgDocSizeBytes:             r.avgSampledDocSize(),
 			NumDocsSampled:              kc.SampledDocs,
-			IsUnique:                    r.Sharded && r.Unique && equalKeys(cand.Key, r.Key) || equalKeys(cand.Key, sharding.Key{{Name: "_id"}}),
+			IsUnique:                    r.Sharded && r.Unique && slices.Equal(cand.Key, r.Key) || slices.Equal(cand.Key, sharding.Key{{Name: "_id"}}),
 			NumDistinctValues:           kc.Distinct,
 			NumDocsMissingShardKeyField: int64(math.Round(float64(missing) * perSampled)),
 			Monotonicity:                MonotonicityFigure{Type: "unknown"},
@@ -86,14 +83,14 @@ func (r *Reading) Characteristics(a *Advice) ([]KeyCharacteristics, error) {
 	return out, nil
 }
 
-func equalKeys(a, b sharding.Key) bool {
-	if len(a) != len(b) {
-		return false
+// avgSampledDocSize is the sampled documents' average BSON size.
+func (r *Reading) avgSampledDocSize() int64 {
+	if len(r.Docs) == 0 {
+		return 0
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	var b int64
+	for _, d := range r.Docs {
+		b += int64(len(d))
 	}
-	return true
+	return b / int64(len(r.Docs))
 }

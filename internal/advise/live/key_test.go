@@ -44,11 +44,31 @@ func TestCommandLeavesThePasswordOut(t *testing.T) {
 		{"mongodb://admin:p%40ss@a:1,b:2/?authSource=admin", "shop.orders",
 			"shardmart advise --from 'mongodb://admin@a:1,b:2/?authSource=admin' --collection shop.orders"},
 		{"mongodb+srv://u:x@cluster.example.net", "db.it's", "shardmart advise --from mongodb+srv://u@cluster.example.net --collection 'db.it'\\''s'"},
-		{"mongodb://h/db?x=a@b", "a.b", "shardmart advise --from 'mongodb://h/db?x=a@b' --collection a.b"},
+		// The driver's user info ends at the first '@': this is user "h/db?x=a", refused.
+		{"mongodb://h/db?x=a@b", "a.b", "shardmart advise --from MONGOS_URI --collection a.b"},
+		{"mongodb://u:pa?ss@h:1", "a.b", "shardmart advise --from mongodb://u@h:1 --collection a.b"},
+		{"mongodb://u:pa/ss@h:1", "a.b", "shardmart advise --from MONGOS_URI --collection a.b"},
+		{"mongodb://u:pa%zzss@h:1", "a.b", "shardmart advise --from MONGOS_URI --collection a.b"},
+		{"mongodb://AKIA:s3cret@h:1/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:tok3n", "a.b",
+			"shardmart advise --from 'mongodb://AKIA@h:1/?authMechanism=MONGODB-AWS' --collection a.b"},
+		{"mongodb://AKIA:s3cret@h:1/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:tok3n;tls=true", "a.b",
+			"shardmart advise --from 'mongodb://AKIA@h:1/?authMechanism=MONGODB-AWS&tls=true' --collection a.b"},
+		{"mongodb://u@h:1/?authMechanism=GSSAPI&authMechanismProperties=SERVICE_NAME:mongo", "a.b",
+			"shardmart advise --from 'mongodb://u@h:1/?authMechanism=GSSAPI&authMechanismProperties=SERVICE_NAME:mongo' --collection a.b"},
+		{"mongodb://h:1/?tls=true&tlsCertificateKeyFile=/k.pem&tlsCertificateKeyFilePassword=s3cret&proxyHost=p&proxyUsername=pu&proxyPassword=s3cret", "a.b",
+			"shardmart advise --from 'mongodb://h:1/?tls=true&tlsCertificateKeyFile=/k.pem&proxyHost=p&proxyUsername=pu' --collection a.b"},
+		{"MONGOS_URI", "a.b", "shardmart advise --from MONGOS_URI --collection a.b"},
+		{"mongodb://h:99999", "a.b", "shardmart advise --from MONGOS_URI --collection a.b"},
 	}
 	for _, tt := range tests {
-		if got := Command(tt.uri, tt.ns); got != tt.want {
+		got := Command(tt.uri, tt.ns)
+		if got != tt.want {
 			t.Errorf("Command(%q, %q) = %q, want %q", tt.uri, tt.ns, got, tt.want)
+		}
+		for _, secret := range []string{"s3cret", "tok3n", ":pa", ":p%40ss", ":x@"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("Command(%q, %q) = %q: %q is left in", tt.uri, tt.ns, got, secret)
+			}
 		}
 	}
 }

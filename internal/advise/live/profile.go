@@ -28,15 +28,29 @@ type ProfiledOp struct {
 	Count  int64    `json:"count"`
 }
 
-// ProfileLevel is the profiler setting of a database.
+// ProfileLevel is the profiler setting of a database. slowms and sampleRate are server-wide
+// (they also decide what the slow-query log records); level and filter are the database's.
 type ProfileLevel struct {
-	Level      int32   `json:"level"`
-	SlowMS     int32   `json:"slowms"`
-	SampleRate float64 `json:"sampleRate"`
+	Level      int32    `json:"level"`
+	SlowMS     int32    `json:"slowms"`
+	SampleRate float64  `json:"sampleRate"`
+	Filter     bson.Raw `json:"-"` // nil when none is set
 }
 
-// profileSample switches the profiler of db to level 2 for d, switches it back to the level
-// it found (also when ctx ends or the wait fails), then reads what it recorded on db.coll.
+// command is the profile command that puts the setting back; a missing filter is unset.
+func (l ProfileLevel) command() bson.D {
+	var filter any = "unset"
+	if l.Filter != nil {
+		filter = l.Filter
+	}
+	return bson.D{{Key: "profile", Value: l.Level}, {Key: "slowms", Value: l.SlowMS},
+		{Key: "sampleRate", Value: l.SampleRate}, {Key: "filter", Value: filter}}
+}
+
+// profileSample switches the profiler of db to level 2 for d, switches it back to the setting
+// it found (also when ctx ends, the wait fails or the switch itself fails: a reply lost after
+// the server applied it), then reads what it recorded on db.coll. A database already at level 2
+// is refused: another run may be sampling it, and "restoring" would leave level 2 on for good.
 func profileSample(ctx context.Context, src Source, db, coll string, d time.Duration, wait func(context.Context, time.Duration) error) (p *ProfileSample, err error) {
 	raw, err := src.RunCommand(ctx, db, bson.D{{Key: "profile", Value: int32(-1)}})
 	if err != nil {
@@ -49,8 +63,14 @@ func profileSample(ctx context.Context, src Source, db, coll string, d time.Dura
 	if v, ok := raw.Lookup("slowms").AsInt64OK(); ok {
 		prev.SlowMS = int32(v)
 	}
-	if v, ok := raw.Lookup("sampleRate").DoubleOK(); ok {
+	if v, ok := raw.Lookup("sampleRate").AsFloat64OK(); ok {
 		prev.SampleRate = v
+	}
+	if f, ok := raw.Lookup("filter").DocumentOK(); ok {
+		prev.Filter = slices.Clone(f)
+	}
+	if prev.Level == 2 {
+		return nil, &Refusal{Msg: fmt.Sprintf("the profiler of %s is already at level 2 (another sample running, or left on): not sampling, nothing changed", db)}
 	}
 	// The window starts at the server's clock: entries from before it (slow operations the
 	// previous level recorded) are not part of the sample.
@@ -60,23 +80,37 @@ func profileSample(ctx context.Context, src Source, db, coll string, d time.Dura
 			start = t
 		}
 	}
-	if _, err := src.RunCommand(ctx, db, bson.D{{Key: "profile", Value: int32(2)}, {Key: "sampleRate", Value: 1.0}}); err != nil {
-		return nil, unauthorized(err, "switch the profiler of "+db+" on")
-	}
-	defer func() {
+	restored := false
+	restore := func() error {
+		if restored {
+			return nil
+		}
+		restored = true
 		// Restore even when ctx is done: the profiler must not stay on.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		_, rerr := src.RunCommand(rctx, db, bson.D{{Key: "profile", Value: prev.Level},
-			{Key: "slowms", Value: prev.SlowMS}, {Key: "sampleRate", Value: prev.SampleRate}})
-		if rerr != nil {
-			err = errors.Join(err, fmt.Errorf("restore the profiler of %s to level %d: %w", db, prev.Level, rerr))
+		if _, err := src.RunCommand(rctx, db, prev.command()); err != nil {
+			return fmt.Errorf("restore the profiler of %s to level %d: %w", db, prev.Level, err)
+		}
+		return nil
+	}
+	// Armed before the switch: an error (a timeout) after the server applied level 2 must not
+	// leave it on.
+	defer func() {
+		if rerr := restore(); rerr != nil {
+			err = errors.Join(err, rerr)
 		}
 	}()
+	if _, err := src.RunCommand(ctx, db, bson.D{{Key: "profile", Value: int32(2)}, {Key: "sampleRate", Value: 1.0}, {Key: "filter", Value: "unset"}}); err != nil {
+		return nil, unauthorized(err, "switch the profiler of "+db+" on")
+	}
 	if wait == nil {
 		wait = sleep
 	}
 	if err := wait(ctx, d); err != nil {
+		return nil, err
+	}
+	if err := restore(); err != nil {
 		return nil, err
 	}
 	entries, err := src.Find(ctx, db, "system.profile", bson.D{

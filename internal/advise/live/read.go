@@ -15,7 +15,8 @@ import (
 
 // Options bound what Read reads.
 type Options struct {
-	// Sample is how many documents $sample reads (default 1000, at most MaxSample).
+	// Sample is how many documents $sample reads (default 1000, at most MaxSample), capped at
+	// 5 % of the collection and at maxSampleBytes.
 	Sample int
 	// MinDocs: a collection with fewer documents is refused as too small to say anything
 	// (default 100).
@@ -33,6 +34,8 @@ const (
 	MaxProfileSeconds = 60
 	defaultSample     = 1000
 	defaultMinDocs    = 100
+	// maxSampleBytes bounds the documents one run reads (sample and profiler entries each).
+	maxSampleBytes = 256 << 20
 )
 
 // Reading is what Read found.
@@ -266,10 +269,12 @@ func keyFromDoc(d bson.D) (sharding.Key, error) {
 	return k, nil
 }
 
-// readSample reads n documents with $sample (a random cursor, not a collection scan, while n
-// is under 5 % of the collection) and orders them by insertion when their _ids tell it:
-// driver-made ObjectIds carry their creation second and a per-process counter.
+// readSample reads up to n distinct documents with $sample and orders them by insertion when
+// their _ids tell it. n is capped so the read stays cheap: at 5 % of the collection (under
+// that MongoDB answers $sample from a random cursor; above it, it scans and sorts the whole
+// collection) and at maxSampleBytes at the collection's average document size.
 func (r *Reading) readSample(ctx context.Context, src Source, db, coll string, n int) error {
+	n = r.sampleCap(n)
 	docs, err := src.Aggregate(ctx, db, coll, bson.A{bson.D{{Key: "$sample", Value: bson.D{{Key: "size", Value: int32(n)}}}}})
 	if err != nil {
 		return unauthorized(err, "read "+r.NS)
@@ -277,20 +282,51 @@ func (r *Reading) readSample(ctx context.Context, src Source, db, coll string, n
 	if len(docs) == 0 {
 		return &Refusal{Msg: fmt.Sprintf("%s: $sample returned no documents", r.NS)}
 	}
-	allOIDs := true
+	r.Docs, r.InsertionOrder = insertionOrder(dedupe(docs))
+	return nil
+}
+
+// sampleCap is the sample size actually asked for n requested.
+func (r *Reading) sampleCap(n int) int {
+	n = min(n, max(1, int(r.NumDocs/20)))
+	if r.NumDocs > 0 && r.DataSize > 0 {
+		avg := max(1, r.DataSize/(r.NumDocs+r.Orphans))
+		n = min(n, max(1, int(maxSampleBytes/avg)))
+	}
+	return n
+}
+
+// dedupe drops documents whose _id was already sampled: $sample's random cursor may return a
+// document twice, and a sample counted twice skews the frequencies.
+func dedupe(docs []bson.Raw) []bson.Raw {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(docs, func(d bson.Raw) bool {
+		id := d.Lookup("_id")
+		k := string(append([]byte{byte(id.Type)}, id.Value...))
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+		return false
+	})
+}
+
+// insertionOrder sorts docs by _id when every _id is an ObjectId and says so; otherwise docs
+// keep $sample's order and the insertion order is unknown (""). ObjectIds made by drivers
+// carry their creation second and a per-process counter, so for them _id order is insertion
+// order to the second. The record id is not used: mongod 6.0 refuses {$meta: "recordId"}
+// after $sample (code 40218), and through a mongos the sample does not say which shard a
+// document came from (record ids are per shard, and renewed when the balancer moves a
+// document). The consequence: {_id: 1}'s monotonicity is 1 by construction for ObjectIds.
+func insertionOrder(docs []bson.Raw) ([]bson.Raw, string) {
 	for _, d := range docs {
 		if d.Lookup("_id").Type != bson.TypeObjectID {
-			allOIDs = false
-			break
+			return docs, ""
 		}
 	}
-	if allOIDs {
-		slices.SortStableFunc(docs, func(a, b bson.Raw) int {
-			x, y := a.Lookup("_id").ObjectID(), b.Lookup("_id").ObjectID()
-			return bytes.Compare(x[:], y[:])
-		})
-		r.InsertionOrder = "ObjectId _id"
-	}
-	r.Docs = docs
-	return nil
+	slices.SortStableFunc(docs, func(a, b bson.Raw) int {
+		x, y := a.Lookup("_id").ObjectID(), b.Lookup("_id").ObjectID()
+		return bytes.Compare(x[:], y[:])
+	})
+	return docs, "ObjectId _id"
 }

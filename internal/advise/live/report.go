@@ -2,13 +2,16 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
 	"github.com/shardmart/shardmart/internal/advise"
 )
@@ -129,29 +132,94 @@ func (rep *Report) WriteText(out io.Writer) {
 	advise.WriteTable(out, rep.workload, rep.Results)
 }
 
-// Command is the advise command line for a collection, as the monitor prints it. A password
-// in uri is left out (alerts and pages are not the place for it); the user name stays.
+// Command is the advise command line for a collection, as the monitor prints it. The URI is
+// printed without its password and secret options (alerts and pages are not the place for
+// them); one that does not parse is printed as MONGOS_URI, never as given.
 func Command(uri, ns string) string {
-	return fmt.Sprintf("shardmart advise --from %s --collection %s", shellQuote(URIWithoutPassword(uri)), shellQuote(ns))
+	clean, err := URIWithoutPassword(uri)
+	if err != nil {
+		clean = "MONGOS_URI"
+	}
+	return fmt.Sprintf("shardmart advise --from %s --collection %s", shellQuote(clean), shellQuote(ns))
 }
 
-// URIWithoutPassword drops ":password" from a connection string's user info. url.Parse is not
-// used: a mongodb:// URI may list several host:port pairs.
-func URIWithoutPassword(uri string) string {
+// secretOptions are the connection-string options whose values are secrets.
+var secretOptions = []string{"tlscertificatekeyfilepassword", "sslclientcertificatekeypassword", "proxypassword"}
+
+// URIWithoutPassword is uri without the password of its user info, without the secret options
+// and without AWS_SESSION_TOKEN in authMechanismProperties; the user name stays. uri must parse
+// as the driver parses it (the driver's connstring, without the DNS lookups of mongodb+srv),
+// and the split below follows the driver's: user info ends at the first '@'.
+func URIWithoutPassword(uri string) (string, error) {
 	scheme, rest, ok := strings.Cut(uri, "://")
 	if !ok {
-		return uri
+		return "", errors.New(`not a MongoDB connection string: want mongodb:// or mongodb+srv://`)
 	}
-	hostEnd := strings.IndexAny(rest, "/?")
-	if hostEnd < 0 {
-		hostEnd = len(rest)
+	check := uri
+	if scheme == connstring.SchemeMongoDBSRV {
+		// Parsing mongodb+srv looks the host up in DNS; the syntax is the same as mongodb://
+		// with one host and no port.
+		check = connstring.SchemeMongoDB + "://" + rest
 	}
-	at := strings.LastIndex(rest[:hostEnd], "@")
-	if at < 0 {
-		return uri
+	cs, err := connstring.ParseAndValidate(check)
+	if err != nil {
+		if strings.Contains(err.Error(), "password") {
+			// The driver's message may quote part of the password.
+			return "", errors.New("not a MongoDB connection string: the password is not validly escaped")
+		}
+		return "", fmt.Errorf("not a MongoDB connection string: %w", err)
 	}
-	user, _, _ := strings.Cut(rest[:at], ":")
-	return scheme + "://" + user + rest[at:]
+	if scheme == connstring.SchemeMongoDBSRV && (len(cs.Hosts) != 1 || strings.Contains(cs.Hosts[0], ":")) {
+		return "", errors.New("not a MongoDB connection string: mongodb+srv:// takes one host name without a port")
+	}
+	if user, hosts, ok := strings.Cut(rest, "@"); ok {
+		name, _, _ := strings.Cut(user, ":")
+		rest = name + "@" + hosts
+	}
+	head, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return scheme + "://" + head, nil
+	}
+	var kept []string
+	for _, opt := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, v, _ := strings.Cut(opt, "=")
+		switch lk := strings.ToLower(k); {
+		case slices.Contains(secretOptions, lk):
+			continue
+		case lk == "authmechanismproperties":
+			v = withoutSessionToken(v)
+			if v == "" {
+				continue
+			}
+			opt = k + "=" + v
+		}
+		kept = append(kept, opt)
+	}
+	if len(kept) == 0 {
+		return scheme + "://" + head, nil
+	}
+	return scheme + "://" + head + "?" + strings.Join(kept, "&"), nil
+}
+
+// withoutSessionToken drops AWS_SESSION_TOKEN from an authMechanismProperties value
+// ("K1:V1,K2:V2", possibly escaped).
+func withoutSessionToken(v string) string {
+	unescaped, err := url.QueryUnescape(v)
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(unescaped, ",")
+	props := slices.DeleteFunc(slices.Clone(all), func(p string) bool {
+		k, _, _ := strings.Cut(p, ":")
+		return strings.EqualFold(k, "AWS_SESSION_TOKEN")
+	})
+	switch len(props) {
+	case 0:
+		return ""
+	case len(all):
+		return v
+	}
+	return url.QueryEscape(strings.Join(props, ","))
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 )
 
 // Source is the deployment advise reads: in production a mongos or a replica set through
@@ -29,11 +30,11 @@ type Source interface {
 // Client is a Source over a driver client connected to a mongos or a replica set.
 type Client struct{ C *mongo.Client }
 
-// Connect opens a Client to uri; reads go to the primary (the profiler and latencyStats
-// are per member: the primary is the member taking the writes). Every operation is bounded
-// by opTimeout, which the driver also sends as maxTimeMS, so a slow read stops on the server.
+// Connect opens a Client to uri; reads go to the primary whatever uri's readPreference says
+// (the profiler and latencyStats are per member: the primary is the member taking the
+// writes). Every operation is bounded by opTimeout, which the driver also sends as maxTimeMS, so a slow read stops on the server.
 func Connect(ctx context.Context, uri string) (*Client, error) {
-	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetAppName("shardmart-advise").SetTimeout(opTimeout))
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetReadPreference(readpref.Primary()).SetAppName("shardmart-advise").SetTimeout(opTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -80,10 +81,15 @@ const opTimeout = time.Minute
 // findLimit bounds every find advise sends (config metadata, profiler entries).
 const findLimit = 10_000
 
+// drain reads cur to its end, refusing to hold more than maxSampleBytes.
 func drain(ctx context.Context, cur *mongo.Cursor, ns string) ([]bson.Raw, error) {
 	defer cur.Close(context.WithoutCancel(ctx))
 	var out []bson.Raw
+	var size int
 	for cur.Next(ctx) {
+		if size += len(cur.Current); size > maxSampleBytes {
+			return nil, &Refusal{Msg: fmt.Sprintf("read of %s stopped past %d MiB: lower --sample", ns, maxSampleBytes>>20)}
+		}
 		out = append(out, slices.Clone(cur.Current))
 	}
 	if err := cur.Err(); err != nil {

@@ -67,6 +67,15 @@ func (r *Reading) Workload(m Model) (*Advice, error) {
 	}
 	chunk := max(1, int64(float64(r.ChunkSize)*scale))
 	repeat := max(1, (inserts+int64(len(r.Docs))-1)/int64(len(r.Docs)))
+	// Each sampled document is replayed repeat times in a row with the same key: a run of
+	// repeat × its size that no split can divide. Kept to an eighth of a chunk, so the
+	// simulated chunks split as the real ones would rather than going jumbo.
+	avg := max(1, r.avgSampledDocSize())
+	if repeat*avg > chunk/maxRunPerChunk {
+		need := (inserts*avg*maxRunPerChunk + chunk - 1) / chunk
+		return nil, &Refusal{Msg: fmt.Sprintf("%s: each of the %d sampled documents would stand for %d inserts in a row (%s, over 1/%d of the %s simulated chunk): give --sample %d or more",
+			r.NS, len(r.Docs), repeat, advise.Bytes(repeat*avg), maxRunPerChunk, advise.Bytes(chunk), need)}
+	}
 	_, coll, _ := strings.Cut(r.NS, ".")
 	var y strings.Builder
 	fmt.Fprintf(&y, "name: %q\ndescription: %q\nshards: %d\nchunk_size: %dB\nops: %d\nseed: %d\n",
@@ -98,6 +107,9 @@ func (r *Reading) Workload(m Model) (*Advice, error) {
 	}
 	return &Advice{Workload: w, Collection: w.Collections[0], Scale: scale, ModelledOps: how}, nil
 }
+
+// maxRunPerChunk: a replayed run of one sampled document stays under 1/maxRunPerChunk of a chunk.
+const maxRunPerChunk = 8
 
 type modelOp struct {
 	name, typ string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -111,7 +110,7 @@ func (r *Router) sample(ctx context.Context, db, coll string, n int64, pipeline 
 	// Draw without replacement: a shard's weight is the documents it owns not yet drawn.
 	var out []bson.Raw
 	for left := total; int64(len(out)) < n && left > 0; left-- {
-		x := rand.Int64N(left)
+		x := r.int64N(left)
 		for _, id := range ids {
 			if owned[id] <= 0 {
 				continue

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -37,11 +38,31 @@ var ErrNoInternalForm = errors.New("shardtest: no internal form known for this c
 type Router struct {
 	Config *mongo.Client            // the config server replica set
 	Shards map[string]*mongo.Client // each shard replica set, by shard id
+
+	// Seed seeds the draws of Aggregate's $sample merge; tests log it so a run can be
+	// replayed (Reseed).
+	Seed  uint64
+	rngMu sync.Mutex
+	rng   *rand.Rand
+}
+
+// Reseed restarts the $sample merge's draws from seed.
+func (r *Router) Reseed(seed uint64) {
+	r.rngMu.Lock()
+	defer r.rngMu.Unlock()
+	r.Seed, r.rng = seed, rand.New(rand.NewPCG(seed, 0))
+}
+
+func (r *Router) int64N(n int64) int64 {
+	r.rngMu.Lock()
+	defer r.rngMu.Unlock()
+	return r.rng.Int64N(n)
 }
 
 // Connect opens a client to the config server and to each shard of c.
 func Connect(ctx context.Context, c *launcher.Cluster) (*Router, error) {
 	r := &Router{Shards: map[string]*mongo.Client{}}
+	r.Reseed(uint64(time.Now().UnixNano()))
 	// The launcher's own client options: over TLS, and as a member when the cluster has a
 	// keyFile, since the internal commands need the privileges a mongos has.
 	open := func(uri string) (*mongo.Client, error) {
@@ -313,6 +334,7 @@ func (s *Shared) Get(t testing.TB) (*launcher.Cluster, *Router) {
 		}
 		t.Fatal(s.err)
 	}
+	t.Logf("shardtest router: $sample merge seed %d", s.router.Seed)
 	return s.cluster, s.router
 }
 
