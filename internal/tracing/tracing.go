@@ -125,7 +125,7 @@ func (t *Tracing) Tracer() trace.Tracer {
 	if t == nil {
 		return nil
 	}
-	return t.provider.Tracer("github.com/shardmart/shardmart")
+	return t.provider.Tracer(scope)
 }
 
 // Shutdown flushes the exporter; nil-safe.
@@ -169,3 +169,28 @@ func Statement(ctx context.Context, tr trace.Tracer, backend, name string, start
 	}
 	sp.End(trace.WithTimestamp(end))
 }
+
+// scope names the tracer the spans opened from a context's provider use.
+const scope = "github.com/shardmart/shardmart"
+
+// Child opens a span of kind under ctx's span, on that span's own provider, when ctx is a
+// sampled request's; otherwise it returns ctx and a nil span and allocates nothing. Packages
+// without a tracer of their own (the outbox) use it.
+func Child(ctx context.Context, name, kind string) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.SpanContext().IsSampled() {
+		return ctx, nil
+	}
+	return parent.TracerProvider().Tracer(scope).Start(ctx, name, trace.WithAttributes(KeyKind.String(kind)))
+}
+
+// Wait opens a KindWait span (see Child) and returns the func that ends it.
+func Wait(ctx context.Context, name string) (end func()) {
+	_, sp := Child(ctx, name, KindWait)
+	if sp == nil {
+		return noop
+	}
+	return func() { sp.End() }
+}
+
+func noop() {}
