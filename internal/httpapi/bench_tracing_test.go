@@ -27,6 +27,46 @@ import (
 //
 //	go test ./internal/httpapi -run '^$' -bench TracingCost -benchtime 20000x -count 3
 func BenchmarkTracingCost(b *testing.B) {
+	for _, v := range tracingVariants() {
+		for _, route := range []string{"get-cart", "put-cart-item"} {
+			b.Run(v.name+"/"+route, func(b *testing.B) {
+				traced := benchRoute(b, route, v.tracer(b))
+				off := benchRoute(b, route, nil)
+				storetest.BenchVersus(b, 2, [2]string{"traced", "off"}, [2]storetest.PairOp{traced, off})
+			})
+		}
+	}
+}
+
+// BenchmarkTracingPath: the same servers one request at a time, for allocs/op, which a loaded
+// machine does not blur: "off" must allocate what the code before tracing did (the same
+// benchmark without a tracer on that code).
+//
+//	go test ./internal/httpapi -run '^$' -bench TracingPath -benchtime 5000x
+func BenchmarkTracingPath(b *testing.B) {
+	for _, v := range tracingVariants() {
+		for _, route := range []string{"get-cart", "put-cart-item"} {
+			b.Run(v.name+"/"+route, func(b *testing.B) {
+				op := benchRoute(b, route, v.tracer(b))
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if err := op(ctx, int64(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+type tracingVariant struct {
+	name   string
+	tracer func(testing.TB) trace.Tracer
+}
+
+func tracingVariants() []tracingVariant {
 	sdk := func(ratio float64) func(testing.TB) trace.Tracer {
 		return func(tb testing.TB) trace.Tracer {
 			tr, err := tracing.Start(context.Background(), tracing.Config{SampleRatio: ratio})
@@ -37,24 +77,12 @@ func BenchmarkTracingCost(b *testing.B) {
 			return tr.Tracer()
 		}
 	}
-	variants := []struct {
-		name   string
-		tracer func(testing.TB) trace.Tracer
-	}{
+	return []tracingVariant{
 		// Both sides untraced: how far from 1 the harness itself reads (two stores, block order).
 		{"off", func(testing.TB) trace.Tracer { return nil }},
 		{"noop", func(testing.TB) trace.Tracer { return noop.NewTracerProvider().Tracer("") }},
 		{"ratio-0.01", sdk(0.01)},
 		{"ratio-1", sdk(1)},
-	}
-	for _, v := range variants {
-		for _, route := range []string{"get-cart", "put-cart-item"} {
-			b.Run(v.name+"/"+route, func(b *testing.B) {
-				traced := benchRoute(b, route, v.tracer(b))
-				off := benchRoute(b, route, nil)
-				storetest.BenchVersus(b, 2, [2]string{"traced", "off"}, [2]storetest.PairOp{traced, off})
-			})
-		}
 	}
 }
 

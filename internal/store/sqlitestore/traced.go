@@ -73,7 +73,14 @@ func (c *tracedConn) statement(ctx context.Context, name string, start time.Time
 	tracing.Statement(ctx, c.tr, "sqlite", name, start, time.Now(), err)
 }
 
+// sampled reports whether ctx is a sampled request's: the others go straight to the driver,
+// so a low sampling ratio costs the unsampled requests no wrapper.
+func sampled(ctx context.Context) bool { return trace.SpanFromContext(ctx).SpanContext().IsSampled() }
+
 func (c *tracedConn) ExecContext(ctx context.Context, query string, args []sqldriver.NamedValue) (sqldriver.Result, error) {
+	if !sampled(ctx) {
+		return c.Conn.(sqldriver.ExecerContext).ExecContext(ctx, query, args)
+	}
 	start := time.Now()
 	res, err := c.Conn.(sqldriver.ExecerContext).ExecContext(ctx, query, args)
 	c.statement(ctx, tracing.StatementName(query), start, err)
@@ -81,6 +88,9 @@ func (c *tracedConn) ExecContext(ctx context.Context, query string, args []sqldr
 }
 
 func (c *tracedConn) QueryContext(ctx context.Context, query string, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	if !sampled(ctx) {
+		return c.Conn.(sqldriver.QueryerContext).QueryContext(ctx, query, args)
+	}
 	start := time.Now()
 	rows, err := c.Conn.(sqldriver.QueryerContext).QueryContext(ctx, query, args)
 	if err != nil {
@@ -91,6 +101,9 @@ func (c *tracedConn) QueryContext(ctx context.Context, query string, args []sqld
 }
 
 func (c *tracedConn) BeginTx(ctx context.Context, opts sqldriver.TxOptions) (sqldriver.Tx, error) {
+	if !sampled(ctx) {
+		return c.Conn.(sqldriver.ConnBeginTx).BeginTx(ctx, opts)
+	}
 	// BEGIN IMMEDIATE takes the write lock: its time is the wait for other writers.
 	start := time.Now()
 	tx, err := c.Conn.(sqldriver.ConnBeginTx).BeginTx(ctx, opts)
