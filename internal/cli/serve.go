@@ -142,7 +142,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 			logger.Warn("tracing: flushing spans at shutdown", "err", err)
 		}
 	}()
-	cfg.Backends.Tracer = tr.Tracer()
+	cfg.Backends.Tracer, cfg.Backends.Outcome = tr.Tracer(), httpapi.StoreOutcome
 	var traces func() []tracing.Span
 	if tr != nil {
 		traces = tr.Recent.Spans

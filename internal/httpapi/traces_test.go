@@ -18,7 +18,7 @@ func newTracedEnv(tb testing.TB, ratio float64) (*env, *tracing.Tracing) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	e := newEnvOpts(tb, placement.Options{Tracer: tr.Tracer()}, func(d *Deps) {
+	e := newEnvOpts(tb, placement.Options{Tracer: tr.Tracer(), Outcome: StoreOutcome}, func(d *Deps) {
 		d.Tracer, d.Traces = tr.Tracer(), tr.Recent.Spans
 	})
 	return e, tr
@@ -198,4 +198,20 @@ func TestCheckoutTraceShowsProjectorSync(t *testing.T) {
 		}
 	}
 	t.Fatalf("no POST /v1/orders among %+v", bs)
+}
+
+// TestStoreSpanOutcome: a store operation that finds nothing is an answer, read as the metric
+// reads it: outcome not_found, and the span is not marked failed.
+func TestStoreSpanOutcome(t *testing.T) {
+	e, tr := newTracedEnv(t, 1)
+	e.must(t, http.StatusOK, req{method: "GET", path: "/v1/cart", token: e.guest(t)})
+	for _, s := range tr.Recent.Spans() {
+		if s.Name == "carts.active_cart" {
+			if got := s.Attrs[string(tracing.KeyOutcome)]; got != "not_found" || s.Error {
+				t.Errorf("carts.active_cart of a guest without a cart: outcome %q, failed %t; want not_found, not failed", got, s.Error)
+			}
+			return
+		}
+	}
+	t.Fatal("no carts.active_cart span")
 }

@@ -28,9 +28,9 @@ import (
 // backend's Unavailable (when it has one: its transient states become store.ErrUnavailable)
 // and reports the call to f (when set), labelled with the backend cfg assigns to its family.
 // Called once, from Open.
-func (s *Stores) observe(cfg Config, f func(backend, op string, d time.Duration, err error), tr trace.Tracer, opened map[string]backend) {
+func (s *Stores) observe(cfg Config, o Options, opened map[string]backend) {
 	at := func(fam Family) timer {
-		t := timer{backend: cfg[fam], observe: f, tracer: tr}
+		t := timer{backend: cfg[fam], observe: o.Observe, tracer: o.Tracer, outcome: o.Outcome}
 		if u, ok := opened[cfg[fam]].(unavailableMapper); ok {
 			t.unavailable = u.Unavailable
 		}
@@ -69,6 +69,7 @@ type timer struct {
 	observe     func(backend, op string, d time.Duration, err error)
 	unavailable func(error) error
 	tracer      trace.Tracer // nil: tracing off
+	outcome     func(error) string
 }
 
 // span starts the operation's span when ctx belongs to a sampled request; sp is nil otherwise,
@@ -86,7 +87,11 @@ func (t timer) done(op string, start time.Time, err *error, sp trace.Span) {
 		*err = t.unavailable(*err)
 	}
 	if sp != nil {
-		tracing.End(sp, *err)
+		if t.outcome != nil {
+			tracing.EndAs(sp, *err, t.outcome(*err))
+		} else {
+			tracing.End(sp, *err)
+		}
 	}
 	if t.observe != nil {
 		t.observe(t.backend, op, time.Since(start), *err)

@@ -258,6 +258,10 @@ type Options struct {
 	// Tracer, when set, traces the requests it samples: a span per repository operation and,
 	// through each driver's hooks, per statement or wire command. Nil: nothing is traced.
 	Tracer trace.Tracer
+	// Outcome, when set, names a repository call's outcome on its span (ok, not_found,
+	// rejected, canceled, error: httpapi.StoreOutcome, the metric's reading); nil: any error
+	// is "error".
+	Outcome func(error) string
 	// CassandraMetrics, when set, receives the Cassandra client's per-host metrics (requests
 	// by host and outcome, speculative executions, retries, hosts avoided).
 	CassandraMetrics prometheus.Registerer
@@ -409,6 +413,6 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 			return nil, err
 		}
 	}
-	s.observe(cfg, o.Observe, o.Tracer, opened)
+	s.observe(cfg, o, opened)
 	return s, nil
 }

@@ -136,18 +136,25 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	return t.provider.Shutdown(ctx)
 }
 
-// End finishes sp with err's outcome: any error marks the span failed, context.Canceled as
-// "canceled" (the caller went away), others as "error".
+// End finishes sp with err's outcome: "ok", "canceled" (context.Canceled: the caller went
+// away) or "error", which also marks the span failed.
 func End(sp trace.Span, err error) {
+	outcome := "ok"
 	if err != nil {
-		outcome := "error"
+		outcome = "error"
 		if errors.Is(err, context.Canceled) {
 			outcome = "canceled"
 		}
-		sp.SetAttributes(KeyOutcome.String(outcome))
+	}
+	EndAs(sp, err, outcome)
+}
+
+// EndAs finishes sp with the caller's reading of err (a store operation's "not_found" or
+// "rejected" is an answer, not a failure): only "error" marks the span failed.
+func EndAs(sp trace.Span, err error, outcome string) {
+	sp.SetAttributes(KeyOutcome.String(outcome))
+	if outcome == "error" && err != nil {
 		sp.SetStatus(codes.Error, err.Error())
-	} else {
-		sp.SetAttributes(KeyOutcome.String("ok"))
 	}
 	sp.End()
 }
