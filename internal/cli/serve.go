@@ -79,7 +79,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.DurationVar(&o.migrationPoll, "migration-poll", 2*time.Second, "with --migrations: how often the migration state is read (a phase change reaches this process within it)")
 	f.DurationVar(&o.cacheStaleness, "cache-staleness", shop.DefaultCacheStaleAfter, "how far behind the outbox this process's search cache may fall (its tail slowed or failing) before search reads the store and /readyz answers 503")
 	f.BoolVar(&o.statementMetrics, "statement-metrics", true, "also export each Cassandra statement's and MongoDB command's latency (shardmart_store_statement_duration_seconds)")
-	f.StringVar(&o.trace.Endpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector URL, e.g. http://127.0.0.1:4318 (the standard OTEL_EXPORTER_OTLP_* variables work too); off by default")
+	f.StringVar(&o.trace.Endpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector: a base URL, e.g. http://127.0.0.1:4318 (spans go to its /v1/traces), or a full traces URL (the standard OTEL_EXPORTER_OTLP_* variables work too); off by default")
 	f.Float64Var(&o.trace.SampleRatio, "trace-sample-ratio", 0, "fraction of requests traced (0..1; 0: tracing off unless an OTLP endpoint is set, which then traces every request); sampled traces are kept in memory for GET /v1/admin/traces and `bench`")
 	f.IntVar(&o.trace.Keep, "trace-buffer", tracing.DefaultKeep, "spans of the most recent sampled traces kept in memory")
 	d := httpapi.DefaultLimits()

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -50,7 +51,8 @@ const EventLWTRetry = "lwt.retry"
 
 // Config turns tracing on.
 type Config struct {
-	// Endpoint is the OTLP/HTTP collector URL ("http://127.0.0.1:4318"); empty exports only when
+	// Endpoint is the OTLP/HTTP collector's base URL ("http://127.0.0.1:4318": spans go to its
+	// /v1/traces) or, with a path, the full traces URL; empty exports only when
 	// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
 	Endpoint string
 	// SampleRatio is the fraction of requests traced (0..1). A request's spans are all kept
@@ -107,7 +109,7 @@ func Start(ctx context.Context, c Config) (*Tracing, error) {
 	if c.Endpoint != "" || envEndpoint() {
 		var eo []otlptracehttp.Option
 		if c.Endpoint != "" {
-			eo = append(eo, otlptracehttp.WithEndpointURL(c.Endpoint))
+			eo = append(eo, otlptracehttp.WithEndpointURL(tracesURL(c.Endpoint)))
 		}
 		exp, err := otlptracehttp.New(ctx, eo...)
 		if err != nil {
@@ -118,6 +120,17 @@ func Start(ctx context.Context, c Config) (*Tracing, error) {
 	}
 	t.provider = sdktrace.NewTracerProvider(opts...)
 	return t, nil
+}
+
+// tracesURL reads an endpoint as OTEL_EXPORTER_OTLP_ENDPOINT is read, a collector's base URL:
+// without a path the traces go to its /v1/traces (the exporter would post to "/").
+func tracesURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Path != "" && u.Path != "/") {
+		return endpoint // a full URL, or one the exporter will refuse with its own message
+	}
+	u.Path = "/v1/traces"
+	return u.String()
 }
 
 // Tracer is the tracer every layer uses; nil when t is nil (tracing off).
