@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/loadgen"
+	"github.com/shardmart/shardmart/internal/tracing"
 )
 
 // benchOptions are `bench`'s settings.
@@ -40,6 +41,8 @@ type benchOptions struct {
 	findMaxRefine          int
 	findMaxP99             time.Duration
 	findMaxErrors          float64
+	// traceRatio is the in-process server's --trace-sample-ratio.
+	traceRatio float64
 }
 
 // newCmdBench builds `bench`; runF, if not nil, replaces runBench (tests).
@@ -112,6 +115,7 @@ highest rate whose total p99 stays under --find-max-p99 with errors under --find
 	f.IntVar(&o.findMaxRefine, "find-max-refine", 2, "find-max: bisection steps after the first failing rate")
 	f.DurationVar(&o.findMaxP99, "find-max-p99", 50*time.Millisecond, "find-max: the total's p99 must stay below this")
 	f.Float64Var(&o.findMaxErrors, "find-max-errors", 0.01, "find-max: the error rate (failed + dropped) must stay below this")
+	f.Float64Var(&o.traceRatio, "trace-sample-ratio", 0, "in-process server only: fraction of requests traced, as serve's flag; the breakdown of where each request type's time went is printed when the server keeps traces")
 	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	return cmd
 }
@@ -123,6 +127,9 @@ type benchJSON struct {
 	Report  *loadgen.Report   `json:"report,omitempty"`
 	MaxRate *float64          `json:"max_rate,omitempty"`
 	Steps   []loadgen.Step    `json:"steps,omitempty"`
+	// Breakdown is where each request type's time went, from the server's sampled traces of
+	// the last recorded run (absent when it keeps none).
+	Breakdown []tracing.Breakdown `json:"breakdown,omitempty"`
 }
 
 func runBench(ctx context.Context, stdio IO, o benchOptions) error {
@@ -153,7 +160,9 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 	if err != nil {
 		return fmt.Errorf("prepare the workload: %w", err)
 	}
+	var recorded time.Time // the last run's recorded window starts here
 	runAt := func(ctx context.Context, rate float64) (loadgen.Report, error) {
+		recorded = time.Now().Add(o.warmup)
 		fmt.Fprintf(log, "running %s at %.0f/s: %s warm-up, %s recorded...\n", o.scenario, rate, o.warmup, o.duration)
 		rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: rate, Warmup: o.warmup, Duration: o.duration, MaxInFlight: o.maxInFlight}, shop.Next)
 		rep.Scenario = o.scenario
@@ -176,6 +185,7 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 		if err != nil {
 			return err
 		}
+		out.Breakdown = tracedBreakdown(ctx, log, client, bases, admin, recorded)
 		if o.json {
 			out.MaxRate, out.Steps = &best, steps
 			return writeJSON(stdio.Out, out)
@@ -185,10 +195,13 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 		// The best step's table, or the first one's when even that failed: it shows why.
 		for _, st := range steps {
 			if st.Rate == best || best == 0 {
-				return st.Report.WriteText(stdio.Out)
+				if err := st.Report.WriteText(stdio.Out); err != nil {
+					return err
+				}
+				break
 			}
 		}
-		return nil
+		return writeBreakdown(stdio.Out, out.Breakdown, fmt.Sprintf("the last step, %.0f/s", steps[len(steps)-1].Rate))
 	}
 	rep, err := runAt(ctx, o.rate)
 	if err != nil {
@@ -197,12 +210,15 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 	if rep.Flash, err = shop.CheckFlashSale(ctx); err != nil {
 		return err
 	}
+	out.Breakdown = tracedBreakdown(ctx, log, client, bases, admin, recorded)
 	if o.json {
 		out.Report = &rep
 		err = writeJSON(stdio.Out, out)
 	} else {
 		fmt.Fprintf(stdio.Out, "%s against %s\n", o.scenario, target)
-		err = rep.WriteText(stdio.Out)
+		if err = rep.WriteText(stdio.Out); err == nil {
+			err = writeBreakdown(stdio.Out, out.Breakdown, fmt.Sprintf("%.0f/s", o.rate))
+		}
 	}
 	if err == nil && rep.Flash != nil && rep.Flash.Oversold {
 		err = fmt.Errorf("flash sale OVERSOLD: %d units confirmed, %d in stock at the start", rep.Flash.UnitsSold, rep.Flash.StockBefore)
@@ -241,6 +257,7 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), err
 	o.backend.mongoURI, o.backend.mongoDB = bo.mongoURI, bo.mongoDB
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", benchAdminToken
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
+	o.trace = tracing.Config{SampleRatio: bo.traceRatio, Keep: tracing.DefaultKeep}
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)

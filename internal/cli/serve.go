@@ -23,6 +23,7 @@ import (
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/shop"
+	"github.com/shardmart/shardmart/internal/tracing"
 )
 
 type serveOptions struct {
@@ -38,6 +39,8 @@ type serveOptions struct {
 	cacheStaleness time.Duration
 	// statementMetrics adds the per-backend statement/command detail below the store operations.
 	statementMetrics bool
+	// trace turns OpenTelemetry tracing on (tracing.Config.Enabled).
+	trace tracing.Config
 	// demo sizes the demo data seeded into an empty store (tests shrink or gate it).
 	demo demo.Options
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
@@ -76,6 +79,9 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.DurationVar(&o.migrationPoll, "migration-poll", 2*time.Second, "with --migrations: how often the migration state is read (a phase change reaches this process within it)")
 	f.DurationVar(&o.cacheStaleness, "cache-staleness", shop.DefaultCacheStaleAfter, "how far behind the outbox this process's search cache may fall (its tail slowed or failing) before search reads the store and /readyz answers 503")
 	f.BoolVar(&o.statementMetrics, "statement-metrics", true, "also export each Cassandra statement's and MongoDB command's latency (shardmart_store_statement_duration_seconds)")
+	f.StringVar(&o.trace.Endpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector: a base URL, e.g. http://127.0.0.1:4318 (spans go to its /v1/traces), or a full traces URL (the standard OTEL_EXPORTER_OTLP_* variables work too); off by default")
+	f.Float64Var(&o.trace.SampleRatio, "trace-sample-ratio", 0, "fraction of requests traced (0..1; 0: tracing off unless an OTLP endpoint is set, which then traces every request); sampled traces are kept in memory for GET /v1/admin/traces and `bench`")
+	f.IntVar(&o.trace.Keep, "trace-buffer", tracing.DefaultKeep, "spans of the most recent sampled traces kept in memory")
 	d := httpapi.DefaultLimits()
 	f.Float64Var(&o.limitLoginClient, "limit-login-client", d.LoginPerClient.PerMinute, "login attempts per minute per client address (0: no limit)")
 	f.Float64Var(&o.limitLoginAccount, "limit-login-account", d.LoginPerAccount.PerMinute, "login attempts per minute per e-mail (0: no limit)")
@@ -124,6 +130,23 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	cfg.Backends.CassandraMetrics = reg
 	if o.statementMetrics {
 		cfg.Backends.ObserveStatement = httpapi.NewStatementObserver(reg)
+	}
+	tr, err := tracing.Start(ctx, o.trace)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(sctx); err != nil {
+			logger.Warn("tracing: flushing spans at shutdown", "err", err)
+		}
+	}()
+	cfg.Backends.Tracer, cfg.Backends.Outcome = tr.Tracer(), httpapi.StoreOutcome
+	var traces func() []tracing.Span
+	if tr != nil {
+		traces = tr.Recent.Spans
+		logger.Info("tracing on", "sample_ratio", o.trace.SampleRatio, "otlp_export", tr.Exporting, "spans_kept", o.trace.Keep)
 	}
 
 	if cfg.Backends.Migrations {
@@ -183,6 +206,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	api := httpapi.New(httpapi.Deps{
 		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
 		Ready: s.Stores.Ready, Limits: o.limits(), SharedLimits: s.Stores.RateLimits, Following: s.CacheFollowing,
+		Tracer: cfg.Backends.Tracer, Traces: traces,
 		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
 			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
 		},

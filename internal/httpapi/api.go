@@ -15,10 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/store"
+	"github.com/shardmart/shardmart/internal/tracing"
 )
 
 // Deps is everything the API needs; the serve command builds it.
@@ -61,6 +63,12 @@ type Deps struct {
 	// (a retry reaches the new primary) instead of hanging with the member. Zero means
 	// DefaultRequestTimeout, negative none.
 	RequestTimeout time.Duration
+	// Tracer, when set, traces the requests it samples: a span per request, named by its
+	// route, around the spans of the service and store calls it makes. Nil: no span code runs.
+	Tracer trace.Tracer
+	// Traces, when set, returns the recent sampled spans GET /v1/admin/traces serves
+	// (admin token); nil answers 404 there.
+	Traces func() []tracing.Span
 }
 
 // DefaultRequestTimeout is longer than any healthy request (milliseconds) and than a failover
@@ -132,6 +140,8 @@ var routes = []route{
 
 	{"POST", "/v1/events", accSession, withBody((*server).appendEvent)},
 	{"GET", "/v1/events", accSession, (*server).listEvents},
+
+	{"GET", "/v1/admin/traces", accAdmin, (*server).traces},
 }
 
 type server struct {
@@ -162,6 +172,9 @@ func New(d Deps) http.Handler {
 		} else {
 			d.Gatherer = prometheus.DefaultGatherer
 		}
+	}
+	if d.Tracer != nil {
+		d.Services = traceServices(d.Services, d.Tracer)
 	}
 	s := &server{Deps: d, log: d.Logger, limits: newLimiters(d.Limits, d.SharedLimits, d.Now)}
 	s.metrics = newHTTPMetrics(d.Registry)
@@ -262,6 +275,10 @@ func (s *server) wrap(label string, acc access, h handlerFunc) http.Handler {
 			ctx, cancel = context.WithTimeout(ctx, s.RequestTimeout)
 			defer cancel()
 		}
+		var span trace.Span
+		if s.Tracer != nil {
+			ctx, span = startRequestSpan(ctx, s.Tracer, label, r)
+		}
 		r = r.WithContext(ctx)
 		rec := &statusRecorder{ResponseWriter: w}
 		rec.Header().Set("X-Request-Id", id)
@@ -277,6 +294,9 @@ func (s *server) wrap(label string, acc access, h handlerFunc) http.Handler {
 			}
 			d := time.Since(start)
 			obs.observe(rec.status, d)
+			if span != nil {
+				endRequestSpan(span, rec.status)
+			}
 			s.log.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("method", r.Method),
 				slog.String("route", label), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
 				slog.Duration("duration", d), slog.String("request_id", id))

@@ -53,8 +53,15 @@ func newEnv(tb testing.TB) *env {
 // newEnvWith is newEnv with the dependencies adjusted by edit before the API is built.
 func newEnvWith(tb testing.TB, edit func(*Deps)) *env {
 	tb.Helper()
+	return newEnvOpts(tb, placement.Options{}, edit)
+}
+
+// newEnvOpts is newEnvWith with the stores opened with o (its SQLitePath is set here).
+func newEnvOpts(tb testing.TB, o placement.Options, edit func(*Deps)) *env {
+	tb.Helper()
 	ctx := context.Background()
-	s, err := placement.Open(ctx, placement.Embedded(), placement.Options{SQLitePath: filepath.Join(tb.TempDir(), "shardmart.db")})
+	o.SQLitePath = filepath.Join(tb.TempDir(), "shardmart.db")
+	s, err := placement.Open(ctx, placement.Embedded(), o)
 	if err != nil {
 		tb.Fatalf("open stores: %v", err)
 	}

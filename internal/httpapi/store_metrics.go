@@ -48,6 +48,10 @@ func storeOutcome(err error) string {
 	return outcomeError
 }
 
+// StoreOutcome is storeOutcome for the store operations' spans (placement.Options.Outcome),
+// so a trace and the metric read an error the same way.
+func StoreOutcome(err error) string { return storeOutcome(err) }
+
 // statementOutcome classifies a statement or wire command: below the repositories an expected
 // miss is no error (an empty SELECT, an LWT not applied), so any error is one.
 func statementOutcome(err error) string {

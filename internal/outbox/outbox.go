@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/tracing"
 )
 
 // Topics written by the transactional store.
@@ -111,17 +113,24 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 // caller whose ctx ends while it waits returns ctx's error at once: the drain it waits on runs
 // under another request's deadline (stuck on a frozen primary, it holds until that one), and a
 // caller must never answer past its own.
-func (p *Projector) Sync(ctx context.Context) error {
+func (p *Projector) Sync(ctx context.Context) (err error) {
+	if sctx, sp := tracing.Child(ctx, "projector.sync", tracing.KindSync); sp != nil {
+		ctx = sctx
+		defer func() { tracing.End(sp, err) }()
+	}
 	p.syncMu.Lock()
 	need := p.started + 1 // a drain already running may have read the outbox before our commit
 	for p.finished < need {
 		if done := p.drained; done != nil {
 			p.syncMu.Unlock()
+			endWait := tracing.Wait(ctx, "projector.wait_drain")
 			select {
 			case <-done:
 			case <-ctx.Done():
+				endWait()
 				return fmt.Errorf("outbox: waiting for a drain: %w", ctx.Err())
 			}
+			endWait()
 			p.syncMu.Lock()
 			continue
 		}
@@ -130,12 +139,12 @@ func (p *Projector) Sync(ctx context.Context) error {
 		p.started++
 		gen := p.started
 		p.syncMu.Unlock()
-		_, err := p.drainAll(ctx, true)
+		_, derr := p.drainAll(ctx, true)
 		p.syncMu.Lock()
-		p.drained, p.finished, p.syncErr = nil, gen, err
+		p.drained, p.finished, p.syncErr = nil, gen, derr
 		close(done)
 	}
-	err := p.syncErr
+	err = p.syncErr
 	p.syncMu.Unlock()
 	return err
 }
@@ -156,7 +165,9 @@ func (p *Projector) Drain(ctx context.Context) (int, error) { return p.drainAll(
 // drainAll is Drain; with wait it waits for the lease instead of leaving the work to its
 // holder: Sync must know its own commit is applied.
 func (p *Projector) drainAll(ctx context.Context, wait bool) (int, error) {
+	endWait := tracing.Wait(ctx, "projector.wait_drain_lock")
 	p.mu.Lock()
+	endWait()
 	defer p.mu.Unlock()
 	var ls *lease
 	if l, ok := p.log.(Leaser); ok {
@@ -168,7 +179,10 @@ func (p *Projector) drainAll(ctx context.Context, wait bool) (int, error) {
 			}
 		}
 		var err error
-		if ls, err = p.acquireLease(ctx, l, wait); err != nil || ls == nil {
+		endWait := tracing.Wait(ctx, "projector.wait_lease")
+		ls, err = p.acquireLease(ctx, l, wait)
+		endWait()
+		if err != nil || ls == nil {
 			return 0, err
 		}
 		defer ls.release()

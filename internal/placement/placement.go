@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
@@ -254,6 +255,13 @@ type Options struct {
 	// ObserveStatement, when set, receives the backend-specific detail below the operations:
 	// each Cassandra statement ("select.user_carts") and MongoDB wire command ("find").
 	ObserveStatement func(backend, statement string, d time.Duration, err error)
+	// Tracer, when set, traces the requests it samples: a span per repository operation and,
+	// through each driver's hooks, per statement or wire command. Nil: nothing is traced.
+	Tracer trace.Tracer
+	// Outcome, when set, names a repository call's outcome on its span (ok, not_found,
+	// rejected, canceled, error: httpapi.StoreOutcome, the metric's reading); nil: any error
+	// is "error".
+	Outcome func(error) string
 	// CassandraMetrics, when set, receives the Cassandra client's per-host metrics (requests
 	// by host and outcome, speculative executions, retries, hosts avoided).
 	CassandraMetrics prometheus.Registerer
@@ -405,6 +413,6 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 			return nil, err
 		}
 	}
-	s.observe(cfg, o.Observe, opened)
+	s.observe(cfg, o, opened)
 	return s, nil
 }

@@ -19,7 +19,8 @@ type cassandraBackend struct{ st *cassandrastore.Store }
 // apply` has brought o.CassandraKeyspace to the current schema version.
 func openCassandra(ctx context.Context, o Options) (backend, error) {
 	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace,
-		ObserveStatement: o.statements(Cassandra), EventRetention: o.EventRetention, Metrics: o.CassandraMetrics})
+		ObserveStatement: o.statements(Cassandra), Tracer: o.Tracer,
+		EventRetention: o.EventRetention, Metrics: o.CassandraMetrics})
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,8 @@ type mongoBackend struct{ *mongostore.Store }
 func (b mongoBackend) SharedRateLimits() RateLimiter { return b.RateLimits() }
 
 func openMongoStore(ctx context.Context, o Options) (*mongostore.Store, error) {
-	s, err := mongostore.Open(ctx, mongostore.Options{URI: o.MongoURI, Database: o.MongoDatabase, ObserveCommand: o.statements(Mongo)})
+	s, err := mongostore.Open(ctx, mongostore.Options{URI: o.MongoURI, Database: o.MongoDatabase, ObserveCommand: o.statements(Mongo),
+		Tracer: o.Tracer})
 	if err != nil {
 		return nil, err
 	}

@@ -23,18 +23,18 @@ func TestDecoratorsApplyTheBackendsReadingOfErrors(t *testing.T) {
 			return err
 		}}
 	err := raw
-	tm.done("orders.place", time.Now(), &err)
+	tm.done("orders.place", time.Now(), &err, nil)
 	if err != mapped || seen != mapped {
 		t.Errorf("failed call: error %v, observed %v, want both %v", err, seen, mapped)
 	}
 	err = nil
-	tm.done("orders.place", time.Now(), &err)
+	tm.done("orders.place", time.Now(), &err, nil)
 	if err != nil || calls != 1 {
 		t.Errorf("successful call: error %v, mapper called %d times, want nil and 1", err, calls)
 	}
 	// Without an observer (no metrics) the mapping still runs.
 	tm.observe, err = nil, raw
-	tm.done("orders.place", time.Now(), &err)
+	tm.done("orders.place", time.Now(), &err, nil)
 	if err != mapped {
 		t.Errorf("without an observer: error %v, want %v", err, mapped)
 	}

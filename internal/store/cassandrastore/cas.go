@@ -6,6 +6,9 @@ import (
 	"fmt"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/shardmart/shardmart/internal/tracing"
 )
 
 // ErrOutcomeUnknown is in the chain of an error from a lightweight transaction that timed out
@@ -93,6 +96,10 @@ func casLoop[T any](ctx context.Context, p *policy, what string, round casRound[
 	unsettled := false // an unknown outcome not yet followed by a successful round read
 	var zero T
 	for ; a.n < maxCASAttempts; a.n++ {
+		if a.n > 0 {
+			// Each extra round shows on the operation's span (a no-op when not traced).
+			trace.SpanFromContext(ctx).AddEvent(tracing.EventLWTRetry)
+		}
 		v, op, err := round(ctx, a)
 		if err != nil {
 			// A round's own decision (a domain error) stands; a failed read after an unknown

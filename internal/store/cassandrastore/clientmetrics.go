@@ -3,9 +3,15 @@ package cassandrastore
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/shardmart/shardmart/internal/tracing"
 )
 
 // clientMetrics is what the driver does per host: every attempt of a statement by coordinator
@@ -84,7 +90,8 @@ type attemptWatch struct {
 	health  *hostHealth
 	latency *recentP99
 	metrics *clientMetrics
-	stmt    observer // nil: no statement metric
+	stmt    observer     // nil: no statement metric
+	tracer  trace.Tracer // nil: no statement spans
 }
 
 func (w attemptWatch) record(ctx context.Context, host *gocql.HostInfo, err error) {
@@ -105,6 +112,14 @@ func (w attemptWatch) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	if w.stmt != nil {
 		w.stmt.ObserveQuery(ctx, q)
 	}
+	if w.tracer != nil {
+		attrs := []attribute.KeyValue{tracing.KeyRows.Int(q.Rows), tracing.KeyAttempt.Int(q.Attempt),
+			tracing.KeyLWT.Bool(strings.Contains(q.Statement, " IF "))}
+		if q.Query != nil {
+			attrs = append(attrs, tracing.KeyConsistency.String(q.Query.GetConsistency().String()))
+		}
+		tracing.Statement(ctx, w.tracer, "cassandra", statementName(q.Statement), q.Start, q.End, q.Err, attrs...)
+	}
 }
 
 func (w attemptWatch) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
@@ -114,5 +129,13 @@ func (w attemptWatch) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
 	}
 	if w.stmt != nil {
 		w.stmt.ObserveBatch(ctx, b)
+	}
+	if w.tracer != nil {
+		lwt := slices.ContainsFunc(b.Statements, func(st string) bool { return strings.Contains(st, " IF ") })
+		attrs := []attribute.KeyValue{tracing.KeyAttempt.Int(b.Attempt), tracing.KeyLWT.Bool(lwt)}
+		if b.Batch != nil {
+			attrs = append(attrs, tracing.KeyConsistency.String(b.Batch.GetConsistency().String()))
+		}
+		tracing.Statement(ctx, w.tracer, "cassandra", "batch", b.Start, b.End, b.Err, attrs...)
 	}
 }

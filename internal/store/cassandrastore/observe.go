@@ -2,10 +2,11 @@ package cassandrastore
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/tracing"
 )
 
 // observer reports each statement's latency to the statement metric, named "<verb>.<table>"
@@ -21,33 +22,5 @@ func (o observer) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
 }
 
 // statementName names a CQL statement by its verb and table: "SELECT ... FROM user_carts" is
-// "select.user_carts".
-func statementName(stmt string) string {
-	f := strings.Fields(stmt)
-	if len(f) == 0 {
-		return "unknown"
-	}
-	verb := strings.ToLower(f[0])
-	table := ""
-	for i, w := range f {
-		switch u := strings.ToUpper(w); {
-		case verb == "update" && i == 1, (u == "FROM" || u == "INTO") && i+1 < len(f):
-			if verb == "update" {
-				table = w
-			} else {
-				table = f[i+1]
-			}
-		}
-		if table != "" {
-			break
-		}
-	}
-	if i := strings.LastIndexByte(table, '.'); i >= 0 {
-		table = table[i+1:]
-	}
-	table = strings.Trim(strings.ToLower(table), `"(;`)
-	if table == "" {
-		return verb
-	}
-	return verb + "." + table
-}
+// "select.user_carts" (the embedded store names its SQL the same way).
+func statementName(stmt string) string { return tracing.StatementName(stmt) }

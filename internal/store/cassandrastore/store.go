@@ -20,6 +20,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/event"
@@ -52,6 +53,8 @@ type Config struct {
 	// ObserveStatement, when set, receives every statement's latency as "<verb>.<table>"
 	// (statementName): the detail below a repository operation (store metrics).
 	ObserveStatement func(statement string, d time.Duration, err error)
+	// Tracer, when set, adds a span per statement attempt to the traced request that ran it.
+	Tracer trace.Tracer
 	// EventRetention is how long events live after their time (TTL); 0: event.DefaultRetention.
 	EventRetention time.Duration
 	// Metrics, when set, receives the client's per-host metrics (clientmetrics.go).
@@ -108,7 +111,7 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
 	if cfg.Metrics != nil {
 		p.metrics = newClientMetrics(cfg.Metrics, p.health)
 	}
-	w := attemptWatch{health: p.health, latency: p.latency, metrics: p.metrics}
+	w := attemptWatch{health: p.health, latency: p.latency, metrics: p.metrics, tracer: cfg.Tracer}
 	if cfg.ObserveStatement != nil {
 		w.stmt = observer(cfg.ObserveStatement)
 	}

@@ -26,12 +26,12 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	mongoevent "go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
@@ -98,6 +98,8 @@ type Options struct {
 	// ObserveCommand, when set, receives every wire command's latency by command name ("find",
 	// "commitTransaction"): the detail below a repository operation (store metrics).
 	ObserveCommand func(command string, d time.Duration, err error)
+	// Tracer, when set, adds a span per wire command to the traced request that sent it.
+	Tracer trace.Tracer
 	// OnRoute, when set, receives every routing decision a read makes (tests, logs, metrics).
 	OnRoute func(readrouting.Decision)
 }
@@ -125,15 +127,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Database = sharding.DefaultDatabase
 	}
 	copts := ClientOptions(o.URI)
-	if obs := o.ObserveCommand; obs != nil {
-		copts.SetMonitor(&mongoevent.CommandMonitor{
-			Succeeded: func(_ context.Context, e *mongoevent.CommandSucceededEvent) {
-				obs(e.CommandName, e.Duration, nil)
-			},
-			Failed: func(_ context.Context, e *mongoevent.CommandFailedEvent) {
-				obs(e.CommandName, e.Duration, e.Failure)
-			},
-		})
+	if m := commandMonitor(o.ObserveCommand, o.Tracer); m != nil {
+		copts.SetMonitor(m)
 	}
 	client, err := mongo.Connect(copts)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
@@ -35,6 +37,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	return open(ctx, path, defaultDriver)
 }
 
+// OpenTraced is Open with a span per statement, row iteration included, and per transaction
+// begin and commit, in the requests tr samples.
+func OpenTraced(ctx context.Context, path string, tr trace.Tracer) (*DB, error) {
+	drv := defaultDriver
+	drv.tracer = tr
+	return open(ctx, path, drv)
+}
+
 func open(ctx context.Context, path string, drv driver) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -44,7 +54,7 @@ func open(ctx context.Context, path string, drv driver) (*DB, error) {
 			return nil, fmt.Errorf("sqlite: create %s: %w", dir, err)
 		}
 	}
-	w, err := sql.Open(drv.name, drv.dsn(path, false))
+	w, err := drv.open(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -55,7 +65,7 @@ func open(ctx context.Context, path string, drv driver) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open(drv.name, drv.dsn(path, true))
+	r, err := drv.open(path, true)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open reader %s: %w", path, err)
@@ -81,10 +91,12 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// driver is a database/sql driver name and how it spells the connection options.
+// driver is a database/sql driver name and how it spells the connection options; tracer, when
+// set, adds a span per statement of a traced request (traced.go).
 type driver struct {
-	name string
-	dsn  func(path string, readOnly bool) string
+	name   string
+	dsn    func(path string, readOnly bool) string
+	tracer trace.Tracer
 }
 
 func fileURI(path string, q url.Values) string {

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/tracing"
+)
+
+// errTracingOff is a server that keeps no traces (started without --trace-sample-ratio).
+var errTracingOff = errors.New("the server keeps no traces: start it with --trace-sample-ratio above 0 (bench's own server: pass --trace-sample-ratio)")
+
+// fetchTraces reads each server's recent sampled spans (GET /v1/admin/traces, admin token).
+func fetchTraces(ctx context.Context, client *http.Client, bases []string, adminToken string) ([]tracing.Span, error) {
+	var all []tracing.Span
+	for _, base := range bases {
+		req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/admin/traces", nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("X-Admin-Token", adminToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("fetch traces from %s: %w", base, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("fetch traces from %s: %w", base, err)
+		case resp.StatusCode == http.StatusNotFound:
+			return nil, errTracingOff
+		case resp.StatusCode != http.StatusOK:
+			return nil, fmt.Errorf("fetch traces from %s: %d %s", base, resp.StatusCode, b)
+		}
+		var doc struct {
+			Spans []tracing.Span `json:"spans"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("fetch traces from %s: %w", base, err)
+		}
+		all = append(all, doc.Spans...)
+	}
+	return all, nil
+}
+
+// breakdown summarizes the requests traced from since (the recorded window: warm-up and the
+// workload's preparation are left out).
+func breakdown(ctx context.Context, client *http.Client, bases []string, adminToken string, since time.Time) ([]tracing.Breakdown, error) {
+	spans, err := fetchTraces(ctx, client, bases, adminToken)
+	if err != nil {
+		return nil, err
+	}
+	return tracing.Summarize(spans, func(root tracing.Span) bool { return !root.Start.Before(since) }), nil
+}
+
+// tracedBreakdown is breakdown for the report: a server without traces or an unreachable one
+// is said on log, and the report goes on without the breakdown.
+func tracedBreakdown(ctx context.Context, log io.Writer, client *http.Client, bases []string, adminToken string, since time.Time) []tracing.Breakdown {
+	if adminToken == "" {
+		fmt.Fprintln(log, "no breakdown: the server's traces need its --admin-token")
+		return nil
+	}
+	bs, err := breakdown(ctx, client, bases, adminToken, since)
+	if err != nil {
+		fmt.Fprintf(log, "no breakdown: %v\n", err)
+		return nil
+	}
+	return bs
+}
+
+// writeBreakdown prints the breakdown under a heading saying which run it is from.
+func writeBreakdown(w io.Writer, bs []tracing.Breakdown, run string) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nwhere the time went (server-side, sampled traces of %s; mean per request):\n", run)
+	return tracing.Write(w, bs)
+}

@@ -1,0 +1,44 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/shardmart/shardmart/internal/tracing"
+)
+
+// startRequestSpan opens the request's root span, named by its route pattern so the breakdown
+// groups requests by type.
+func startRequestSpan(ctx context.Context, tr trace.Tracer, route string, r *http.Request) (context.Context, trace.Span) {
+	return tr.Start(ctx, route, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+		tracing.KeyKind.String(tracing.KindHTTP), tracing.KeyOp.String(route)))
+}
+
+// endRequestSpan records the answer: a 5xx is the server's failure, anything else an outcome.
+func endRequestSpan(sp trace.Span, status int) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	outcome := "ok"
+	switch {
+	case status >= 500:
+		outcome = "error"
+		sp.SetStatus(codes.Error, http.StatusText(status))
+	case status >= 400:
+		outcome = "rejected"
+	}
+	sp.SetAttributes(tracing.KeyStatus.Int(status), tracing.KeyOutcome.String(outcome))
+	sp.End()
+}
+
+// traces serves the recent sampled spans (tracing.Recorder) for `bench`'s breakdown.
+func (s *server) traces(w http.ResponseWriter, _ *http.Request, _ *caller) error {
+	if s.Traces == nil {
+		return problem(http.StatusNotFound, "tracing-off", "Tracing is off",
+			"start the server with --trace-sample-ratio above 0 to keep sampled traces")
+	}
+	return reply(w, http.StatusOK, map[string]any{"spans": s.Traces()})
+}

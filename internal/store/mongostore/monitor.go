@@ -1,0 +1,37 @@
+package mongostore
+
+import (
+	"context"
+	"time"
+
+	mongoevent "go.mongodb.org/mongo-driver/v2/event"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/shardmart/shardmart/internal/tracing"
+)
+
+// commandMonitor is the driver's command monitor feeding the command metric (obs) and the
+// traces (tr), either of which may be nil; nil when both are.
+func commandMonitor(obs func(command string, d time.Duration, err error), tr trace.Tracer) *mongoevent.CommandMonitor {
+	if obs == nil && tr == nil {
+		return nil
+	}
+	done := func(ctx context.Context, name string, d time.Duration, err error) {
+		if obs != nil {
+			obs(name, d, err)
+		}
+		if tr != nil {
+			// The driver reports when a command has finished; its span is placed back in time.
+			end := time.Now()
+			tracing.Statement(ctx, tr, "mongodb", name, end.Add(-d), end, err)
+		}
+	}
+	return &mongoevent.CommandMonitor{
+		Succeeded: func(ctx context.Context, e *mongoevent.CommandSucceededEvent) {
+			done(ctx, e.CommandName, e.Duration, nil)
+		},
+		Failed: func(ctx context.Context, e *mongoevent.CommandFailedEvent) {
+			done(ctx, e.CommandName, e.Duration, e.Failure)
+		},
+	}
+}

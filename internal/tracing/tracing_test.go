@@ -1,0 +1,171 @@
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func start(t *testing.T, c Config) *Tracing {
+	t.Helper()
+	tr, err := Start(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr == nil {
+		t.Fatalf("Start(%+v) = nil, want tracing on", c)
+	}
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	return tr
+}
+
+func TestOffUnlessRatioOrEndpoint(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	tr, err := Start(context.Background(), Config{})
+	if err != nil || tr != nil {
+		t.Fatalf("Start(zero config) = %v, %v; want nil, nil (off)", tr, err)
+	}
+	if tr.Tracer() != nil {
+		t.Error("a nil Tracing has a tracer")
+	}
+	if _, err := Start(context.Background(), Config{SampleRatio: 1.5}); err == nil {
+		t.Error("ratio 1.5 accepted")
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	on := start(t, Config{})
+	if !on.Exporting {
+		t.Error("OTEL_EXPORTER_OTLP_ENDPOINT set, but not exporting")
+	}
+}
+
+// TestSampleRatio: about the ratio of requests is kept, each one whole.
+func TestSampleRatio(t *testing.T) {
+	const n, ratio = 4000, 0.25
+	tr := start(t, Config{SampleRatio: ratio, Keep: 3 * n})
+	ctx := context.Background()
+	for range n {
+		rctx, root := tr.Tracer().Start(ctx, "request")
+		_, child := tr.Tracer().Start(rctx, "child")
+		child.End()
+		Statement(rctx, tr.Tracer(), "sqlite", "select.t", time.Now(), time.Now(), nil)
+		root.End()
+	}
+	spans := tr.Recent.Spans()
+	roots := 0
+	perTrace := map[string]int{}
+	for _, s := range spans {
+		perTrace[s.TraceID]++
+		if s.ParentID == "" {
+			roots++
+		}
+	}
+	// Binomial(4000, 0.25): sd 27; 0.04*4000 = 160 is six sd.
+	if got := float64(roots) / n; got < ratio-0.04 || got > ratio+0.04 {
+		t.Errorf("sampled %d of %d requests (%.3f), want about %.2f", roots, n, got, ratio)
+	}
+	for id, k := range perTrace {
+		if k != 3 {
+			t.Fatalf("trace %s kept %d spans, want 3 (root, child, statement)", id, k)
+		}
+	}
+}
+
+// TestRecorderBounded: the ring never holds more than Keep spans and keeps the newest traces
+// whole.
+func TestRecorderBounded(t *testing.T) {
+	const keep = 100
+	tr := start(t, Config{SampleRatio: 1, Keep: keep})
+	for i := range 1000 {
+		ctx, root := tr.Tracer().Start(context.Background(), fmt.Sprintf("r%d", i))
+		for range 2 {
+			_, c := tr.Tracer().Start(ctx, "c")
+			c.End()
+		}
+		root.End()
+		if n := len(tr.Recent.Spans()); n > keep {
+			t.Fatalf("after %d traces the recorder holds %d spans, keep is %d", i+1, n, keep)
+		}
+	}
+	spans := tr.Recent.Spans()
+	if len(spans) != 99 { // 33 whole traces of 3
+		t.Fatalf("holds %d spans, want 99 (33 traces of 3)", len(spans))
+	}
+	if last := spans[len(spans)-1]; last.Name != "r999" {
+		t.Errorf("newest span %q, want the last root r999", last.Name)
+	}
+	if first := spans[0]; first.ParentID == "" || spans[2].Name != "r967" {
+		t.Errorf("oldest trace kept starts %+v ... %q, want r967's children then r967", first, spans[2].Name)
+	}
+}
+
+// TestUnsampledCostsNothing: below an unsampled request no span is opened and Child/Wait
+// return the context as it is.
+func TestUnsampledCostsNothing(t *testing.T) {
+	tr := start(t, Config{SampleRatio: 1e-9})
+	ctx, root := tr.Tracer().Start(context.Background(), "request")
+	if root.SpanContext().IsSampled() {
+		t.Fatal("the 1e-9 sampler sampled this trace id (one chance in a billion)")
+	}
+	if c, sp := Child(ctx, "x", KindService); sp != nil || c != ctx {
+		t.Error("Child opened a span under an unsampled request")
+	}
+	Wait(ctx, "w")()
+	root.End()
+	if n := len(tr.Recent.Spans()); n != 0 {
+		t.Errorf("recorded %d spans of an unsampled request", n)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		_, _ = Child(ctx, "x", KindService)
+		Wait(ctx, "w")()
+	}); a != 0 {
+		t.Errorf("Child and Wait under an unsampled request allocate %.0f times, want 0", a)
+	}
+}
+
+func TestChildAndWaitUseTheRequestsProvider(t *testing.T) {
+	tr := start(t, Config{SampleRatio: 1})
+	ctx, root := tr.Tracer().Start(context.Background(), "request")
+	sctx, sync := Child(ctx, "projector.sync", KindSync)
+	Wait(sctx, "projector.wait_drain")()
+	End(sync, nil)
+	root.End()
+	spans := tr.Recent.Spans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want 3", len(spans))
+	}
+	byName := map[string]Span{}
+	for _, s := range spans {
+		byName[s.Name] = s
+	}
+	if w, s := byName["projector.wait_drain"], byName["projector.sync"]; w.ParentID != s.SpanID || s.ParentID != byName["request"].SpanID {
+		t.Errorf("wait's parent %s, sync %s (its parent %s), request %s", w.ParentID, s.SpanID, s.ParentID, byName["request"].SpanID)
+	}
+	if k := byName["projector.wait_drain"].Attrs[string(KeyKind)]; k != KindWait {
+		t.Errorf("wait span kind %q", k)
+	}
+	if o := byName["projector.sync"].Attrs[string(KeyOutcome)]; o != "ok" {
+		t.Errorf("sync outcome %q, want ok", o)
+	}
+}
+
+func TestStatementName(t *testing.T) {
+	for stmt, want := range map[string]string{
+		"SELECT id FROM carts WHERE x = ?":                                "select.carts",
+		"INSERT INTO cart_items (a) VALUES (?) ON CONFLICT DO UPDATE SET": "insert.cart_items",
+		"UPDATE stock SET n = n - 1":                                      "update.stock",
+		"DELETE FROM sessions WHERE id = ?":                               "delete.sessions",
+		"  ":                                                              "unknown",
+		"BEGIN":                                                           "begin",
+		"SELECT product_id, qty FROM user_carts WHERE user_id = ?":  "select.user_carts",
+		"INSERT INTO shardmart.sessions (id, data) VALUES (?, ?)":   "insert.sessions",
+		"UPDATE guest_carts USING TTL ? SET qty = ? WHERE id = ?":   "update.guest_carts",
+		"DELETE FROM \"user_carts\" WHERE user_id = ? AND item = ?": "delete.user_carts",
+		"BEGIN BATCH": "begin",
+	} {
+		if got := StatementName(stmt); got != want {
+			t.Errorf("StatementName(%q) = %q, want %q", stmt, got, want)
+		}
+	}
+}
