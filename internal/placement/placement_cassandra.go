@@ -18,7 +18,7 @@ type cassandraBackend struct{ st *cassandrastore.Store }
 // openCassandra connects to o.CassandraHosts and checks that `shardmart cassandra schema
 // apply` has brought o.CassandraKeyspace to the current schema version.
 func openCassandra(ctx context.Context, o Options) (backend, error) {
-	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace,
+	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace, Connection: o.CassandraConn,
 		ObserveStatement: o.statements(Cassandra), EventRetention: o.EventRetention, Metrics: o.CassandraMetrics})
 	if err != nil {
 		return nil, err

@@ -85,8 +85,8 @@ func (f TLSFiles) Config() (*tls.Config, error) {
 	return c, nil
 }
 
-// apply sets the login and TLS on the driver's configuration.
-func (cn Connection) apply(c *gocql.ClusterConfig) error {
+// Apply sets the login and TLS on a driver configuration (the store and every raw session).
+func (cn Connection) Apply(c *gocql.ClusterConfig) error {
 	if cn.Username != "" {
 		c.Authenticator = gocql.PasswordAuthenticator{Username: cn.Username, Password: cn.Password}
 	} else if cn.Password != "" {

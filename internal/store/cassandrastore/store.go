@@ -73,7 +73,7 @@ func ClusterConfig(cfg Config) (*gocql.ClusterConfig, error) {
 
 func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy, error) {
 	c := gocql.NewCluster(cfg.Hosts...)
-	if err := cfg.Connection.apply(c); err != nil {
+	if err := cfg.Connection.Apply(c); err != nil {
 		return nil, nil, err
 	}
 	c.Keyspace = cfg.Keyspace
