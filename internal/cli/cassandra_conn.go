@@ -21,6 +21,7 @@ type cassandraConnFlags struct {
 	user         string
 	passwordFile string
 	tls          cassandrastore.TLSFiles
+	everyDC      bool
 }
 
 func (c *cassandraConnFlags) register(f *pflag.FlagSet) {
@@ -31,6 +32,7 @@ func (c *cassandraConnFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&c.tls.CertFile, "cassandra-tls-cert", "", "PEM client certificate, for clusters that require one (mTLS)")
 	f.StringVar(&c.tls.KeyFile, "cassandra-tls-key", "", "PEM key of --cassandra-tls-cert")
 	f.BoolVar(&c.tls.SkipHostVerification, "cassandra-tls-skip-host-verification", false, "accept a node certificate signed by the CA that does not name the node's address")
+	f.BoolVar(&c.everyDC, "cassandra-quorum-every-dc", false, "with --cassandra-local-dc: keep QUORUM/SERIAL/ONE (quorums over every DC; writes stop in a DC cut off from the others)")
 	fromEnv(f, "cassandra-local-dc", "SHARDMART_CASSANDRA_LOCAL_DC")
 	fromEnv(f, "cassandra-user", "SHARDMART_CASSANDRA_USER")
 	fromEnv(f, "cassandra-password-file", "SHARDMART_CASSANDRA_PASSWORD_FILE")
@@ -41,7 +43,7 @@ func (c *cassandraConnFlags) register(f *pflag.FlagSet) {
 
 // connection resolves the flags, reading the password from its file or the environment.
 func (c cassandraConnFlags) connection() (cassandrastore.Connection, error) {
-	cn := cassandrastore.Connection{Datacenter: c.localDC, Username: c.user, TLS: c.tls}
+	cn := cassandrastore.Connection{Datacenter: c.localDC, QuorumEveryDC: c.everyDC, Username: c.user, TLS: c.tls}
 	switch {
 	case c.passwordFile != "":
 		b, err := os.ReadFile(c.passwordFile)

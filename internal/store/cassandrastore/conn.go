@@ -10,17 +10,24 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	storepkg "github.com/shardmart/shardmart/internal/store"
 )
 
 // Connection is how a client reaches a production cluster, shared by every command that opens a
 // session: the login, the TLS settings and the local data centre. The zero value is the local
 // test cluster: no login, plain text, every DC.
 type Connection struct {
-	// Datacenter, if set, keeps coordinators in that DC (DC-aware, token-aware routing) and turns
-	// the consistency levels into their LOCAL_ forms (Levels).
+	// Datacenter, if set, keeps coordinators in that DC (DC-aware, token-aware routing; the
+	// driver does not even connect to other DCs' nodes) and turns the consistency levels into
+	// their LOCAL_ forms (LevelsFor).
 	Datacenter string
+	// QuorumEveryDC keeps QUORUM, SERIAL and ONE with a local DC: coordinators stay local but
+	// every quorum spans the DCs, so no DC serves writes while cut off from the others.
+	QuorumEveryDC bool
 	Username   string // PasswordAuthenticator login; empty: none
 	Password   string
 	TLS        TLSFiles
@@ -141,7 +148,7 @@ func connectError(cfg Config, keyspace string, err error) error {
 	case strings.Contains(msg, "Provided username") || strings.Contains(msg, "password are incorrect") || isCode(err, gocql.ErrCodeCredentials):
 		return fmt.Errorf("%w: cassandra at %s refused the login of user %q: wrong user name or password (--cassandra-user, SHARDMART_CASSANDRA_PASSWORD or --cassandra-password-file)",
 			ErrLogin, hosts, cfg.Username)
-	case strings.Contains(msg, "Authentication") && cfg.Username == "" || strings.Contains(msg, "requires authentication"):
+	case strings.Contains(msg, "authentication required"):
 		return fmt.Errorf("%w: cassandra at %s requires a login: set --cassandra-user and its password", ErrLogin, hosts)
 	case errors.As(err, &unknownAuthority) || strings.Contains(msg, "certificate signed by unknown authority"):
 		return fmt.Errorf("%w: cassandra at %s: the server's certificate is not signed by the CA in %s (--cassandra-tls-ca)", ErrTLS, hosts, cfg.TLS.CAFile)
@@ -152,7 +159,7 @@ func connectError(cfg Config, keyspace string, err error) error {
 	case cfg.TLS.Enabled() && (strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "tls:")):
 		return fmt.Errorf("%w: cassandra at %s: TLS handshake failed (does the cluster have client encryption on?): %s", ErrTLS, hosts, firstCause(msg))
 	case !cfg.TLS.Enabled() && (strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset")):
-		return fmt.Errorf("cassandra at %s closed the connection: if it requires TLS, set --cassandra-tls-ca: %s", hosts, firstCause(msg))
+		return fmt.Errorf("%w: cassandra at %s closed the connection at the handshake: does it require TLS (--cassandra-tls-ca)? (%s)", ErrTLS, hosts, firstCause(msg))
 	}
 	// The driver reports a missing keyspace only as "no connections were made".
 	return fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %s",
@@ -194,8 +201,27 @@ func firstCause(msg string) string {
 	return msg
 }
 
+// unknownDatacenter opens a session on every DC to tell whether cfg's local DC exists; nil when
+// it does or when that cannot be told.
+func unknownDatacenter(cfg Config) error {
+	all := cfg
+	all.Datacenter = ""
+	cc, _, err := clusterConfig(all)
+	if err != nil {
+		return nil
+	}
+	cc.Keyspace = ""
+	cc.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	s, err := cc.CreateSession()
+	if err != nil {
+		return nil
+	}
+	defer s.Close()
+	return checkDatacenter(s, cfg.Datacenter)
+}
+
 // checkDatacenter fails when no node of the cluster is in the local DC, naming the DCs there
-// are: the DC-aware policy would otherwise send everything to remote nodes or nowhere.
+// are.
 func checkDatacenter(s *gocql.Session, local string) error {
 	if local == "" {
 		return nil
@@ -258,11 +284,49 @@ func OpenSession(ctx context.Context, cfg Config) (*gocql.Session, error) {
 func openChecked(_ context.Context, cfg Config, cc *gocql.ClusterConfig) (*gocql.Session, error) {
 	s, err := createSession(cc)
 	if err != nil {
-		return nil, connectError(cfg, cc.Keyspace, err)
+		cerr := connectError(cfg, cc.Keyspace, err)
+		if cfg.Datacenter != "" && !errors.Is(cerr, ErrLogin) && !errors.Is(cerr, ErrTLS) {
+			// With a local DC the driver connects to that DC's nodes only, so an unknown DC
+			// looks like no node at all: ask the contact points which DCs there are.
+			if dcErr := unknownDatacenter(cfg); dcErr != nil {
+				return nil, dcErr
+			}
+		}
+		return nil, cerr
 	}
 	if err := checkDatacenter(s, cfg.Datacenter); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// Unavailable wraps in store.ErrUnavailable the failures a healthy cluster heals by itself: too
+// few replicas alive for the statement's level (a node down, the data centres cut apart), a
+// coordinator's timeout, no connection to any host. The reason names the level and the count,
+// so a 503 says why (QUORUM spans every DC; LOCAL_QUORUM only the client's). Other errors are
+// returned as they are.
+func Unavailable(err error) error {
+	if err == nil || errors.Is(err, storepkg.ErrUnavailable) {
+		return err
+	}
+	var (
+		un *gocql.RequestErrUnavailable
+		wt *gocql.RequestErrWriteTimeout
+		rt *gocql.RequestErrReadTimeout
+	)
+	reason := ""
+	switch {
+	case errors.As(err, &un):
+		reason = fmt.Sprintf("cassandra: %s needs %d replicas, %d reachable", un.Consistency, un.Required, un.Alive)
+	case errors.As(err, &wt):
+		reason = fmt.Sprintf("cassandra: write at %s timed out (%d of %d replicas acknowledged)", wt.Consistency, wt.Received, wt.BlockFor)
+	case errors.As(err, &rt):
+		reason = fmt.Sprintf("cassandra: read at %s timed out (%d of %d replicas answered)", rt.Consistency, rt.Received, rt.BlockFor)
+	case errors.Is(err, gocql.ErrNoConnections):
+		reason = "cassandra: no node reachable"
+	default:
+		return err
+	}
+	return &storepkg.UnavailableError{Reason: reason, RetryAfter: time.Second, Err: err}
 }

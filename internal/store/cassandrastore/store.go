@@ -95,10 +95,16 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy, error) {
 		c.NumConns = 2
 	}
 	cl := LevelsFor(cfg.Datacenter)
+	if cfg.QuorumEveryDC {
+		cl = LevelsFor("")
+	}
 	p := &policy{health: newHostHealth(), latency: newRecentP99(), cl: cl}
 	fallback := gocql.RoundRobinHostPolicy()
 	if cfg.Datacenter != "" {
 		fallback = gocql.DCAwareRoundRobinPolicy(cfg.Datacenter)
+		// The DC-aware policy offers remote nodes after local ones, and a remote coordinator
+		// would apply LOCAL_QUORUM to its own DC: no connection to them at all.
+		c.HostFilter = gocql.DataCenterHostFilter(cfg.Datacenter)
 	}
 	tiered := &tieredHosts{HostSelectionPolicy: fallback, health: p.health}
 	c.PoolConfig.HostSelectionPolicy = &quickRouting{
