@@ -28,9 +28,9 @@ type Connection struct {
 	// QuorumEveryDC keeps QUORUM, SERIAL and ONE with a local DC: coordinators stay local but
 	// every quorum spans the DCs, so no DC serves writes while cut off from the others.
 	QuorumEveryDC bool
-	Username   string // PasswordAuthenticator login; empty: none
-	Password   string
-	TLS        TLSFiles
+	Username      string // PasswordAuthenticator login; empty: none
+	Password      string
+	TLS           TLSFiles
 }
 
 // TLSFiles are PEM files; TLS is on when CAFile is set.
