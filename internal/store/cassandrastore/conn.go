@@ -156,6 +156,10 @@ func connectError(cfg Config, keyspace string, err error) error {
 		return fmt.Errorf("%w: cassandra at %s: the server's certificate does not name the address dialled (%s); fix the certificate or set --cassandra-tls-skip-host-verification", ErrTLS, hosts, firstCause(msg))
 	case errors.As(err, &invalid):
 		return fmt.Errorf("%w: cassandra at %s: the server's certificate is invalid: %s", ErrTLS, hosts, firstCause(msg))
+	case cfg.TLS.Enabled() && (strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate")) && cfg.TLS.CertFile == "":
+		return fmt.Errorf("%w: cassandra at %s requires a client certificate: set --cassandra-tls-cert and --cassandra-tls-key (%s)", ErrTLS, hosts, firstCause(msg))
+	case cfg.TLS.Enabled() && (strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate") || strings.Contains(msg, "unknown certificate")):
+		return fmt.Errorf("%w: cassandra at %s refused the client certificate %s: is it signed by a CA the nodes trust? (%s)", ErrTLS, hosts, cfg.TLS.CertFile, firstCause(msg))
 	case cfg.TLS.Enabled() && (strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "tls:")):
 		return fmt.Errorf("%w: cassandra at %s: TLS handshake failed (does the cluster have client encryption on?): %s", ErrTLS, hosts, firstCause(msg))
 	case !cfg.TLS.Enabled() && (strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset")):
