@@ -12,7 +12,7 @@ import (
 
 // A node that requires a login and a client certificate: the launcher's own readiness check gets
 // through with the certificates it made, a client with them opens the store's session, and a
-// client without a certificate is refused in one line saying so.
+// client without a certificate, or without a login, is refused in one line saying so.
 func TestLoginAndMutualTLSNode(t *testing.T) {
 	c := ForTest(t, Options{Nodes: 1, BaseAddr: LauncherTestAddr, Name: "launcher-mtls", Auth: true, TLS: true, RequireClientCert: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -35,4 +35,11 @@ func TestLoginAndMutualTLSNode(t *testing.T) {
 		t.Fatalf("without a client certificate: %v; want one line saying a client certificate is required", err)
 	}
 	t.Logf("without a client certificate: %v", err)
+	noLogin := withCert
+	noLogin.Username, noLogin.Password = "", ""
+	_, err = cassandrastore.OpenSession(ctx, cassandrastore.Config{Hosts: c.Hosts(), Keyspace: "-", Connection: noLogin})
+	if !errors.Is(err, cassandrastore.ErrLogin) || !strings.Contains(err.Error(), "requires a login") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("without a login: %v; want one line saying a login is required", err)
+	}
+	t.Logf("without a login: %v", err)
 }
