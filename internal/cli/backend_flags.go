@@ -22,6 +22,7 @@ type backendFlags struct {
 	placement         string
 	cassandraHosts    string
 	cassandraKeyspace string
+	cassandraConn     cassandraConnFlags
 	mongoURI          string
 	mongoDB           string
 	sessionTTL        time.Duration
@@ -59,6 +60,7 @@ func (b *backendFlags) registerStores(f *pflag.FlagSet) {
 	fromEnv(f, "data-dir", "SHARDMART_DATA_DIR")
 	fromEnv(f, "cassandra-hosts", "SHARDMART_CASSANDRA_HOSTS")
 	fromEnv(f, "cassandra-keyspace", "SHARDMART_CASSANDRA_KEYSPACE")
+	b.cassandraConn.register(f)
 	fromEnv(f, "mongo-uri", "SHARDMART_MONGO_URI")
 	fromEnv(f, "mongo-db", "SHARDMART_MONGO_DB")
 }
@@ -75,12 +77,17 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 		return shop.Config{}, fmt.Errorf("--event-retention must be at least 1h, got %s", b.eventRetention)
 	}
 	hosts := b.hosts()
+	conn, err := b.cassandraConn.connection()
+	if err != nil {
+		return shop.Config{}, err
+	}
 	return shop.Config{
 		Placement: pl,
 		Backends: placement.Options{
 			SQLitePath:        b.sqlitePath(),
 			CassandraHosts:    hosts,
 			CassandraKeyspace: b.cassandraKeyspace,
+			CassandraConn:     conn,
 			MongoURI:          b.mongoURI,
 			MongoDatabase:     b.mongoDB,
 

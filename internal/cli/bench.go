@@ -26,6 +26,7 @@ type benchOptions struct {
 	adminToken, scenario, categories, zone string
 	// The in-process server's backends (without --url).
 	placement, cassandraHosts, cassandraKeyspace, mongoURI, mongoDB string
+	cassandraConn                                                   cassandraConnFlags
 
 	rate                   float64
 	duration, warmup       time.Duration
@@ -96,6 +97,7 @@ highest rate whose total p99 stays under --find-max-p99 with errors under --find
 	f.StringVar(&o.placement, "placement", "", `in-process server only: which backend holds which family, as serve's --placement (default: everything embedded)`)
 	f.StringVar(&o.cassandraHosts, "cassandra-hosts", "127.0.0.1", "in-process server only: Cassandra contact points")
 	f.StringVar(&o.cassandraKeyspace, "cassandra-keyspace", "shardmart", "in-process server only: Cassandra keyspace (schema applied)")
+	o.cassandraConn.register(f)
 	f.StringVar(&o.mongoURI, "mongo-uri", "", "in-process server only: MongoDB connection string")
 	f.StringVar(&o.mongoDB, "mongo-db", "shardmart", "in-process server only: MongoDB database")
 	f.Float64Var(&o.rate, "rate", 200, "requests per second (with --find-max: the first step)")
@@ -254,6 +256,7 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), err
 	o.backend.dataDir = dir
 	o.backend.placement = bo.placement
 	o.backend.cassandraHosts, o.backend.cassandraKeyspace = bo.cassandraHosts, bo.cassandraKeyspace
+	o.backend.cassandraConn = bo.cassandraConn
 	o.backend.mongoURI, o.backend.mongoDB = bo.mongoURI, bo.mongoDB
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", benchAdminToken
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour

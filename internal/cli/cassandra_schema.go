@@ -18,8 +18,11 @@ type cassandraSchemaApplyOptions struct {
 	Keyspace   string
 	RF         int
 	Datacenter string
-	SessionTTL time.Duration
-	Timeout    time.Duration
+	// Replication is per data centre ("dc1:3,dc2:3"); it replaces RF and Datacenter.
+	Replication string
+	SessionTTL  time.Duration
+	Timeout     time.Duration
+	Conn        cassandraConnFlags
 }
 
 // newCmdCassandraSchema is `shardmart cassandra schema`: the versioned CQL schema of the
@@ -38,8 +41,8 @@ func newCmdCassandraSchemaApply(stdio IO, runF func(context.Context, cassandraSc
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Create or upgrade the keyspace and tables; idempotent, waits for schema agreement",
-		Long: `Creates the keyspace (NetworkTopologyStrategy with --rf replicas in --datacenter) or alters
-its replication to match, applies every embedded schema version not yet recorded in
+		Long: `Creates the keyspace (NetworkTopologyStrategy with --rf replicas in --datacenter, or
+--replication dc1:3,dc2:3 for several data centres) or alters its replication to match, applies every embedded schema version not yet recorded in
 <keyspace>.schema_migrations, and sets the sessions' and guest carts' default TTL to
 --session-ttl. Each change waits for schema agreement. Applying again changes nothing.
 After raising --rf, run a full repair so the new replicas receive the existing data.`,
@@ -56,6 +59,8 @@ After raising --rf, run a full repair so the new replicas receive the existing d
 	f.StringVar(&o.Keyspace, "keyspace", cassandrastore.DefaultKeyspace, "keyspace")
 	f.IntVar(&o.RF, "rf", 1, "replication factor: 1 on one node, 3 on the local 3-node cluster")
 	f.StringVar(&o.Datacenter, "datacenter", "datacenter1", "datacenter name for NetworkTopologyStrategy")
+	f.StringVar(&o.Replication, "replication", "", "replication factor per data centre, e.g. dc1:3,dc2:3 (replaces --rf and --datacenter)")
+	o.Conn.register(f)
 	f.DurationVar(&o.SessionTTL, "session-ttl", session.DefaultTTL, "default TTL of sessions and guest carts")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "give up after this long")
 	// The same deployment settings as serve's --cassandra-hosts and --cassandra-keyspace.
@@ -69,12 +74,24 @@ func cassandraSchemaApply(ctx context.Context, stdio IO, o cassandraSchemaApplyO
 	defer cancel()
 	start := time.Now()
 	ks, dc, rf := o.Keyspace, o.Datacenter, o.RF
-	res, err := cassandrastore.ApplySchema(ctx, o.Hosts, cassandrastore.SchemaOptions{Keyspace: ks, RF: rf, Datacenter: dc, SessionTTL: o.SessionTTL})
+	conn, err := o.Conn.connection()
+	if err != nil {
+		return err
+	}
+	so := cassandrastore.SchemaOptions{Keyspace: ks, RF: rf, Datacenter: dc, SessionTTL: o.SessionTTL, Conn: conn}
+	repl := fmt.Sprintf("%s: %d", dc, rf)
+	if o.Replication != "" {
+		if so.Replication, err = cassandrastore.ParseReplication(o.Replication); err != nil {
+			return fmt.Errorf("--replication: %w", err)
+		}
+		repl = o.Replication
+	}
+	res, err := cassandrastore.ApplySchema(ctx, o.Hosts, so)
 	if err != nil {
 		return err
 	}
 	if res.KeyspaceCreated {
-		fmt.Fprintf(stdio.Out, "created keyspace %s (NetworkTopologyStrategy, %s: %d)\n", ks, dc, rf)
+		fmt.Fprintf(stdio.Out, "created keyspace %s (NetworkTopologyStrategy, %s)\n", ks, repl)
 	}
 	for _, a := range res.Altered {
 		fmt.Fprintf(stdio.Out, "altered %s\n", a)

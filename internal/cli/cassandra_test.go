@@ -72,3 +72,31 @@ func TestCassandraRepairRejectsBadSchedule(t *testing.T) {
 		t.Fatalf("repair --schedule 'every full moon': %v, want a schedule error", err)
 	}
 }
+
+func TestCassandraUpDataCentreFlags(t *testing.T) {
+	run := func(args ...string) (cassandraUpOptions, error) {
+		var got cassandraUpOptions
+		cl := &cassandraClusterOptions{}
+		root := newRootCmd(IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+		root.AddCommand(newCassandraGroup(cl, newCmdCassandraUp(IO{}, cl, func(_ context.Context, o cassandraUpOptions) error { got = o; return nil })))
+		root.SetArgs(append([]string{"cassandra", "up"}, args...))
+		return got, root.Execute()
+	}
+	got, err := run("--dcs", "2", "--nodes-per-dc", "2", "--auth", "--tls")
+	if err != nil || len(got.NodesPerDC) != 2 || got.NodesPerDC[0] != 2 || got.NodesPerDC[1] != 2 || !got.Auth || !got.TLS {
+		t.Errorf("--dcs 2 --nodes-per-dc 2: %+v, %v; want 2 DCs of 2 nodes with auth and TLS", got, err)
+	}
+	if got, err := run("--dcs", "2", "--nodes-per-dc", "3,1"); err != nil || got.NodesPerDC[0] != 3 || got.NodesPerDC[1] != 1 {
+		t.Errorf("--nodes-per-dc 3,1: %+v, %v", got.NodesPerDC, err)
+	}
+	for _, bad := range [][]string{
+		{"--dcs", "2", "--nodes-per-dc", "4"},
+		{"--dcs", "2", "--nodes-per-dc", "1,1,1"},
+		{"--dcs", "2", "--nodes", "3"},
+		{"--tls-keystore", "/k.pem"},
+	} {
+		if _, err := run(bad...); err == nil {
+			t.Errorf("cassandra up %v accepted", bad)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,14 @@ type cassandraUpOptions struct {
 	Nodes    int
 	BaseAddr string
 	HeapMB   int
+	// DCs data centres of NodesPerDC nodes each ("3" or, per DC, "3,1").
+	DCs        int
+	NodesPerDC []int
+	Auth       bool
+	TLS        bool
+	// TLSKeystore and TLSCA are the user's own PEM files (else the launcher makes them).
+	TLSKeystore, TLSCA string
+	RequireClientCert  bool
 }
 
 func newCmdCassandraUp(stdio IO, cl *cassandraClusterOptions, runF func(context.Context, cassandraUpOptions) error) *cobra.Command {
@@ -27,8 +36,28 @@ func newCmdCassandraUp(stdio IO, cl *cassandraClusterOptions, runF func(context.
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Cluster = *cl
-			if o.Nodes != 1 && o.Nodes != 3 {
+			if o.DCs > 1 {
+				if cmd.Flags().Changed("nodes") {
+					return errors.New("--nodes with --dcs: give --nodes-per-dc instead")
+				}
+				if len(o.NodesPerDC) == 1 {
+					for len(o.NodesPerDC) < o.DCs {
+						o.NodesPerDC = append(o.NodesPerDC, o.NodesPerDC[0])
+					}
+				}
+				if len(o.NodesPerDC) != o.DCs {
+					return fmt.Errorf("--nodes-per-dc %v: want one count, or one per data centre (%d)", o.NodesPerDC, o.DCs)
+				}
+				for _, n := range o.NodesPerDC {
+					if n < 1 || n > 3 {
+						return fmt.Errorf("--nodes-per-dc %v: want 1 to 3 nodes per data centre", o.NodesPerDC)
+					}
+				}
+			} else if o.Nodes != 1 && o.Nodes != 3 {
 				return fmt.Errorf("--nodes %d: want 1 or 3", o.Nodes)
+			}
+			if (o.TLSKeystore == "") != (o.TLSCA == "") {
+				return errors.New("--tls-keystore and --tls-ca go together")
 			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
@@ -40,12 +69,27 @@ func newCmdCassandraUp(stdio IO, cl *cassandraClusterOptions, runF func(context.
 	f.IntVar(&o.Nodes, "nodes", 1, "number of nodes: 1 or 3")
 	f.StringVar(&o.BaseAddr, "base-addr", launcher.UserAddr, "address of node 1; node N listens on the next addresses")
 	f.IntVar(&o.HeapMB, "heap-mb", 512, "JVM heap per node, MiB")
+	f.IntVar(&o.DCs, "dcs", 1, "data centres (dc1, dc2, ...; GossipingPropertyFileSnitch); 1 keeps datacenter1")
+	f.IntSliceVar(&o.NodesPerDC, "nodes-per-dc", []int{1}, "with --dcs 2+: nodes per data centre, one count for all or one per DC (3,1)")
+	f.BoolVar(&o.Auth, "auth", false, "require a login: PasswordAuthenticator + CassandraAuthorizer (superuser cassandra/cassandra; change it for anything but local use)")
+	f.BoolVar(&o.TLS, "tls", false, "client traffic over TLS only; the launcher makes a CA and certificates under <cassandra-dir>/tls unless --tls-keystore/--tls-ca")
+	f.StringVar(&o.TLSKeystore, "tls-keystore", "", "your own PEM keystore for the nodes: unencrypted PKCS#8 key followed by the certificate chain (implies --tls)")
+	f.StringVar(&o.TLSCA, "tls-ca", "", "your own PEM CA the nodes trust (with --tls-keystore)")
+	f.BoolVar(&o.RequireClientCert, "require-client-cert", false, "require a client certificate signed by the CA (mTLS)")
 	return cmd
 }
 
 func cassandraUp(ctx context.Context, stdio IO, o cassandraUpOptions) error {
 	// The launcher refuses a directory holding a cluster of another size or on other addresses.
-	c, err := launcher.New(launcher.Options{Dir: o.Cluster.Dir, Nodes: o.Nodes, BaseAddr: o.BaseAddr, HeapMB: o.HeapMB, Logger: cassandraLogger(stdio)})
+	lo := launcher.Options{Dir: o.Cluster.Dir, Nodes: o.Nodes, BaseAddr: o.BaseAddr, HeapMB: o.HeapMB, Logger: cassandraLogger(stdio),
+		Auth: o.Auth, TLS: o.TLS, RequireClientCert: o.RequireClientCert}
+	if o.DCs > 1 {
+		lo.Nodes, lo.DCNodes = 0, o.NodesPerDC
+	}
+	if o.TLSKeystore != "" {
+		lo.UserTLS = &launcher.TLSFiles{Keystore: o.TLSKeystore, CA: o.TLSCA}
+	}
+	c, err := launcher.New(lo)
 	if err != nil {
 		return err
 	}
@@ -55,13 +99,23 @@ func cassandraUp(ctx context.Context, stdio IO, o cassandraUpOptions) error {
 	if err := c.Up(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdio.Out, "cassandra %s: %d node(s) up in %s\n", launcher.DefaultVersion, o.Nodes, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(stdio.Out, "cassandra %s: %d node(s) up in %s\n", launcher.DefaultVersion, len(c.Nodes()), time.Since(start).Round(100*time.Millisecond))
 	boot := c.BootTimes()
 	for _, n := range c.Nodes() {
 		if d, ok := boot[n.Index]; ok {
-			fmt.Fprintf(stdio.Out, "  node%d %s:%d boot %s\n", n.Index+1, n.Addr, launcher.CQLPort, d.Round(100*time.Millisecond))
+			fmt.Fprintf(stdio.Out, "  node%d %s:%d %s boot %s\n", n.Index+1, n.Addr, launcher.CQLPort, n.DC, d.Round(100*time.Millisecond))
 		}
 	}
 	fmt.Fprintf(stdio.Out, "contact points: %s (stop with: shardmart cassandra down)\n", strings.Join(c.Hosts(), ","))
+	if o.Auth {
+		fmt.Fprintf(stdio.Out, "login: superuser %s, password %s (local use only; create the shop's role, docs/production.md)\n", launcher.SuperUser, launcher.SuperPassword)
+	}
+	if f := c.TLS(); f != nil {
+		fmt.Fprintf(stdio.Out, "TLS: --cassandra-tls-ca %s", f.CA)
+		if f.ClientCert != "" {
+			fmt.Fprintf(stdio.Out, " (client certificate: --cassandra-tls-cert %s --cassandra-tls-key %s)", f.ClientCert, f.ClientKey)
+		}
+		fmt.Fprintln(stdio.Out)
+	}
 	return nil
 }

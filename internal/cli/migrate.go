@@ -100,9 +100,10 @@ func (o migrateStores) families(all bool) ([]migrate.Family, error) {
 }
 
 // locate is where the stores are, for migrate.Open.
-func (o migrateStores) locate() migrate.Stores {
+func (o migrateStores) locate() (migrate.Stores, error) {
+	conn, err := o.Backend.cassandraConn.connection()
 	return migrate.Stores{From: o.From, SQLitePath: o.Backend.sqlitePath(), MongoURI: o.Backend.mongoURI, MongoDatabase: o.Backend.mongoDB,
-		CassandraHosts: o.Backend.hosts(), Keyspace: o.Backend.cassandraKeyspace, EventRetention: o.Backend.eventRetention}
+		CassandraHosts: o.Backend.hosts(), Keyspace: o.Backend.cassandraKeyspace, CassandraConn: conn, EventRetention: o.Backend.eventRetention}, err
 }
 
 // open checks the arguments, then opens the old store and Cassandra (migrate.Open), and
@@ -118,7 +119,11 @@ func (o migrateStores) open(ctx context.Context, all bool) (*migrate.Env, []migr
 	if o.From != migrate.FromSQLite && o.From != migrate.FromMongo {
 		return nil, nil, fmt.Errorf("--from %q: want sqlite or mongo", o.From)
 	}
-	env, err := migrate.Open(ctx, o.locate())
+	stores, err := o.locate()
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := migrate.Open(ctx, stores)
 	if errors.Is(err, migrate.ErrNoMongoURI) {
 		return nil, nil, errors.New("--from mongo needs --mongo-uri")
 	}

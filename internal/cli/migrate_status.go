@@ -24,7 +24,11 @@ func newCmdMigrateStatus(stdio IO, fl *migrateFlags, runF func(context.Context, 
 }
 
 func migrateStatus(ctx context.Context, stdio IO, o migrateStatusOptions) error {
-	dst, closeDst, err := migrate.OpenTarget(ctx, o.Stores.locate())
+	stores, err := o.Stores.locate()
+	if err != nil {
+		return err
+	}
+	dst, closeDst, err := migrate.OpenTarget(ctx, stores)
 	if err != nil {
 		return err
 	}

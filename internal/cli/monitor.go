@@ -26,6 +26,7 @@ type monitorOptions struct {
 	MongoURI        string
 	AdviseURI       string // for the advise command in alerts and the report; default MongoURI
 	CassandraHosts  string // comma-separated
+	CassandraConn   cassandraConnFlags
 	HotFloorBytes   int64
 	ChunkMoveWindow time.Duration
 	ScrapeTimeout   time.Duration
@@ -36,8 +37,12 @@ type monitorOptions struct {
 // cassandraCollectors builds the Cassandra collectors for hosts and a function closing their
 // sessions. No nodetool runner is given: dropped messages per verb exist over JMX only, which
 // Cassandra binds to localhost, so that series is absent here (docs/monitor.md).
-func cassandraCollectors(ctx context.Context, hosts []string, timeout time.Duration, logger *slog.Logger) ([]monitor.Collector, func(), error) {
-	cc, err := cassandracollect.New(ctx, cassandracollect.Options{Hosts: hosts, Timeout: timeout, Logger: logger})
+func cassandraCollectors(ctx context.Context, hosts []string, conn cassandraConnFlags, timeout time.Duration, logger *slog.Logger) ([]monitor.Collector, func(), error) {
+	cn, err := conn.connection()
+	if err != nil {
+		return nil, nil, err
+	}
+	cc, err := cassandracollect.New(ctx, cassandracollect.Options{Hosts: hosts, Timeout: timeout, Logger: logger, Conn: cn})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cassandra collectors: %w", err)
 	}
@@ -86,6 +91,7 @@ which shard is hot and what to do. See docs/monitor.md.
 	f.BoolVar(&o.Once, "once", false, "scrape once, print the hot-shard summary and exit (no server)")
 	fromEnv(f, "mongo-uri", "SHARDMART_MONGO_URI")
 	fromEnv(f, "cassandra-hosts", "SHARDMART_CASSANDRA_HOSTS")
+	o.CassandraConn.register(f)
 	return cmd
 }
 
@@ -145,7 +151,7 @@ func runMonitor(ctx context.Context, stdio IO, o monitorOptions) error {
 		cols = append(cols, mc.Collectors()...)
 	}
 	if hosts := o.cassandraHosts(); len(hosts) > 0 {
-		cc, closeFn, err := cassandraCollectors(ctx, hosts, o.ScrapeTimeout, logger)
+		cc, closeFn, err := cassandraCollectors(ctx, hosts, o.CassandraConn, o.ScrapeTimeout, logger)
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ type Stores struct {
 	MongoDatabase  string
 	CassandraHosts []string
 	Keyspace       string
+	CassandraConn  cassandrastore.Connection // login, TLS, local DC
 	// Session, when set, is an open session in the shop's keyspace (a shop process's), used
 	// instead of connecting to CassandraHosts.
 	Session *gocql.Session
@@ -65,7 +66,7 @@ func Open(ctx context.Context, o Stores) (*Env, error) {
 
 // OpenTarget connects to the shop's keyspace only (no old store).
 func OpenTarget(ctx context.Context, o Stores) (*Target, func(), error) {
-	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.Keyspace})
+	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.Keyspace, Connection: o.CassandraConn})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open cassandra (apply the schema first: shardmart cassandra schema apply): %w", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/shardmart/shardmart/internal/projection"
 	"github.com/shardmart/shardmart/internal/ratelimit"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // Family is a group of data that moves between backends as one.
@@ -240,7 +241,8 @@ type Options struct {
 	SQLitePath        string   // embedded database file
 	CassandraHosts    []string // contact points, e.g. 127.0.0.1
 	CassandraKeyspace string
-	MongoURI          string // a mongos
+	CassandraConn     cassandrastore.Connection // login, TLS, local DC
+	MongoURI          string                    // a mongos
 	MongoDatabase     string
 	// MongoMonitorUser and MongoMonitorPassword, when set, are the replication-lag monitor's
 	// login on the replica sets it connects to (each shard behind the mongos, or the replica

@@ -18,7 +18,7 @@ type cassandraBackend struct{ st *cassandrastore.Store }
 // openCassandra connects to o.CassandraHosts and checks that `shardmart cassandra schema
 // apply` has brought o.CassandraKeyspace to the current schema version.
 func openCassandra(ctx context.Context, o Options) (backend, error) {
-	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace,
+	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace, Connection: o.CassandraConn,
 		ObserveStatement: o.statements(Cassandra), Tracer: o.Tracer,
 		EventRetention: o.EventRetention, Metrics: o.CassandraMetrics})
 	if err != nil {
@@ -26,6 +26,10 @@ func openCassandra(ctx context.Context, o Options) (backend, error) {
 	}
 	return cassandraBackend{st: st}, nil
 }
+
+// Unavailable: too few replicas for the level, a coordinator timeout, no node reachable are
+// 503s with Retry-After (unavailableMapper).
+func (b cassandraBackend) Unavailable(err error) error { return cassandrastore.Unavailable(err) }
 
 func (b cassandraBackend) Close() error                        { return b.st.Close() }
 func (b cassandraBackend) Ping(ctx context.Context) error      { return b.st.Ping(ctx) }

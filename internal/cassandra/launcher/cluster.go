@@ -38,9 +38,24 @@ type Options struct {
 	// (PR_SET_PDEATHSIG), so a crashed or killed `go test` leaves no JVM behind. Off for
 	// `shardmart cassandra up`, whose nodes outlive the command.
 	DieWithParent bool
-	BootTimeout   time.Duration // per node, default 3 minutes
-	StopTimeout   time.Duration // SIGTERM grace before SIGKILL, default 45 s
-	Logger        *slog.Logger  // default slog.Default()
+	// DCNodes, when set, spreads the nodes over data centres dc1, dc2, ... (DCNodes[i] nodes in
+	// DC i+1, GossipingPropertyFileSnitch) and Nodes is their sum. Without it every node is in
+	// datacenter1.
+	DCNodes []int
+	// Auth turns on PasswordAuthenticator, CassandraAuthorizer and CassandraRoleManager. The
+	// superuser is Cassandra's default (SuperUser); with several DCs, Up replicates system_auth
+	// to every DC so each DC logs its users in on its own.
+	Auth bool
+	// TLS turns on client encryption (CQL over TLS only, internode traffic stays plain). The
+	// launcher makes a CA and the certificates (TLSFiles) unless UserTLS names the user's own
+	// PEM keystore and CA.
+	TLS     bool
+	UserTLS *TLSFiles
+	// RequireClientCert makes the nodes require a client certificate signed by the CA (mTLS).
+	RequireClientCert bool
+	BootTimeout       time.Duration // per node, default 3 minutes
+	StopTimeout       time.Duration // SIGTERM grace before SIGKILL, default 45 s
+	Logger            *slog.Logger  // default slog.Default()
 }
 
 func (o *Options) defaults() error {
@@ -52,8 +67,33 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("launcher: %w", err)
 	}
 	o.Dir = abs
+	if len(o.DCNodes) > 0 {
+		if len(o.DCNodes) > 4 {
+			return fmt.Errorf("launcher: %d data centres: want at most 4", len(o.DCNodes))
+		}
+		sum := 0
+		for i, n := range o.DCNodes {
+			if n < 1 {
+				return fmt.Errorf("launcher: data centre dc%d has %d nodes: want at least 1", i+1, n)
+			}
+			sum += n
+		}
+		if o.Nodes != 0 && o.Nodes != sum {
+			return fmt.Errorf("launcher: %d nodes but data centres of %v", o.Nodes, o.DCNodes)
+		}
+		o.Nodes = sum
+	}
 	if o.Nodes == 0 {
 		o.Nodes = 1
+	}
+	if o.UserTLS != nil {
+		o.TLS = true
+		if o.UserTLS.Keystore == "" || o.UserTLS.CA == "" {
+			return errors.New("launcher: TLS with your own files needs a PEM keystore (key and certificate chain) and the CA")
+		}
+	}
+	if o.RequireClientCert && !o.TLS {
+		return errors.New("launcher: a required client certificate needs TLS")
 	}
 	if o.Nodes < 1 || o.Nodes > 9 {
 		return fmt.Errorf("launcher: %d nodes: want 1 to 9", o.Nodes)
@@ -89,8 +129,9 @@ func (o *Options) defaults() error {
 type Cluster struct {
 	opts  Options
 	nodes []Node
-	lib   string // jar directory, set by prepare
-	jamm  string // the jamm agent jar in lib (Cassandra measures memtables with it)
+	lib   string    // jar directory, set by prepare
+	jamm  string    // the jamm agent jar in lib (Cassandra measures memtables with it)
+	tls   *TLSFiles // the files in use when TLS is on, set by prepare
 
 	mu      sync.Mutex
 	procs   map[int]*serverproc.Child // JVMs this process started
@@ -103,7 +144,11 @@ func New(opts Options) (*Cluster, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	nodes, err := layout(opts.Dir, opts.BaseAddr, opts.Nodes)
+	dcs := opts.DCNodes
+	if len(dcs) == 0 {
+		dcs = []int{opts.Nodes}
+	}
+	nodes, err := layout(opts.Dir, opts.BaseAddr, dcs)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +165,12 @@ type state struct {
 	HeapMB   int    `json:"heap_mb"`
 	Version  string `json:"version"`
 	CacheDir string `json:"cache_dir"`
+	DCNodes  []int  `json:"dc_nodes,omitempty"`
+	Auth     bool   `json:"auth,omitempty"`
+	TLS      bool   `json:"tls,omitempty"`
+	// UserTLS: the user's own files (absent: the launcher's, under tls/).
+	UserTLS           *TLSFiles `json:"user_tls,omitempty"`
+	RequireClientCert bool      `json:"require_client_cert,omitempty"`
 }
 
 // ErrNoCluster means the directory holds no cluster written by Up.
@@ -152,7 +203,8 @@ func Open(dir string, logger *slog.Logger) (*Cluster, error) {
 		return nil, err
 	}
 	return New(Options{Dir: dir, Nodes: s.Nodes, BaseAddr: s.BaseAddr, Name: s.Name, HeapMB: s.HeapMB,
-		Version: s.Version, CacheDir: s.CacheDir, Logger: logger})
+		Version: s.Version, CacheDir: s.CacheDir, Logger: logger, DCNodes: s.DCNodes, Auth: s.Auth, TLS: s.TLS,
+		UserTLS: s.UserTLS, RequireClientCert: s.RequireClientCert})
 }
 
 // Nodes returns the cluster's nodes, seed first.
@@ -200,7 +252,7 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	case errors.Is(err, ErrNoCluster):
 	case err != nil:
 		return err
-	case held.Nodes != c.opts.Nodes || held.BaseAddr != c.opts.BaseAddr:
+	case held.Nodes != c.opts.Nodes || held.BaseAddr != c.opts.BaseAddr || !slices.Equal(held.DCNodes, c.opts.DCNodes):
 		return fmt.Errorf("%w: %s holds a %d-node cluster from %s; asked for %d node(s) from %s (stop it with `shardmart cassandra down`, then move it away, or choose another --cassandra-dir)",
 			ErrOtherTopology, c.opts.Dir, held.Nodes, held.BaseAddr, c.opts.Nodes, c.opts.BaseAddr)
 	}
@@ -219,8 +271,20 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	if err := os.MkdirAll(c.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("cluster dir: %w", err)
 	}
+	if c.opts.TLS {
+		f := c.opts.UserTLS
+		if f == nil {
+			g, err := generatedTLS(c.opts.Dir, c.nodes)
+			if err != nil {
+				return err
+			}
+			f = &g
+		}
+		c.tls = f
+	}
 	b, _ := json.MarshalIndent(state{Nodes: c.opts.Nodes, BaseAddr: c.opts.BaseAddr, Name: c.opts.Name,
-		HeapMB: c.opts.HeapMB, Version: c.opts.Version, CacheDir: c.opts.CacheDir}, "", "  ")
+		HeapMB: c.opts.HeapMB, Version: c.opts.Version, CacheDir: c.opts.CacheDir, DCNodes: c.opts.DCNodes,
+		Auth: c.opts.Auth, TLS: c.opts.TLS, UserTLS: c.opts.UserTLS, RequireClientCert: c.opts.RequireClientCert}, "", "  ")
 	if err := os.WriteFile(stateFile(c.opts.Dir), b, 0o644); err != nil {
 		return fmt.Errorf("cluster dir: %w", err)
 	}
@@ -272,7 +336,10 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	ctx, explain, stop = serverproc.FailOnExit(ctx, c.started(), c.exitedAt)
 	defer stop()
-	return explain(c.WaitConverged(ctx))
+	if err := c.WaitConverged(ctx); err != nil {
+		return explain(err)
+	}
+	return explain(c.replicateAuth(ctx))
 }
 
 // Running reports whether node i's JVM (per its pidfile) is alive.
@@ -378,7 +445,7 @@ func (c *Cluster) waitCQL(ctx context.Context, n Node) error {
 		if exited, how := c.exitedDuringStart(n); exited {
 			return c.exitError(n, how)
 		}
-		if err := pingCQL(ctx, n.Addr); err == nil {
+		if err := c.pingCQL(ctx, n.Addr); err == nil {
 			return nil
 		}
 		if err := serverproc.Sleep(ctx, pollInterval); err != nil {
@@ -388,13 +455,13 @@ func (c *Cluster) waitCQL(ctx context.Context, n Node) error {
 }
 
 // pingCQL opens a one-host session (no ring discovery) and reads system.local.
-func pingCQL(ctx context.Context, addr string) error {
+func (c *Cluster) pingCQL(ctx context.Context, addr string) error {
 	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(addr, strconv.Itoa(CQLPort)), time.Second); err != nil {
 		return err
 	} else {
 		_ = conn.Close()
 	}
-	s, err := singleHostSession(addr)
+	s, err := c.singleHostSession(addr)
 	if err != nil {
 		return err
 	}
@@ -403,14 +470,18 @@ func pingCQL(ctx context.Context, addr string) error {
 	return s.Query("SELECT release_version FROM system.local").ScanContext(ctx, &v)
 }
 
-// singleHostSession talks to addr only: no ring discovery, no driver log noise.
-func singleHostSession(addr string) (*gocql.Session, error) {
+// singleHostSession talks to addr only: no ring discovery, no driver log noise; as the
+// superuser over TLS when the cluster wants them.
+func (c *Cluster) singleHostSession(addr string) (*gocql.Session, error) {
 	cfg := gocql.NewCluster(addr)
 	cfg.DisableInitialHostLookup = true
 	cfg.Timeout = 10 * time.Second
 	cfg.ConnectTimeout = 2 * time.Second
 	cfg.NumConns = 1
 	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	if err := c.secure(cfg); err != nil {
+		return nil, err
+	}
 	return cfg.CreateSession()
 }
 

@@ -33,6 +33,8 @@ type Node struct {
 	// GID is the group id the node's JVM runs under, distinct per node of every cluster on the
 	// machine; 0 when this process is not root (the JVM then keeps our group).
 	GID int
+	// DC is the node's data centre: datacenter1 in a one-DC cluster, else dc1, dc2, ...
+	DC string
 }
 
 // ConfDir, DataDir and LogDir are the node's directories.
@@ -46,15 +48,25 @@ func (n Node) SystemLog() string { return filepath.Join(n.LogDir(), "system.log"
 func (n Node) pidFile() string  { return filepath.Join(n.Dir, "cassandra.pid") }
 func (n Node) yamlPath() string { return filepath.Join(n.ConfDir(), "cassandra.yaml") }
 
-// layout derives the nodes: consecutive addresses from base, one evenly spaced Murmur3
-// token each (num_tokens 1, no bootstrap: nothing to stream, nothing to wait for).
-func layout(dir, base string, count int) ([]Node, error) {
+// layout derives the nodes: consecutive addresses from base, data centre after data centre
+// (dcNodes[d] nodes in DC d+1), one evenly spaced Murmur3 token each within its DC, offset by
+// the DC's index as ccm does so no two nodes share a token (num_tokens 1, no bootstrap:
+// nothing to stream, nothing to wait for).
+func layout(dir, base string, dcNodes []int) ([]Node, error) {
 	addr, err := netip.ParseAddr(base)
 	if err != nil || !addr.Is4() || !addr.IsLoopback() {
 		return nil, fmt.Errorf("base address %q: want an IPv4 loopback address such as 127.0.0.1", base)
 	}
+	count := 0
+	for _, n := range dcNodes {
+		count += n
+	}
 	nodes := make([]Node, count)
+	dc, inDC := 0, 0
 	for i := range nodes {
+		for inDC >= dcNodes[dc] {
+			dc, inDC = dc+1, 0
+		}
 		last := addr.As4()[3]
 		if last == 0 || int(last)+count-1 > 254 {
 			return nil, fmt.Errorf("base address %s: %d nodes do not fit in the last octet", base, count)
@@ -63,15 +75,32 @@ func layout(dir, base string, count int) ([]Node, error) {
 			Index:   i,
 			Addr:    addr.String(),
 			JMXPort: jmxPortBase + int(last),
-			Token:   token(i, count),
+			Token:   offset(token(inDC, dcNodes[dc]), dc),
 			Dir:     filepath.Join(dir, fmt.Sprintf("node%d", i+1)),
+			DC:      dcName(dc, len(dcNodes)),
 		}
+		inDC++
 		if os.Geteuid() == 0 {
 			nodes[i].GID = gidBase + int(last)
 		}
 		addr = addr.Next()
 	}
 	return nodes, nil
+}
+
+// dcName is data centre d's name: one DC keeps SimpleSnitch's datacenter1, so
+// NetworkTopologyStrategy {'datacenter1': N} works on every local cluster.
+func dcName(d, dcs int) string {
+	if dcs == 1 {
+		return "datacenter1"
+	}
+	return fmt.Sprintf("dc%d", d+1)
+}
+
+// offset adds d to a decimal token.
+func offset(tok string, d int) string {
+	t, _ := new(big.Int).SetString(tok, 10)
+	return t.Add(t, big.NewInt(int64(d))).String()
 }
 
 // token is node i's Murmur3 token for an evenly split ring of n nodes: -2^63 + i*2^64/n.
@@ -100,7 +129,7 @@ auto_bootstrap: false
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "%s:%d"
+      - seeds: "%s"
 listen_address: %s
 rpc_address: %s
 storage_port: %d
@@ -128,9 +157,9 @@ write_request_timeout: 5000ms
 read_request_timeout: 10000ms
 range_request_timeout: 10000ms
 request_timeout: 20000ms
-`, c.opts.Name, n.Token, c.nodes[0].Addr, StoragePort, n.Addr, n.Addr, StoragePort, CQLPort,
+`, c.opts.Name, n.Token, seeds(c), n.Addr, n.Addr, StoragePort, CQLPort,
 		filepath.Join(d, "data"), filepath.Join(d, "commitlog"), filepath.Join(d, "saved_caches"),
-		filepath.Join(d, "hints"), filepath.Join(d, "cdc_raw"))
+		filepath.Join(d, "hints"), filepath.Join(d, "cdc_raw")) + securityYAML(c)
 }
 
 // logbackXML keeps the server log at INFO in a file; without a config logback logs at DEBUG.
@@ -158,8 +187,21 @@ const toolsLogbackXML = `<configuration scan="false">
 </configuration>
 `
 
-// rackDC matches SimpleSnitch's names so NetworkTopologyStrategy {'datacenter1': N} works too.
-const rackDC = "dc=datacenter1\nrack=rack1\n"
+// seeds are the first node of every data centre: each DC can gossip its way in on its own.
+func seeds(c *Cluster) string {
+	var s []string
+	seen := map[string]bool{}
+	for _, n := range c.nodes {
+		if !seen[n.DC] {
+			seen[n.DC] = true
+			s = append(s, fmt.Sprintf("%s:%d", n.Addr, StoragePort))
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+// rackDC is the node's cassandra-rackdc.properties (GossipingPropertyFileSnitch).
+func rackDC(n Node) string { return "dc=" + n.DC + "\nrack=rack1\n" }
 
 // jvm17Options are what Cassandra 5.0's conf/jvm17-server.options and cassandra-env.sh pass;
 // the jar does not carry those scripts.
@@ -242,7 +284,7 @@ func writeNodeConfig(c *Cluster, n Node) error {
 		"cassandra.yaml":              cassandraYAML(c, n),
 		"logback.xml":                 logbackXML(n),
 		"logback-tools.xml":           toolsLogbackXML,
-		"cassandra-rackdc.properties": rackDC,
+		"cassandra-rackdc.properties": rackDC(n),
 		"jvm-server.options":          "# For reading only: the launcher passes these.\n" + strings.Join(serverArgs(c, n), "\n") + "\n",
 	}
 	for name, body := range files {

@@ -29,7 +29,7 @@ func TestTokensSplitTheRingEvenly(t *testing.T) {
 }
 
 func TestLayoutGivesDistinctAddressesAndJMXPorts(t *testing.T) {
-	nodes, err := layout("/x", "127.0.0.21", 3)
+	nodes, err := layout("/x", "127.0.0.21", []int{3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +43,62 @@ func TestLayoutGivesDistinctAddressesAndJMXPorts(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"10.0.0.1", "127.0.0.253", "::1", "x"} {
-		if _, err := layout("/x", bad, 3); err == nil {
+		if _, err := layout("/x", bad, []int{3}); err == nil {
 			t.Errorf("layout(%q) accepted", bad)
 		}
+	}
+}
+
+func TestLayoutSpreadsNodesOverDataCentres(t *testing.T) {
+	nodes, err := layout("/x", "127.0.0.131", []int{3, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ addr, dc, token string }{
+		{"127.0.0.131", "dc1", "-9223372036854775808"},
+		{"127.0.0.132", "dc1", "-3074457345618258603"},
+		{"127.0.0.133", "dc1", "3074457345618258602"},
+		{"127.0.0.134", "dc2", "-9223372036854775807"},
+	}
+	if len(nodes) != len(want) {
+		t.Fatalf("%d nodes, want %d", len(nodes), len(want))
+	}
+	for i, w := range want {
+		if n := nodes[i]; n.Addr != w.addr || n.DC != w.dc || n.Token != w.token {
+			t.Errorf("node %d = %s %s token %s, want %s %s token %s", i+1, n.Addr, n.DC, n.Token, w.addr, w.dc, w.token)
+		}
+	}
+	c := &Cluster{nodes: nodes}
+	if got, want := seeds(c), "127.0.0.131:7000,127.0.0.134:7000"; got != want {
+		t.Errorf("seeds = %s, want %s (the first node of each DC)", got, want)
+	}
+	if got := rackDC(nodes[3]); got != "dc=dc2\nrack=rack1\n" {
+		t.Errorf("rackdc of node 4 = %q", got)
+	}
+	one, err := layout("/x", "127.0.0.1", []int{3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one[2].DC != "datacenter1" {
+		t.Errorf("one-DC cluster's DC = %s, want datacenter1 (SimpleSnitch's name)", one[2].DC)
+	}
+}
+
+func TestOptionsRejectBadDataCentresAndTLS(t *testing.T) {
+	for _, o := range []Options{
+		{Dir: "/x", DCNodes: []int{2, 0}},
+		{Dir: "/x", DCNodes: []int{1, 1, 1, 1, 1}},
+		{Dir: "/x", DCNodes: []int{2, 2}, Nodes: 3},
+		{Dir: "/x", RequireClientCert: true},
+		{Dir: "/x", UserTLS: &TLSFiles{CA: "/ca.pem"}},
+	} {
+		if err := o.defaults(); err == nil {
+			t.Errorf("Options %+v accepted", o)
+		}
+	}
+	o := Options{Dir: "/x", DCNodes: []int{3, 1}}
+	if err := o.defaults(); err != nil || o.Nodes != 4 {
+		t.Errorf("DCNodes [3 1]: nodes %d, err %v; want 4 nodes", o.Nodes, err)
 	}
 }
 
@@ -88,7 +141,7 @@ func TestSingleNodeLifecycle(t *testing.T) {
 	defer cancel()
 	t.Logf("boot times: %v", c.BootTimes())
 
-	if err := pingCQL(ctx, c.Hosts()[0]); err != nil {
+	if err := c.pingCQL(ctx, c.Hosts()[0]); err != nil {
 		t.Fatalf("CQL after Up: %v", err)
 	}
 	out, err := c.Nodetool(ctx, 0, "status")
@@ -138,7 +191,7 @@ func TestSingleNodeLifecycle(t *testing.T) {
 	if err := c.StartNode(ctx, 0); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
-	if err := pingCQL(ctx, c.Hosts()[0]); err != nil {
+	if err := c.pingCQL(ctx, c.Hosts()[0]); err != nil {
 		t.Fatalf("CQL after restart: %v", err)
 	}
 	t.Logf("boot times after restart: %v", c.BootTimes())
@@ -170,7 +223,7 @@ func TestMissingJavaIsAPrerequisiteError(t *testing.T) {
 
 // cqlExec runs statements on addr alone.
 func cqlExec(ctx context.Context, addr string, stmts ...string) error {
-	s, err := singleHostSession(addr)
+	s, err := (&Cluster{}).singleHostSession(addr)
 	if err != nil {
 		return err
 	}

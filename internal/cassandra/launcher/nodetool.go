@@ -157,7 +157,7 @@ func (c *Cluster) onLiveNode(ctx context.Context, fn func(*gocql.Session) error)
 		if _, ok := c.livePID(n); !ok {
 			continue
 		}
-		s, err := singleHostSession(n.Addr)
+		s, err := c.singleHostSession(n.Addr)
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,9 @@ const (
 	// PolicyTestAddr: internal/store/cassandrastore's client-policy tests, 2 nodes (.121-.122).
 	PolicyTestAddr   = "127.0.0.121"
 	ScaleOutTestAddr = "127.0.0.111" // internal/scaleout: three serve processes on a hybrid placement, 1 node
+	// TwoDCTestAddr: internal/cassandra/twodc, two data centres (dc1 .131-.133, dc2 .134) with
+	// login and TLS; .131-.136 reserved.
+	TwoDCTestAddr = "127.0.0.131"
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // NodetoolFunc runs nodetool against the node whose CQL host is host and returns its
@@ -23,6 +25,9 @@ type Options struct {
 	// Nodetool, if set, feeds shardmart_cassandra_dropped_messages_total: Cassandra 5.0.8
 	// exposes dropped messages per verb over JMX only (nodetool tpstats), in no virtual table.
 	Nodetool NodetoolFunc
+	// Conn is the login and TLS each node's session uses (its local DC is not used: every node
+	// is read on its own).
+	Conn cassandrastore.Connection
 }
 
 // Updater is one collector: Update sends what it read at scrape time and returns an error
@@ -66,6 +71,7 @@ func New(ctx context.Context, o Options) (*Collectors, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cassandracollect: %w", err)
 		}
+		n.conn = o.Conn
 		c.nodes = append(c.nodes, n)
 	}
 	c.updaters = []Updater{

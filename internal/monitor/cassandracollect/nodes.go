@@ -11,6 +11,8 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // defaultCQLPort is the port assumed when a host is given without one.
@@ -23,6 +25,7 @@ type node struct {
 	port    int
 	timeout time.Duration
 	logger  *slog.Logger
+	conn    cassandrastore.Connection
 
 	mu       sync.Mutex
 	session  *gocql.Session
@@ -95,6 +98,9 @@ func (n *node) connect(ctx context.Context) (*gocql.Session, error) {
 	cfg.ConnectTimeout = n.timeout
 	cfg.Consistency = gocql.One // virtual tables are node-local: consistency does not apply
 	cfg.Logger = gocql.NewLogger(gocql.LogLevelNone)
+	if err := n.conn.Apply(cfg); err != nil {
+		return nil, err
+	}
 	// CreateSession takes no context; ConnectTimeout bounds it instead.
 	return cfg.CreateSession()
 }

@@ -241,7 +241,7 @@ func sortItems(items []cart.Item) {
 func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	st, err := r.load(ctx, owner, CartsConsistency)
+	st, err := r.load(ctx, owner, r.p.levels().Carts)
 	if err != nil {
 		return cart.Cart{}, err
 	}
@@ -252,11 +252,11 @@ func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time)
 }
 
 func (r *Carts) batch(ctx context.Context) *gocql.Batch {
-	return r.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
+	return r.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(r.p.levels().Carts).SerialConsistency(r.p.levels().Serial)
 }
 
 func (r *Carts) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
-	return r.s.Query(stmt, args...).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
+	return r.s.Query(stmt, args...).WithContext(ctx).Consistency(r.p.levels().Carts).SerialConsistency(r.p.levels().Serial)
 }
 
 // ensureActive returns the owner's active cart, creating one (LWT) if there is none. The cart
@@ -398,7 +398,7 @@ func (r *Carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	guest, user := cart.Guest(sessionID), cart.User(userID)
-	g, err := r.load(ctx, guest, CartsConsistency)
+	g, err := r.load(ctx, guest, r.p.levels().Carts)
 	if err != nil {
 		return cart.MergeResult{}, err
 	}
@@ -412,7 +412,7 @@ func (r *Carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	gid := g.c.ID
 	// A login during a checkout is refused before the guest cart is touched; the user side's
 	// condition decides in a race.
-	u, err := r.load(ctx, user, CartsConsistency)
+	u, err := r.load(ctx, user, r.p.levels().Carts)
 	if err != nil {
 		return cart.MergeResult{}, err
 	}
@@ -431,7 +431,7 @@ func (r *Carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	}
 	// Frozen: the guest's lines can no longer change. SERIAL sees every edit Paxos applied
 	// before the freeze.
-	g, err = r.load(ctx, guest, gocql.Serial)
+	g, err = r.load(ctx, guest, r.p.levels().Serial)
 	if err != nil {
 		return cart.MergeResult{}, err
 	}
@@ -465,7 +465,7 @@ func (r *Carts) freezeGuest(ctx context.Context, g cartState, userID string, now
 	n := now.UTC().Truncate(time.Millisecond)
 	return casLoop(ctx, r.p, fmt.Sprintf("freeze guest cart %s for merge", g.c.ID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
 		if a.n > 0 {
-			again, err := r.load(ctx, g.owner, gocql.Serial)
+			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
 			if err != nil {
 				return g, nil, err
 			}
@@ -494,7 +494,7 @@ func (r *Carts) unfreezeGuest(ctx context.Context, g cartState, userID string, n
 			return struct{}{}, nil, nil // no longer merging into this user
 		}
 		if a.n > 0 { // the last attempt's outcome is unknown
-			again, err := r.load(ctx, g.owner, gocql.Serial)
+			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
 			if err != nil || again.active != g.active || again.c.Status != merging {
 				return struct{}{}, nil, err
 			}
@@ -548,7 +548,7 @@ func (r *Carts) abandonGuest(ctx context.Context, g cartState, now time.Time) er
 	n := now.UTC().Truncate(time.Millisecond)
 	_, err := casLoop(ctx, r.p, fmt.Sprintf("abandon guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
 		if a.n > 0 {
-			again, err := r.load(ctx, g.owner, gocql.Serial)
+			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
 			if err != nil || again.active != g.active {
 				return struct{}{}, nil, err
 			}
@@ -585,7 +585,7 @@ func (r *Carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 	}
 	// The lines the order will hold: read at SERIAL after the freeze, they include every edit
 	// applied before it, and no edit can apply after it.
-	st, err := r.load(ctx, owner, gocql.Serial)
+	st, err := r.load(ctx, owner, r.p.levels().Serial)
 	if err != nil {
 		return cart.Cart{}, err
 	}
@@ -608,7 +608,7 @@ func (r *Carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, order
 			return struct{}{}, nil, nil // not held by this checkout
 		}
 		if a.n > 0 { // the last attempt's outcome is unknown
-			st, err := r.load(ctx, owner, gocql.Serial)
+			st, err := r.load(ctx, owner, r.p.levels().Serial)
 			if err != nil || st.active != id || st.c.CheckoutOrder != orderID {
 				return struct{}{}, nil, err
 			}
@@ -630,7 +630,7 @@ func (r *Carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now
 	n := now.UTC().Truncate(time.Millisecond)
 	return casLoop(ctx, r.p, fmt.Sprintf("reopen %s cart %s", owner.Key(), cartID), func(ctx context.Context, a casAttempt) (cart.Cart, *casOp[cart.Cart], error) {
 		// SERIAL: the lines copied are the ones the freeze fixed.
-		st, err := r.load(ctx, owner, gocql.Serial)
+		st, err := r.load(ctx, owner, r.p.levels().Serial)
 		if err != nil {
 			return cart.Cart{}, nil, err
 		}

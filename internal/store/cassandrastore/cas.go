@@ -92,7 +92,7 @@ func (e *casError) Unavailable() bool { return true }
 // full Timeout. A read that fails after an unknown outcome ends the loop with
 // ErrOutcomeUnknown.
 func casLoop[T any](ctx context.Context, p *policy, what string, round casRound[T]) (T, error) {
-	a := casAttempt{cl: CartsConsistency}
+	a := casAttempt{cl: p.levels().Carts}
 	unsettled := false // an unknown outcome not yet followed by a successful round read
 	var zero T
 	for ; a.n < maxCASAttempts; a.n++ {
@@ -130,7 +130,7 @@ func casLoop[T any](ctx context.Context, p *policy, what string, round casRound[
 		default:
 			return zero, fmt.Errorf("%s: %w", what, err)
 		}
-		a.cl = gocql.Serial
+		a.cl = p.levels().Serial
 	}
 	return zero, &casError{what: what, attempts: a.n, unknown: unsettled}
 }

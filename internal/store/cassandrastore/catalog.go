@@ -67,7 +67,7 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	)
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	iter := c.p.idempotent(ctx, c.s.Query(productVersion, p.ID).Consistency(CatalogConsistency)).Iter()
+	iter := c.p.idempotent(ctx, c.s.Query(productVersion, p.ID).Consistency(c.p.levels().Catalog)).Iter()
 	exists = iter.Scan(&old.Category, &oldPrice, &old.CreatedAt, &oldActive, &old.UpdatedAt, &oldWrite)
 	if err := iter.Close(); err != nil {
 		return fmt.Errorf("read product %s: %w", p.ID, err)
@@ -92,7 +92,7 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 		stock = map[string]int64{}
 	}
 	// Every entry is idempotent (fixed values at a fixed write time): the batch may be repeated.
-	b := c.p.idempotentBatch(ctx, c.s.Batch(gocql.LoggedBatch).Consistency(CatalogConsistency))
+	b := c.p.idempotentBatch(ctx, c.s.Batch(gocql.LoggedBatch).Consistency(c.p.levels().Catalog))
 	add := func(stmt string, args ...any) {
 		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: stmt, Args: args, Idempotent: true})
 	}
@@ -130,7 +130,7 @@ func (c *Catalog) GetProduct(ctx context.Context, id string) (catalog.Product, e
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	var p catalog.Product
-	iter := c.p.idempotent(ctx, c.s.Query(productSelect, id).Consistency(CatalogConsistency)).Iter()
+	iter := c.p.idempotent(ctx, c.s.Query(productSelect, id).Consistency(c.p.levels().Catalog)).Iter()
 	found := scanProduct(iter, &p)
 	if err := iter.Close(); err != nil {
 		return p, fmt.Errorf("read product %s: %w", id, err)
@@ -204,7 +204,7 @@ func (c *Catalog) merged(ctx context.Context, q catalog.Search, stmt string, arg
 		wg.Add(1)
 		go func(b int) {
 			defer wg.Done()
-			iter := c.p.idempotent(ctx, c.s.Query(stmt, args(b)...).Consistency(CatalogConsistency)).Iter()
+			iter := c.p.idempotent(ctx, c.s.Query(stmt, args(b)...).Consistency(c.p.levels().Catalog)).Iter()
 			for {
 				var p catalog.Product
 				if !scanProduct(iter, &p) {

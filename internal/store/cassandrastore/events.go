@@ -55,7 +55,7 @@ func (r *Events) AppendEvent(ctx context.Context, e event.Event) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	err := r.p.idempotent(ctx, r.s.Query(eventInsert, e.Actor, event.Day(e.At), ts(e.At), e.ID, string(e.Type), e.ProductID, details, ttl).
-		Consistency(EventsConsistency)).Exec()
+		Consistency(r.p.levels().Events)).Exec()
 	if err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
@@ -122,7 +122,7 @@ func (r *Events) ListEvents(ctx context.Context, q event.Query) (paging.Page[eve
 	}
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	iter := r.p.idempotent(ctx, qry.Consistency(EventsConsistency).PageSize(page.Limit).PageState(state)).Iter()
+	iter := r.p.idempotent(ctx, qry.Consistency(r.p.levels().Events).PageSize(page.Limit).PageState(state)).Iter()
 	for {
 		var e event.Event
 		if !scanEvent(iter, &e) {

@@ -69,7 +69,7 @@ func (r *History) UpsertEntry(ctx context.Context, e history.Entry) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	b := bucketOf(e.PlacedAt)
-	if err := r.p.idempotent(ctx, r.s.Query(historyBucketInsert, e.UserID, b).Consistency(HistoryConsistency)).Exec(); err != nil {
+	if err := r.p.idempotent(ctx, r.s.Query(historyBucketInsert, e.UserID, b).Consistency(r.p.levels().History)).Exec(); err != nil {
 		return fmt.Errorf("history bucket: %w", err)
 	}
 	lines := make([]orderLine, len(e.Items))
@@ -81,7 +81,7 @@ func (r *History) UpsertEntry(ctx context.Context, e history.Entry) error {
 		at = e.PlacedAt
 	}
 	err := r.p.idempotent(ctx, r.s.Query(historyInsert, e.UserID, b, ts(e.PlacedAt), e.OrderID, string(e.Status), e.Zone, int64(e.Total), ts(e.UpdatedAt), lines,
-		writeTime(at)).Consistency(HistoryConsistency)).Exec()
+		writeTime(at)).Consistency(r.p.levels().History)).Exec()
 	if err != nil {
 		return fmt.Errorf("history entry: %w", err)
 	}
@@ -116,7 +116,7 @@ func (r *History) ListHistory(ctx context.Context, userID string, req paging.Req
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	var buckets []int
-	iter := r.p.idempotent(ctx, r.s.Query(historyBuckets, userID).Consistency(HistoryConsistency)).Iter()
+	iter := r.p.idempotent(ctx, r.s.Query(historyBuckets, userID).Consistency(r.p.levels().History)).Iter()
 	var b int
 	for iter.Scan(&b) {
 		if cur.B == 0 || b <= cur.B {
@@ -132,7 +132,7 @@ func (r *History) ListHistory(ctx context.Context, userID string, req paging.Req
 	}
 	for i, b := range buckets {
 		want := page.Limit - len(out.Items)
-		iter := r.p.idempotent(ctx, r.s.Query(historyList, userID, b).Consistency(HistoryConsistency).
+		iter := r.p.idempotent(ctx, r.s.Query(historyList, userID, b).Consistency(r.p.levels().History).
 			PageSize(want).PageState(state)).Iter()
 		state = nil
 		for {

@@ -90,7 +90,7 @@ func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, 
 	}
 	wt := writeTime(at)
 	bucket := bucketOfProduct(p.ID)
-	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(CatalogConsistency)
+	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(c.p.levels().Catalog)
 	for _, t := range searchTablesOf(p) {
 		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: t.insert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true})
 	}
@@ -134,7 +134,7 @@ func (c *Catalog) insertRound(p catalog.Product, cols []any) casRound[bool] {
 			}
 		}
 		q := c.s.Query(`INSERT INTO products (`+productCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`, cols...).
-			WithContext(ctx).Consistency(CatalogConsistency).SerialConsistency(SerialConsistency)
+			WithContext(ctx).Consistency(c.p.levels().Catalog).SerialConsistency(c.p.levels().Serial)
 		return false, &casOp[bool]{query: q, applied: func() bool { return true }}, nil
 	}
 }

@@ -38,6 +38,15 @@ type policy struct {
 	latency *recentP99     // the speculative delay per statement kind
 	// specDelay replaces speculateAfter when set (tests make every statement speculate).
 	specDelay time.Duration
+	cl        Levels // zero: LevelsFor("")
+}
+
+// levels are the consistency levels of the store's statements.
+func (p *policy) levels() Levels {
+	if p == nil || p.cl == (Levels{}) {
+		return LevelsFor("")
+	}
+	return p.cl
 }
 
 // bounded caps a repository call at opTimeout (or the caller's earlier deadline).

@@ -29,8 +29,38 @@ type SchemaOptions struct {
 	Keyspace string // default DefaultKeyspace
 	// RF is the replication factor in Datacenter: 1 on one node, 3 on the local cluster.
 	RF         int
-	Datacenter string        // default "datacenter1" (the launcher's and SimpleSnitch's name)
-	SessionTTL time.Duration // sessions' and guest carts' default TTL, default session.DefaultTTL
+	Datacenter string // default "datacenter1" (the launcher's and SimpleSnitch's name)
+	// Replication, when set, is the replication factor per data centre (dc1:3,dc2:3) and
+	// replaces RF and Datacenter.
+	Replication map[string]int
+	SessionTTL  time.Duration // sessions' and guest carts' default TTL, default session.DefaultTTL
+	// Conn is the login and TLS of the session that applies the schema (its local DC, if any,
+	// only routes the DDL).
+	Conn Connection
+}
+
+// ParseReplication reads "dc1:3,dc2:3" (replication factor per data centre).
+func ParseReplication(s string) (map[string]int, error) {
+	m := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		dc, n, ok := strings.Cut(part, ":")
+		rf, err := strconv.Atoi(strings.TrimSpace(n))
+		dc = strings.TrimSpace(dc)
+		if !ok || err != nil || dc == "" || rf < 1 || rf > 9 {
+			return nil, fmt.Errorf("replication %q: want datacentre:factor pairs such as dc1:3,dc2:3 (factor 1 to 9)", part)
+		}
+		if _, dup := m[dc]; dup {
+			return nil, fmt.Errorf("replication %q: data centre %s given twice", s, dc)
+		}
+		m[dc] = rf
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("replication %q: no data centre", s)
+	}
+	return m, nil
 }
 
 func (o *SchemaOptions) defaults() error {
@@ -48,6 +78,14 @@ func (o *SchemaOptions) defaults() error {
 	}
 	if o.Datacenter == "" {
 		o.Datacenter = "datacenter1"
+	}
+	if len(o.Replication) == 0 {
+		o.Replication = map[string]int{o.Datacenter: o.RF}
+	}
+	for dc, rf := range o.Replication {
+		if !regexp.MustCompile(`^[A-Za-z0-9_.-]{1,48}$`).MatchString(dc) || rf < 1 || rf > 9 {
+			return fmt.Errorf("replication %s:%d: want a data centre name and a factor 1 to 9", dc, rf)
+		}
 	}
 	if o.SessionTTL == 0 {
 		o.SessionTTL = session.DefaultTTL
@@ -183,13 +221,16 @@ func ApplySchema(ctx context.Context, hosts []string, opts SchemaOptions) (Schem
 	}
 	// A schema change waits for the coordinator to apply it, seconds on a loaded machine: far
 	// above the shop's attempt timeout, and DDL is never retried.
-	cfg := ClusterConfig(Config{Hosts: hosts, Timeout: 30 * time.Second})
-	cfg.Keyspace = ""
-	cfg.Consistency = gocql.Quorum
-	cfg.MaxWaitSchemaAgreement = 2 * time.Minute
-	s, err := cfg.CreateSession()
+	conf := Config{Hosts: hosts, Timeout: 30 * time.Second, Connection: opts.Conn}
+	cfg, err := ClusterConfig(conf)
 	if err != nil {
-		return SchemaResult{}, fmt.Errorf("cassandra: connect to %s: %w", strings.Join(hosts, ","), err)
+		return SchemaResult{}, err
+	}
+	cfg.Keyspace = ""
+	cfg.MaxWaitSchemaAgreement = 2 * time.Minute
+	s, err := openChecked(ctx, conf, cfg)
+	if err != nil {
+		return SchemaResult{}, err
 	}
 	defer s.Close()
 	return applySchema(ctx, s, opts)
@@ -208,7 +249,7 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 	}
 	// Keyspace: created, or its replication brought to the options (an RF increase needs a
 	// full repair afterwards to populate the new replicas: `shardmart cassandra repair`).
-	replication := fmt.Sprintf("{'class': 'NetworkTopologyStrategy', '%s': %d}", o.Datacenter, o.RF)
+	replication := replicationCQL(o.Replication)
 	var current map[string]string
 	err := s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, o.Keyspace).
 		WithContext(ctx).Consistency(gocql.One).Scan(&current)
@@ -221,7 +262,7 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 	case err != nil:
 		return res, fmt.Errorf("cassandra schema: read keyspace %s: %w", o.Keyspace, err)
 	default:
-		if !strings.HasSuffix(current["class"], "NetworkTopologyStrategy") || current[o.Datacenter] != strconv.Itoa(o.RF) || len(current) != 2 {
+		if !sameReplication(current, o.Replication) {
 			if err := ddl(fmt.Sprintf("ALTER KEYSPACE %s WITH replication = %s", o.Keyspace, replication)); err != nil {
 				return res, err
 			}
@@ -288,6 +329,36 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 		}
 	}
 	return res, nil
+}
+
+// replicationCQL is the NetworkTopologyStrategy map of rf, data centres sorted.
+func replicationCQL(rf map[string]int) string {
+	dcs := make([]string, 0, len(rf))
+	for dc := range rf {
+		dcs = append(dcs, dc)
+	}
+	sort.Strings(dcs)
+	var b strings.Builder
+	b.WriteString("{'class': 'NetworkTopologyStrategy'")
+	for _, dc := range dcs {
+		fmt.Fprintf(&b, ", '%s': %d", dc, rf[dc])
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// sameReplication tells whether the keyspace's replication is NetworkTopologyStrategy with
+// exactly rf.
+func sameReplication(current map[string]string, rf map[string]int) bool {
+	if !strings.HasSuffix(current["class"], "NetworkTopologyStrategy") || len(current) != len(rf)+1 {
+		return false
+	}
+	for dc, n := range rf {
+		if current[dc] != strconv.Itoa(n) {
+			return false
+		}
+	}
+	return true
 }
 
 func firstLine(stmt string) string {

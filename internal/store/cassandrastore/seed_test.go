@@ -43,7 +43,7 @@ func TestDemoSeedIsCompleteAndFast(t *testing.T) {
 
 func dropKeyspace(t *testing.T, hosts []string, ks string) {
 	// A schema change takes seconds on a loaded machine: a session of its own with a DDL timeout.
-	s, err := cassandrastore.ClusterConfig(cassandrastore.Config{Hosts: hosts, Keyspace: ks, Timeout: 30 * time.Second}).CreateSession()
+	s, err := cassandrastore.OpenSession(context.Background(), cassandrastore.Config{Hosts: hosts, Keyspace: ks, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Errorf("open to drop %s: %v", ks, err)
 		return

@@ -68,7 +68,7 @@ func (r *Sessions) CreateSession(ctx context.Context, s session.Session) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	err = r.p.idempotent(ctx, r.s.Query(sessionInsert, s.ID, nullable(s.UserID), ts(s.CreatedAt), ts(s.LastActive), ts(s.ExpiresAt),
-		ipv, s.UserAgent, string(s.Status), data, ttlUntil(s.ExpiresAt, time.Now())).Consistency(SessionsConsistency)).Exec()
+		ipv, s.UserAgent, string(s.Status), data, ttlUntil(s.ExpiresAt, time.Now())).Consistency(r.p.levels().Sessions)).Exec()
 	if err != nil {
 		return fmt.Errorf("insert session: %w", err)
 	}
@@ -124,7 +124,7 @@ func (r *Sessions) get(ctx context.Context, id string, now time.Time, cl gocql.C
 func (r *Sessions) GetSession(ctx context.Context, id string, now time.Time) (session.Session, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	return r.get(ctx, id, now, SessionsConsistency)
+	return r.get(ctx, id, now, r.p.levels().Sessions)
 }
 
 // BindUser is a lightweight transaction: two logins racing on one anonymous session must not
@@ -134,7 +134,7 @@ func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Tim
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return casLoop(ctx, r.p, "bind session", func(ctx context.Context, a casAttempt) (session.Session, *casOp[session.Session], error) {
-		cl := SessionsConsistency
+		cl := r.p.levels().Sessions
 		if a.n > 0 {
 			cl = a.cl // bound by someone meanwhile, or the outcome is unknown: read what Paxos holds
 		}
@@ -150,7 +150,7 @@ func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Tim
 			return s, nil, session.ErrBoundToOtherUser
 		}
 		q := r.s.Query(sessionBindUser, ttlUntil(s.ExpiresAt, time.Now()), userID, id, string(s.Status)).
-			WithContext(ctx).Consistency(SessionsConsistency).SerialConsistency(SerialConsistency)
+			WithContext(ctx).Consistency(r.p.levels().Sessions).SerialConsistency(r.p.levels().Serial)
 		return s, &casOp[session.Session]{query: q, applied: func() session.Session {
 			s.UserID = userID
 			return s
@@ -163,14 +163,14 @@ func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Tim
 func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	s, err := r.get(ctx, id, now, SessionsConsistency)
+	s, err := r.get(ctx, id, now, r.p.levels().Sessions)
 	if errors.Is(err, session.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	err = r.p.idempotent(ctx, r.s.Query(sessionTouch, ttlUntil(s.ExpiresAt, time.Now()), ts(now), id).Consistency(SessionsConsistency)).Exec()
+	err = r.p.idempotent(ctx, r.s.Query(sessionTouch, ttlUntil(s.ExpiresAt, time.Now()), ts(now), id).Consistency(r.p.levels().Sessions)).Exec()
 	if err != nil {
 		return fmt.Errorf("touch session: %w", err)
 	}
@@ -188,7 +188,7 @@ func (r *Sessions) Revoke(ctx context.Context, id string) error {
 	if err == nil {
 		return nil
 	}
-	if err := r.p.idempotent(ctx, r.s.Query(q, id).Consistency(gocql.Quorum)).Exec(); err != nil {
+	if err := r.p.idempotent(ctx, r.s.Query(q, id).Consistency(r.p.levels().quorum())).Exec(); err != nil {
 		return fmt.Errorf("revoke session: %w", err)
 	}
 	return nil

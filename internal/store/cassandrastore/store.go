@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -28,11 +27,12 @@ import (
 	"github.com/shardmart/shardmart/internal/session"
 )
 
-// Consistency levels per family (CAS-1): carts and order history read and write at QUORUM so
-// a read sees every acknowledged write and read repair runs on a mismatch; sessions and events
-// at ONE for speed and availability (a lost click or a re-login is acceptable). The catalog
-// read model writes and reads at QUORUM: it relies on read repair, which only
-// happens when a read consults more than one replica. Lightweight transactions use SERIAL.
+// Consistency levels per family (CAS-1), for a client without a local DC (LevelsFor says which
+// levels a client uses): carts and order history read and write at QUORUM so a read sees every
+// acknowledged write and read repair runs on a mismatch; sessions and events at ONE for speed
+// and availability (a lost click or a re-login is acceptable). The catalog read model writes
+// and reads at QUORUM: it relies on read repair, which only happens when a read consults more
+// than one replica. Lightweight transactions use SERIAL. With a local DC each is its LOCAL_ form.
 const (
 	CartsConsistency    = gocql.Quorum
 	HistoryConsistency  = gocql.Quorum
@@ -46,10 +46,10 @@ const (
 type Config struct {
 	Hosts    []string // contact points, e.g. 127.0.0.1 (port 9042 unless host:port)
 	Keyspace string   // default DefaultKeyspace
-	// Datacenter, if set, keeps coordinators in that DC (DC-aware, token-aware routing).
-	Datacenter string
-	Timeout    time.Duration // per attempt of a statement, default attemptTimeout
-	NumConns   int           // connections per host, default 2
+	// Connection is the login, TLS and local DC.
+	Connection
+	Timeout  time.Duration // per attempt of a statement, default attemptTimeout
+	NumConns int           // connections per host, default 2
 	// ObserveStatement, when set, receives every statement's latency as "<verb>.<table>"
 	// (statementName): the detail below a repository operation (store metrics).
 	ObserveStatement func(statement string, d time.Duration, err error)
@@ -68,13 +68,17 @@ const DefaultKeyspace = "shardmart"
 // replicas with hosts that stopped answering tried last (health.go), short attempts, fast
 // reconnection of a host that comes back, and no default idempotence: each statement says
 // (policy.go).
-func ClusterConfig(cfg Config) *gocql.ClusterConfig {
-	c, _ := clusterConfig(cfg)
-	return c
+// It fails only on unreadable TLS files or a password without a user.
+func ClusterConfig(cfg Config) (*gocql.ClusterConfig, error) {
+	c, _, err := clusterConfig(cfg)
+	return c, err
 }
 
-func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
+func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy, error) {
 	c := gocql.NewCluster(cfg.Hosts...)
+	if err := cfg.Connection.Apply(c); err != nil {
+		return nil, nil, err
+	}
 	c.Keyspace = cfg.Keyspace
 	if c.Keyspace == "" {
 		c.Keyspace = DefaultKeyspace
@@ -93,10 +97,17 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
 	if c.NumConns == 0 {
 		c.NumConns = 2
 	}
-	p := &policy{health: newHostHealth(), latency: newRecentP99()}
+	cl := LevelsFor(cfg.Datacenter)
+	if cfg.QuorumEveryDC {
+		cl = LevelsFor("")
+	}
+	p := &policy{health: newHostHealth(), latency: newRecentP99(), cl: cl}
 	fallback := gocql.RoundRobinHostPolicy()
 	if cfg.Datacenter != "" {
 		fallback = gocql.DCAwareRoundRobinPolicy(cfg.Datacenter)
+		// The DC-aware policy offers remote nodes after local ones, and a remote coordinator
+		// would apply LOCAL_QUORUM to its own DC: no connection to them at all.
+		c.HostFilter = gocql.DataCenterHostFilter(cfg.Datacenter)
 	}
 	tiered := &tieredHosts{HostSelectionPolicy: fallback, health: p.health}
 	c.PoolConfig.HostSelectionPolicy = &quickRouting{
@@ -104,9 +115,9 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
 		fallback:            tiered,
 	}
 	c.StreamObserver = streamWatch{p.health}
-	c.SerialConsistency = SerialConsistency
+	c.SerialConsistency = cl.Serial
 	c.DefaultIdempotence = false
-	c.Consistency = gocql.Quorum
+	c.Consistency = cl.quorum()
 	c.Logger = gocql.NewLogger(gocql.LogLevelWarn)
 	if cfg.Metrics != nil {
 		p.metrics = newClientMetrics(cfg.Metrics, p.health)
@@ -116,7 +127,7 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy) {
 		w.stmt = observer(cfg.ObserveStatement)
 	}
 	c.QueryObserver, c.BatchObserver = w, w
-	return c, p
+	return c, p, nil
 }
 
 // Store is the backend: one driver session and the repositories on it.
@@ -133,16 +144,27 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if len(cfg.Hosts) == 0 {
 		return nil, errors.New("cassandra: no contact points (--cassandra-hosts)")
 	}
-	cc, p := clusterConfig(cfg)
-	s, err := cc.CreateSession()
+	cc, p, err := clusterConfig(cfg)
 	if err != nil {
-		// The driver reports a missing keyspace only as "no connections were made".
-		return nil, fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %w",
-			strings.Join(cfg.Hosts, ","), cc.Keyspace, cc.Keyspace, err)
+		return nil, err
+	}
+	s, err := openChecked(ctx, cfg, cc)
+	if err != nil {
+		return nil, err
 	}
 	st := &Store{s: s, p: p, owned: true, eventRetention: cfg.EventRetention}
 	if err := st.checkSchema(ctx); err != nil {
 		s.Close()
+		if perr := permissionError(cfg, "read "+cc.Keyspace+".schema_migrations", err); perr != nil {
+			return nil, perr
+		}
+		return nil, err
+	}
+	if err := st.checkWrite(ctx); err != nil {
+		s.Close()
+		if perr := permissionError(cfg, "write to keyspace "+cc.Keyspace, err); perr != nil {
+			return nil, perr
+		}
 		return nil, err
 	}
 	return st, nil
@@ -159,7 +181,7 @@ func (st *Store) Session() *gocql.Session { return st.s }
 // Ping asks a node for its version: the cluster answers at all (ONE, any node).
 func (st *Store) Ping(ctx context.Context) error {
 	var v string
-	if err := st.p.idempotent(ctx, st.s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One)).Scan(&v); err != nil {
+	if err := st.p.idempotent(ctx, st.s.Query(`SELECT release_version FROM system.local`).Consistency(st.p.levels().one())).Scan(&v); err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
 	return nil
@@ -182,13 +204,23 @@ func (st *Store) Events() event.Repository {
 func (st *Store) History() history.Repository { return &History{s: st.s, p: st.p} }
 func (st *Store) Catalog() *Catalog           { return &Catalog{s: st.s, p: st.p} }
 
+// Levels are the consistency levels this store's statements use.
+func (st *Store) Levels() Levels { return st.p.levels() }
+
 func (st *Store) checkSchema(ctx context.Context) error {
 	var v int
-	err := st.p.idempotent(ctx, st.s.Query(`SELECT max(version) FROM schema_migrations`).Consistency(gocql.One)).Scan(&v)
+	err := st.p.idempotent(ctx, st.s.Query(`SELECT max(version) FROM schema_migrations`).Consistency(st.p.levels().one())).Scan(&v)
 	if err != nil || v < LatestVersion() {
-		return fmt.Errorf("cassandra: schema version %d, want %d: run `shardmart cassandra schema apply` first (%v)", v, LatestVersion(), err)
+		return fmt.Errorf("cassandra: schema version %d, want %d: run `shardmart cassandra schema apply` first (%w)", v, LatestVersion(), err)
 	}
 	return nil
+}
+
+// checkWrite proves at start that the login may modify the keyspace, so a missing grant is one
+// line at start rather than an error on every write: it deletes a version that never exists (one
+// tombstone in a tiny table per start; the server checks the permission before writing).
+func (st *Store) checkWrite(ctx context.Context) error {
+	return st.p.idempotent(ctx, st.s.Query(`DELETE FROM schema_migrations WHERE version = -1`).Consistency(st.p.levels().one())).Exec()
 }
 
 // ts binds a timestamp column: the zero time is null, everything else milliseconds.
