@@ -124,13 +124,15 @@ func TestRegisterChecker(t *testing.T) {
 // A check that runs out of time is reported as such and is not a pass.
 func TestCheckerTimeoutIsNotAPass(t *testing.T) {
 	t0 := time.Now()
-	// Many concurrent unknown orders and reads that overlap everything: a search the checker
-	// cannot finish in a microsecond.
+	// Many concurrent unknown orders and reads, then a read no order can explain: the checker
+	// can only call it Illegal after trying every order of the others, which it cannot do in a
+	// microsecond.
 	var ops []op
 	for i := range 60 {
 		ops = append(ops, unknownAt(t0, i, i, stockOp{qty: 1}))
 		ops = append(ops, at(t0, 100+i, i, 1000, stockOp{read: true}, result{value: int64(1000 - i)}))
 	}
+	ops = append(ops, at(t0, 200, 2000, 2001, stockOp{read: true}, result{value: int64(2000)}))
 	v := check(stockModel(1000), "k", ops, t0, time.Microsecond)
 	if v.result != porcupine.Unknown {
 		t.Fatalf("got %s within a microsecond, want Unknown (the checker timed out)", v.result)
