@@ -145,10 +145,16 @@ func TestCheckerTimeoutIsNotAPass(t *testing.T) {
 
 func TestRecorderBoundsEachKey(t *testing.T) {
 	r := newRecorder(3)
-	for i := range 5 {
-		if got, want := r.reserve("a"), i < 3; got != want {
+	for i := range 4 {
+		if got, want := r.reserve("a"), i < 2; got != want {
 			t.Fatalf("reserve %d on a: got %v, want %v", i, got, want)
 		}
+	}
+	if !r.full([]string{"a"}) || r.full([]string{"a", "b"}) {
+		t.Fatal("full: a is full for the clients, b is not")
+	}
+	if !r.reserveLast("a") || r.reserveLast("a") {
+		t.Fatal("the final read gets exactly the last slot")
 	}
 	if !r.reserve("b") {
 		t.Fatal("a full key blocks another key")

@@ -49,14 +49,32 @@ func newRecorder(maxPerKey int) *recorder {
 	return &recorder{maxPerKey: maxPerKey, start: time.Now(), reserved: map[string]int{}}
 }
 
-// reserve takes one of key's slots; false means the key's history is full.
-func (r *recorder) reserve(key string) bool {
+// reserve takes one of key's slots, keeping the last for the final read; false means the
+// key's history is full.
+func (r *recorder) reserve(key string) bool { return r.take(key, r.maxPerKey-1) }
+
+// reserveLast takes key's last slot: the final read after the heal.
+func (r *recorder) reserveLast(key string) bool { return r.take(key, r.maxPerKey) }
+
+func (r *recorder) take(key string, limit int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.reserved[key] >= r.maxPerKey {
+	if r.reserved[key] >= limit {
 		return false
 	}
 	r.reserved[key]++
+	return true
+}
+
+// full reports whether every one of keys is full for the clients.
+func (r *recorder) full(keys []string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if r.reserved[k] < r.maxPerKey-1 {
+			return false
+		}
+	}
 	return true
 }
 
