@@ -33,6 +33,7 @@ const (
 	// from 27570), next to sets on LauncherTestPort.
 	LauncherClusterTestPort = 27560
 	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
+	RobustnessTestPort      = 28200 // internal/robustness: nemeses against a 3-member set (28200-28202)
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
