@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,7 +210,23 @@ func writeVisualisation(t *testing.T, name string, model porcupine.Model, v verd
 	if err := porcupine.VisualizePath(model, v.info, path); err != nil {
 		return fmt.Sprintf("writing %s: %v", path, err)
 	}
-	return path
+	// The same history as text, one operation a line, for grep and for the docs.
+	var b strings.Builder
+	for _, f := range r.faults {
+		fmt.Fprintf(&b, "nemesis %s: +%s .. +%s\n", f.annotation, f.from.Sub(r.start), f.to.Sub(r.start))
+	}
+	for _, o := range r.byKey()[v.key] {
+		ret := "?"
+		if !o.unknown {
+			ret = "+" + o.ret.Sub(r.start).String()
+		}
+		fmt.Fprintf(&b, "client %d +%s .. %s %s → %s\n", o.client, o.call.Sub(r.start), ret, describeInput(o.in), o.out.(result))
+	}
+	txt := strings.TrimSuffix(path, ".html") + ".txt"
+	if err := os.WriteFile(txt, []byte(b.String()), 0o644); err != nil {
+		return fmt.Sprintf("%s (writing %s: %v)", path, txt, err)
+	}
+	return path + " (text: " + txt + ")"
 }
 
 var (

@@ -28,6 +28,28 @@ func (r result) String() string {
 	return fmt.Sprint(r.value)
 }
 
+// describeInput names an operation's input in a text history.
+func describeInput(in any) string {
+	switch o := in.(type) {
+	case stockOp:
+		if o.read {
+			return "read stock"
+		}
+		return fmt.Sprintf("order %d", o.qty)
+	case statusOp:
+		if o.to == "" {
+			return "read status"
+		}
+		return "to " + string(o.to)
+	case priceOp:
+		if o.read {
+			return "read price"
+		}
+		return fmt.Sprintf("set price %d", o.price)
+	}
+	return fmt.Sprint(in)
+}
+
 // spec is a sequential specification: what in does to state, and what it answers.
 type spec func(state, in any) (next any, answer result)
 

@@ -93,8 +93,8 @@ func TestSQLite(t *testing.T) {
 // report logs what a run checked, with the machine's load next to it.
 func report(t *testing.T, nemesis string, s summary, faults int) {
 	t.Helper()
-	t.Logf("nemesis %s, faults %d: %d histories (keys), %d operations (%d unknown); orders %d acknowledged, %d refused, %d unknown (%d of them stored after the heal); %d acknowledged cart lines; load %s",
-		nemesis, faults, s.keys, s.ops, s.unknown, s.acked, s.refused, s.unknownOrders, s.unknownApplied, s.cartAcked, loadavg())
+	t.Logf("nemesis %s, faults %d: %d histories (keys), %d operations (%d unknown); %d reads checked against a 5 s staleness budget; orders %d acknowledged, %d refused, %d unknown (%d of them stored after the heal); %d acknowledged cart lines; load %s",
+		nemesis, faults, s.keys, s.ops, s.unknown, s.stale, s.acked, s.refused, s.unknownOrders, s.unknownApplied, s.cartAcked, loadavg())
 	if s.ops == 0 {
 		t.Error("no operation recorded: the workload did not run")
 	}
