@@ -210,23 +210,35 @@ func writeVisualisation(t *testing.T, name string, model porcupine.Model, v verd
 	if err := porcupine.VisualizePath(model, v.info, path); err != nil {
 		return fmt.Sprintf("writing %s: %v", path, err)
 	}
-	// The same history as text, one operation a line, for grep and for the docs.
+	txt, err := writeText(dir, t.Name()+"-"+name+"-"+v.key, r.byKey()[v.key], r)
+	if err != nil {
+		return fmt.Sprintf("%s (%v)", path, err)
+	}
+	return path + " (text: " + txt + ")"
+}
+
+// writeText writes ops as text, one operation a line in call order, after r's faults, for
+// grep and for the docs, and returns the file's path.
+func writeText(dir, name string, ops []op, r *recorder) (string, error) {
+	slices.SortStableFunc(ops, func(a, b op) int { return a.call.Compare(b.call) })
 	var b strings.Builder
+	r.mu.Lock()
 	for _, f := range r.faults {
 		fmt.Fprintf(&b, "nemesis %s: +%s .. +%s\n", f.annotation, f.from.Sub(r.start), f.to.Sub(r.start))
 	}
-	for _, o := range r.byKey()[v.key] {
+	r.mu.Unlock()
+	for _, o := range ops {
 		ret := "?"
 		if !o.unknown {
 			ret = "+" + o.ret.Sub(r.start).String()
 		}
 		fmt.Fprintf(&b, "client %d +%s .. %s %s → %s\n", o.client, o.call.Sub(r.start), ret, describeInput(o.in), o.out.(result))
 	}
-	txt := strings.TrimSuffix(path, ".html") + ".txt"
-	if err := os.WriteFile(txt, []byte(b.String()), 0o644); err != nil {
-		return fmt.Sprintf("%s (writing %s: %v)", path, txt, err)
+	path := filepath.Join(dir, unsafeName.ReplaceAllString(name, "_")+".txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
-	return path + " (text: " + txt + ")"
+	return path, nil
 }
 
 var (

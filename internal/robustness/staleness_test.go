@@ -2,12 +2,14 @@ package robustness
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
 
-// written is one write of a register whose every write stores a value no other write stores
-// (prices are never reused; an order reaches each status at most once).
+// written is one write of a register whose writes store distinct values (prices are never
+// reused; an order reaches each status at most once), apart from attempts that cannot have
+// taken effect twice (an unknown transition to a status already reached).
 type written struct {
 	value     any
 	call, ret time.Time // ret is zero for a write whose outcome is unknown
@@ -33,9 +35,10 @@ func writesOf(ops []op, value func(in any) (any, bool)) []written {
 
 // stale checks reads allowed to lag by budget (RPL-1's 5 s and 10 s): each value read must have
 // been the register's value at some moment from budget before the read began to its return.
-// It reports a read only when the history proves it wrong — a value never written before the
-// read returned, or one that a later write (begun after it was acknowledged) had replaced more
-// than budget before the read began — so an unknown write never makes a false alarm.
+// It reports a read only when the history proves it wrong — a value no write had begun to
+// store before the read returned, or one that writes begun after each of its own were
+// acknowledged had replaced more than budget before the read began — so an unknown write
+// never makes a false alarm.
 func stale(initial any, writes []written, reads []op, budget time.Duration) []error {
 	var errs []error
 	for _, r := range reads {
@@ -43,29 +46,49 @@ func stale(initial any, writes []written, reads []op, budget time.Duration) []er
 			continue
 		}
 		v := r.out.(result).value
-		var src *written // nil: the initial value
-		if v != initial {
-			for i := range writes {
-				if writes[i].value == v {
-					src = &writes[i]
-				}
-			}
-			if src == nil || src.call.After(r.ret) {
-				errs = append(errs, fmt.Errorf("read (%s) answered %v, a value never written before the read returned",
-					r.call.Format("15:04:05.000"), v))
-				continue
-			}
+		// The writes that may have stored v before the read returned; the initial value is
+		// one written before everything (zero times).
+		var sources []written
+		if v == initial {
+			sources = append(sources, written{value: v, ret: time.Time{}.Add(time.Nanosecond)})
 		}
 		for _, w := range writes {
-			definitelyAfter := src == nil || (!src.ret.IsZero() && w.call.After(src.ret))
-			if w.value != v && definitelyAfter && !w.ret.IsZero() && w.ret.Before(r.call.Add(-budget)) {
-				errs = append(errs, fmt.Errorf("read (%s) answered %v, which %v had replaced %s before the read began (budget %s)",
-					r.call.Format("15:04:05.000"), v, w.value, r.call.Sub(w.ret).Round(time.Millisecond), budget))
+			if w.value == v && !w.call.After(r.ret) {
+				sources = append(sources, w)
+			}
+		}
+		if len(sources) == 0 {
+			errs = append(errs, fmt.Errorf("read (%s) answered %v, a value no write had begun to store before the read returned",
+				r.call.Format("15:04:05.000"), v))
+			continue
+		}
+		var replaced error
+		for _, src := range sources {
+			replaced = replacedBefore(src, writes, r, budget)
+			if replaced == nil {
 				break
 			}
 		}
+		if replaced != nil {
+			errs = append(errs, replaced)
+		}
 	}
 	return errs
+}
+
+// replacedBefore says which write, begun after src was acknowledged, had replaced src's value
+// more than budget before read r began; nil if none did.
+func replacedBefore(src written, writes []written, r op, budget time.Duration) error {
+	if src.ret.IsZero() { // unknown: it may have applied at any later moment
+		return nil
+	}
+	for _, w := range writes {
+		if w.value != src.value && w.call.After(src.ret) && !w.ret.IsZero() && w.ret.Before(r.call.Add(-budget)) {
+			return fmt.Errorf("read (%s) answered %v, which %v had replaced %s before the read began (budget %s)",
+				r.call.Format("15:04:05.000"), src.value, w.value, r.call.Sub(w.ret).Round(time.Millisecond), budget)
+		}
+	}
+	return nil
 }
 
 func TestStalenessChecker(t *testing.T) {
@@ -101,5 +124,11 @@ func TestStalenessChecker(t *testing.T) {
 	unknown := []written{{value: int64(2), call: ms(0)}}
 	if errs := stale(int64(1), unknown, []op{read(9000, 9010, 2), read(9000, 9010, 1)}, 5*time.Second); len(errs) > 0 {
 		t.Fatalf("unknown write: %v", errs)
+	}
+	// A second, unknown attempt to store a value already stored (a retried transition) does
+	// not make reads of it before that attempt look like reads of the future.
+	again := append(slices.Clone(writes), written{value: int64(2), call: ms(8000)})
+	if errs := stale(int64(1), again, []op{read(5000, 5010, 2)}, 5*time.Second); len(errs) > 0 {
+		t.Fatalf("a repeated value: %v", errs)
 	}
 }

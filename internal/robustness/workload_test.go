@@ -438,8 +438,23 @@ func checkStale(t *testing.T, name string, strong, page *recorder, initial any, 
 	n := 0
 	for key, reads := range page.byKey() {
 		n += len(reads)
-		for _, err := range stale(initial, writesOf(writes[key], value), reads, stalenessBudget) {
+		errs := stale(initial, writesOf(writes[key], value), reads, stalenessBudget)
+		for i, err := range errs {
+			if i == 5 {
+				t.Errorf("%s %s: %d more stale reads", name, key, len(errs)-i)
+				break
+			}
 			t.Errorf("%s %s: %v", name, key, err)
+		}
+		if len(errs) > 0 {
+			where := "?"
+			if dir, err := outDir(); err == nil {
+				where, err = writeText(dir, t.Name()+"-"+name+"-stale-"+key, append(slices.Clone(writes[key]), reads...), strong)
+				if err != nil {
+					where = err.Error()
+				}
+			}
+			t.Errorf("%s %s: the history with the stale reads: %s", name, key, where)
 		}
 	}
 	return n
