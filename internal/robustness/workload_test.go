@@ -45,6 +45,10 @@ type workload struct {
 	// keys is how many products and orders each history kind has: more for a longer run, so
 	// that bounded histories do not stop the clients early.
 	keys int
+	// duration is how long traffic runs; from is when it began. Cart lines and the orders
+	// whose status moves are spread over it, so that some meet the fault.
+	duration time.Duration
+	from     time.Time
 
 	stock, status, price *recorder
 	// pricePage and statusPage are reads the read table lets lag (5 s): a product page, an
@@ -71,7 +75,7 @@ type placed struct {
 }
 
 func newWorkload(sh *shop.Shop, run string, seed uint64, d time.Duration) *workload {
-	return &workload{sh: sh, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), stock: newRecorder(maxOpsPerKey), status: newRecorder(maxOpsPerKey),
+	return &workload{sh: sh, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, stock: newRecorder(maxOpsPerKey), status: newRecorder(maxOpsPerKey),
 		price: newRecorder(maxOpsPerKey), pricePage: newRecorder(maxOpsPerKey), statusPage: newRecorder(maxOpsPerKey), cartPuts: map[string]puts{}, nextPrice: bankPrice}
 }
 
@@ -103,7 +107,7 @@ func (w *workload) setup(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("create products: %w", err)
 	}
-	for i := range w.keys + w.keys/2 {
+	for i := range 2 * w.keys {
 		user := fmt.Sprintf("status-%s-%d", w.run, i)
 		var o order.Order
 		if err := retry(ctx, func(ctx context.Context) error {
@@ -132,6 +136,7 @@ func retry(ctx context.Context, fn func(context.Context) error) error {
 
 // traffic runs the clients until ctx ends.
 func (w *workload) traffic(ctx context.Context) {
+	w.from = time.Now()
 	var wg sync.WaitGroup
 	clients := []func(context.Context, int, *rand.Rand){
 		w.orderClient, w.orderClient, w.orderClient, w.stockReader,
@@ -301,9 +306,13 @@ var statuses = []order.Status{order.Paid, order.Shipped, order.Delivered, order.
 // the docs say is read from the primary.
 func (w *workload) statusClient(ctx context.Context, c int, rng *rand.Rand) {
 	for ctx.Err() == nil {
-		id := w.statusIDs[rng.IntN(len(w.statusIDs))]
+		// Order j may move from j/n of the run on: its transitions are spread over the run
+		// instead of all settling in the first second.
+		i := rng.IntN(len(w.statusIDs))
+		id := w.statusIDs[i]
+		movable := time.Since(w.from) >= w.duration*time.Duration(i)/time.Duration(len(w.statusIDs))
 		var ok bool
-		if rng.IntN(2) == 0 {
+		if movable && rng.IntN(4) == 0 {
 			to := statuses[rng.IntN(len(statuses))]
 			_, ok = timed(ctx, w.status, c, "status/"+id, statusOp{to: to}, func(ctx context.Context) (any, error) {
 				_, err := w.sh.Orders.Transition(ctx, id, to)
@@ -388,8 +397,10 @@ func (w *workload) cartClient(ctx context.Context, c int, rng *rand.Rand, u int)
 		w.mu.Lock()
 		w.cartPuts[user][p] = res
 		w.mu.Unlock()
-		pause(ctx, rng)
-		pause(ctx, rng)
+		// Spread over the run, so that some lines are put during the fault.
+		if wait(ctx, w.duration/time.Duration(len(w.items)+1)) != nil {
+			return
+		}
 	}
 }
 
