@@ -93,12 +93,12 @@ func restore(ctx context.Context, s *launcher.Set) error {
 	})
 }
 
-// nemesis injects one fault into member victim, verifies that it took, and returns heal, which
-// undoes it. heal may be called more than once; the run also calls it in t.Cleanup, so a
+// nemesis injects one fault into member victim for about window, verifies that it took, and
+// returns heal, which undoes it. heal may be called more than once; the run also calls it in t.Cleanup, so a
 // failing test leaves no paused process or iptables rule behind.
 type nemesis struct {
 	name   string
-	inject func(t *testing.T, ctx context.Context, s *launcher.Set, victim int) (heal func(context.Context) error, err error)
+	inject func(t *testing.T, ctx context.Context, s *launcher.Set, victim int, window time.Duration) (heal func(context.Context) error, err error)
 }
 
 var nemeses = []nemesis{
@@ -109,7 +109,7 @@ var nemeses = []nemesis{
 }
 
 // killNemesis SIGKILLs the member (a crash) and restarts it on heal.
-func killNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int) (func(context.Context) error, error) {
+func killNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int, _ time.Duration) (func(context.Context) error, error) {
 	if err := s.Kill(ctx, victim); err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func killNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int)
 }
 
 // pauseNemesis freezes the member (SIGSTOP) and resumes it (SIGCONT) on heal.
-func pauseNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int) (func(context.Context) error, error) {
+func pauseNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int, _ time.Duration) (func(context.Context) error, error) {
 	pid, ok := s.PID(victim)
 	if !ok {
 		return nil, fmt.Errorf("member %d is not running", victim)
@@ -149,9 +149,10 @@ func pauseNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int
 	return heal, err
 }
 
-// stepdownNemesis asks the primary to step down (replSetStepDown, 10 s before it may stand
-// again) and lets it stand again on heal (replSetFreeze 0).
-func stepdownNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int) (func(context.Context) error, error) {
+// stepdownNemesis asks the primary to step down (replSetStepDown), ineligible for longer than
+// the window so that it does not take the primary back (priority 2) half-way, and lets it stand
+// again on heal (replSetFreeze 0 ends a step-down period too).
+func stepdownNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int, window time.Duration) (func(context.Context) error, error) {
 	c, err := mongo.Connect(options.Client().ApplyURI(s.MemberURI(victim)))
 	if err != nil {
 		return nil, err
@@ -161,14 +162,15 @@ func stepdownNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim 
 	heal := func(ctx context.Context) error {
 		err := admin.RunCommand(ctx, bson.D{{Key: "replSetFreeze", Value: 0}}).Err()
 		var ce mongo.CommandError
-		if errors.As(err, &ce) && ce.Code == 10107 { // NotWritablePrimary: it is primary again
+		if errors.As(err, &ce) && ce.Name == "NotSecondary" { // primary again: nothing to undo
 			return nil
 		}
 		return err
 	}
 	// The command closes the connections of the stepped-down primary: a network error here is
 	// the step-down happening; whether it did is asked below.
-	_ = admin.RunCommand(ctx, bson.D{{Key: "replSetStepDown", Value: 10}, {Key: "secondaryCatchUpPeriodSecs", Value: 5}}).Err()
+	secs := int(window.Seconds()) + 10
+	_ = admin.RunCommand(ctx, bson.D{{Key: "replSetStepDown", Value: secs}, {Key: "secondaryCatchUpPeriodSecs", Value: 5}}).Err()
 	err = eventually.Until(ctx, func() error {
 		var hello struct {
 			Primary bool `bson:"isWritablePrimary"`
@@ -187,7 +189,7 @@ func stepdownNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim 
 // partitionNemesis cuts the member off from everyone (its peers and the shop's driver) with
 // iptables rules in a chain of the run's own; heal removes the rules, and the chain goes in
 // t.Cleanup.
-func partitionNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int) (func(context.Context) error, error) {
+func partitionNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int, _ time.Duration) (func(context.Context) error, error) {
 	host, portStr, err := net.SplitHostPort(s.Members()[victim].Host)
 	if err != nil {
 		return nil, err
@@ -277,7 +279,7 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 			return
 		}
 		from := time.Now()
-		heal, err := n.inject(t, ctx, s, victim)
+		heal, err := n.inject(t, ctx, s, victim, cfg.duration/2)
 		var once sync.Once
 		var healErr error
 		healOnce := func(ctx context.Context) error {

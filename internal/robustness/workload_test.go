@@ -30,7 +30,7 @@ const (
 	// checkTimeout is what porcupine may spend on one key's history; running out fails.
 	checkTimeout = 30 * time.Second
 
-	bankStock = 100 // small, so that a run sells some products out and refusals are recorded too
+	bankStock = 40 // small, so that a run sells products out (on MongoDB too) and refusals are recorded
 	bankPrice = 1000
 	cartUsers = 2
 	cartLines = 12 // distinct products each cart user puts, at most
