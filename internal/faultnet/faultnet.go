@@ -188,6 +188,28 @@ const cgroupRoot = "/sys/fs/cgroup/unified"
 
 var cgroups atomic.Int64
 
+// cgroupPrefix names every cgroup this package creates: shardmart-faultnet-<pid>-<n>.
+const cgroupPrefix = "shardmart-faultnet-"
+
+var orphanCgroup = regexp.MustCompile(`^` + cgroupPrefix + `(\d+)-\d+$`)
+
+// removeOrphanCgroups removes the cgroups of test processes killed before their cleanup ran
+// (their pid is gone; the server they held died with them, so the cgroup is empty).
+func removeOrphanCgroups() {
+	entries, _ := os.ReadDir(cgroupRoot)
+	for _, e := range entries {
+		m := orphanCgroup.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(m[1])
+		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue
+		}
+		_ = os.Remove(cgroupRoot + "/" + e.Name())
+	}
+}
+
 // CutProcess isolates a running server that shares its address and group with its peers (a
 // local mongod): packets to and from its listening port are dropped (nobody reaches it), and
 // so is everything its own sockets send — the connections it has open, by their ports, and any
@@ -200,7 +222,8 @@ func (c *Chain) CutProcess(ctx context.Context, t testing.TB, pid, port int) err
 	if _, err := os.Stat(cgroupRoot + "/cgroup.procs"); err != nil {
 		return fmt.Errorf("faultnet: cutting a process off needs cgroup v2 at %s: %w", cgroupRoot, err)
 	}
-	group := fmt.Sprintf("shardmart-faultnet-%d-%d", os.Getpid(), cgroups.Add(1))
+	removeOrphanCgroups()
+	group := fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroups.Add(1))
 	dir := cgroupRoot + "/" + group
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("faultnet: %w", err)
