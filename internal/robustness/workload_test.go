@@ -222,7 +222,8 @@ func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
 		_, err := w.sh.Carts.Put(pctx, cart.User(user), time.Time{}, p, qty)
 		cancel()
 		if err != nil {
-			continue // no order without a cart line; not part of the stock history
+			pause(ctx, rng) // no order without a cart line; not part of the stock history
+			continue
 		}
 		key := "k-" + user
 		var id string
