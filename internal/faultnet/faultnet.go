@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -180,4 +181,116 @@ func removeOrphans(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cgroupRoot is the cgroup v2 hierarchy (mounted here as the hybrid layout's "unified").
+const cgroupRoot = "/sys/fs/cgroup/unified"
+
+var cgroups atomic.Int64
+
+// cgroupPrefix names every cgroup this package creates: shardmart-faultnet-<pid>-<n>.
+const cgroupPrefix = "shardmart-faultnet-"
+
+var orphanCgroup = regexp.MustCompile(`^` + cgroupPrefix + `(\d+)-\d+$`)
+
+// removeOrphanCgroups removes the cgroups of test processes killed before their cleanup ran
+// (their pid is gone; the server they held died with them, so the cgroup is empty).
+func removeOrphanCgroups() {
+	entries, _ := os.ReadDir(cgroupRoot)
+	for _, e := range entries {
+		m := orphanCgroup.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(m[1])
+		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue
+		}
+		_ = os.Remove(cgroupRoot + "/" + e.Name())
+	}
+}
+
+// CutProcess isolates a running server that shares its address and group with its peers (a
+// local mongod): packets to and from its listening port are dropped (nobody reaches it), and
+// so is everything its own sockets send — the connections it has open, by their ports, and any
+// it opens later, by a cgroup v2 of the test's own that the process is moved into. Matching
+// its port alone is no cut: its heartbeats and vote requests would still reach its peers.
+// The process goes back to the root cgroup, and the cgroup is removed, in t.Cleanup; Heal
+// lifts the rules at once. Nothing is verified here: the caller probes.
+func (c *Chain) CutProcess(ctx context.Context, t testing.TB, pid, port int) error {
+	t.Helper()
+	if _, err := os.Stat(cgroupRoot + "/cgroup.procs"); err != nil {
+		return fmt.Errorf("faultnet: cutting a process off needs cgroup v2 at %s: %w", cgroupRoot, err)
+	}
+	removeOrphanCgroups()
+	group := fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroups.Add(1))
+	dir := cgroupRoot + "/" + group
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("faultnet: %w", err)
+	}
+	t.Cleanup(func() {
+		// A dead process has left already; a live one goes back to the root.
+		_ = os.WriteFile(cgroupRoot+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644)
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("faultnet: remove cgroup %s: %v", dir, err)
+		}
+	})
+	// New sockets of the process belong to its new cgroup; those it has keep theirs.
+	if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return fmt.Errorf("faultnet: move pid %d into cgroup %s: %w", pid, group, err)
+	}
+	conns, err := connections(pid)
+	if err != nil {
+		return fmt.Errorf("faultnet: connections of pid %d: %w", pid, err)
+	}
+	p := strconv.Itoa(port)
+	rules := [][]string{
+		{"-p", "tcp", "--dport", p, "-j", "DROP"},
+		{"-p", "tcp", "--sport", p, "-j", "DROP"},
+		{"-m", "cgroup", "--path", group, "-j", "DROP"},
+	}
+	for _, cn := range conns {
+		if cn[0] != p { // one it opened: both directions of exactly that connection
+			rules = append(rules, []string{"-p", "tcp", "--sport", cn[0], "--dport", cn[1], "-j", "DROP"},
+				[]string{"-p", "tcp", "--sport", cn[1], "--dport", cn[0], "-j", "DROP"})
+		}
+	}
+	for _, r := range rules {
+		if err := c.Append(ctx, r...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// connections lists the local and remote TCP ports of pid's established connections: its
+// sockets (the inodes behind /proc/pid/fd) looked up in /proc/pid/net/tcp.
+func connections(pid int) ([][2]string, error) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil, err
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return nil, err
+	}
+	port := func(addr string) string {
+		p, _ := strconv.ParseUint(addr[strings.IndexByte(addr, ':')+1:], 16, 16)
+		return strconv.FormatUint(p, 10)
+	}
+	var out [][2]string
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		f := strings.Fields(line)
+		if len(f) >= 10 && f[3] == "01" && inodes[f[9]] {
+			out = append(out, [2]string{port(f[1]), port(f[2])})
+		}
+	}
+	return out, nil
 }

@@ -2,7 +2,10 @@ package faultnet
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,4 +97,28 @@ func listenPair(t *testing.T, a, b string) int {
 	}
 	t.Fatal("no port free on both addresses")
 	return 0
+}
+
+// A cgroup left by a test process that was killed before its cleanup (its pid gone) is removed
+// by the next CutProcess; one of a live process stays.
+func TestOrphanCgroupsRemoved(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := fmt.Sprintf("%s/%s%d-1", cgroupRoot, cgroupPrefix, dead.Process.Pid)
+	live := fmt.Sprintf("%s/%s%d-999", cgroupRoot, cgroupPrefix, os.Getpid())
+	for _, dir := range []string{orphan, live} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatalf("needs cgroup v2 at %s and root: %v", cgroupRoot, err)
+		}
+		t.Cleanup(func() { _ = os.Remove(dir) })
+	}
+	removeOrphanCgroups()
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("orphan cgroup %s still there (%v)", orphan, err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the live process's cgroup %s was removed: %v", live, err)
+	}
 }

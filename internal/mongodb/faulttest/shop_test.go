@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,8 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +28,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/faultnet"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/placement"
@@ -80,172 +78,25 @@ func TestShopRidesOutPrimaryPause(t *testing.T) {
 }
 
 // TestShopRidesOutPrimaryCutOff cuts the primary off the network for 15 s (nobody reaches it,
-// it reaches nobody), then heals the cut.
+// it reaches nobody: faultnet.CutProcess), then heals the cut. The chain and the cgroup are
+// removed in t.Cleanup, so a failing test leaves nothing behind.
 func TestShopRidesOutPrimaryCutOff(t *testing.T) {
 	runShopFault(t, "cut", func(t *testing.T, ctx context.Context, victim int) (heal func() error) {
 		_, port, err := net.SplitHostPort(set.Members()[victim].Host)
 		if err != nil {
 			t.Fatal(err)
 		}
+		p, _ := strconv.Atoi(port)
 		pid, ok := set.PID(victim)
 		if !ok {
 			t.Fatalf("member %d is not running", victim)
 		}
-		cut := newCut(t, port, pid)
-		if err := cut.apply(); err != nil {
+		chain := faultnet.New(t)
+		if err := chain.CutProcess(ctx, t, pid, p); err != nil {
 			t.Fatal(err)
 		}
-		return cut.heal
+		return func() error { return chain.Heal(context.Background()) }
 	})
-}
-
-// cut isolates one mongod on loopback with iptables rules in a chain of the test's own, hooked
-// into OUTPUT for loopback (every loopback packet passes it once): its listening port in both
-// directions (nobody reaches it), and everything its own sockets send (it reaches nobody):
-// the connections it has open, by their local ports, and any it opens later, by a cgroup v2 of
-// the test's own that the process is moved into. Matching its port alone is not a cut: its
-// outgoing heartbeats and vote requests would still get through, and a priority-2 member
-// would keep winning elections nobody else can see it win. heal removes the hook, the chain
-// and the cgroup (the process back where it was); it also runs in t.Cleanup, so a failing
-// test leaves nothing behind.
-type cut struct {
-	chain, port string
-	pid         int
-	cgroup      string // path under the cgroup v2 root
-	mu          sync.Mutex
-	on          bool
-}
-
-const cgroupRoot = "/sys/fs/cgroup/unified" // cgroup v2 here (hybrid hierarchy); the kernel's v2 root
-
-func newCut(t *testing.T, port string, pid int) *cut {
-	t.Helper()
-	if _, err := exec.LookPath("iptables"); err != nil {
-		t.Fatalf("the cut-off test needs iptables (Debian package iptables) and root: %v", err)
-	}
-	if _, err := os.Stat(cgroupRoot + "/cgroup.procs"); err != nil {
-		t.Fatalf("the cut-off test needs cgroup v2 at %s: %v", cgroupRoot, err)
-	}
-	c := &cut{chain: fmt.Sprintf("SHMFT%d", os.Getpid()), port: port, pid: pid, cgroup: fmt.Sprintf("shardmart-faulttest-%d", os.Getpid())}
-	t.Cleanup(func() {
-		if err := c.heal(); err != nil {
-			t.Errorf("heal the cut (chain %s, cgroup %s): %v", c.chain, c.cgroup, err)
-		}
-	})
-	return c
-}
-
-func iptables(args ...string) error {
-	out, err := exec.Command("iptables", append([]string{"-w", "5"}, args...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-	return nil
-}
-
-func (c *cut) apply() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.on = true // from here on heal must undo whatever part got in
-	if err := os.Mkdir(filepath.Join(cgroupRoot, c.cgroup), 0o755); err != nil {
-		return err
-	}
-	// New sockets of the process belong to its new cgroup; those it has keep theirs.
-	if err := os.WriteFile(filepath.Join(cgroupRoot, c.cgroup, "cgroup.procs"), []byte(strconv.Itoa(c.pid)), 0o644); err != nil {
-		return fmt.Errorf("move pid %d into cgroup %s: %w", c.pid, c.cgroup, err)
-	}
-	conns, err := connections(c.pid)
-	if err != nil {
-		return err
-	}
-	rules := [][]string{
-		{"-p", "tcp", "--dport", c.port, "-j", "DROP"},
-		{"-p", "tcp", "--sport", c.port, "-j", "DROP"},
-		{"-m", "cgroup", "--path", c.cgroup, "-j", "DROP"},
-	}
-	for _, cn := range conns {
-		if cn[0] != c.port { // one it opened: both directions of exactly that connection
-			rules = append(rules, []string{"-p", "tcp", "--sport", cn[0], "--dport", cn[1], "-j", "DROP"},
-				[]string{"-p", "tcp", "--sport", cn[1], "--dport", cn[0], "-j", "DROP"})
-		}
-	}
-	if err := iptables("-N", c.chain); err != nil {
-		return err
-	}
-	for _, r := range rules {
-		if err := iptables(append([]string{"-A", c.chain}, r...)...); err != nil {
-			return err
-		}
-	}
-	return iptables("-I", "OUTPUT", "-o", "lo", "-j", c.chain)
-}
-
-// heal undoes apply, whatever part of it got in; a part already gone is fine.
-func (c *cut) heal() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.on {
-		return nil
-	}
-	var errs []string
-	for iptables("-C", "OUTPUT", "-o", "lo", "-j", c.chain) == nil {
-		if err := iptables("-D", "OUTPUT", "-o", "lo", "-j", c.chain); err != nil {
-			errs = append(errs, err.Error())
-			break
-		}
-	}
-	if iptables("-n", "-L", c.chain) == nil {
-		for _, args := range [][]string{{"-F", c.chain}, {"-X", c.chain}} {
-			if err := iptables(args...); err != nil {
-				errs = append(errs, err.Error())
-			}
-		}
-	}
-	dir := filepath.Join(cgroupRoot, c.cgroup)
-	if _, err := os.Stat(dir); err == nil {
-		// A dead process has left already; a live one goes back to the root.
-		_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.procs"), []byte(strconv.Itoa(c.pid)), 0o644)
-		if err := os.Remove(dir); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	c.on = false
-	return nil
-}
-
-// connections lists the local and remote TCP ports of pid's established connections: its
-// sockets (the inodes behind /proc/pid/fd) looked up in /proc/pid/net/tcp.
-func connections(pid int) ([][2]string, error) {
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return nil, err
-	}
-	inodes := map[string]bool{}
-	for _, fd := range fds {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
-			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-		}
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
-	if err != nil {
-		return nil, err
-	}
-	port := func(addr string) string {
-		p, _ := strconv.ParseUint(addr[strings.IndexByte(addr, ':')+1:], 16, 16)
-		return strconv.FormatUint(p, 10)
-	}
-	var out [][2]string
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-		f := strings.Fields(line)
-		if len(f) >= 10 && f[3] == "01" && inodes[f[9]] {
-			out = append(out, [2]string{port(f[1]), port(f[2])})
-		}
-	}
-	return out, nil
 }
 
 // --- the recorded history ---

@@ -46,6 +46,7 @@ const (
 	// AuthCLIClusterTestPort: internal/cli's `mongo up --shards 1 --auth --tls` (config server
 	// 28120, shard 28130).
 	AuthCLIClusterTestPort = 28120
+	RobustnessTestPort     = 28200 // internal/robustness: nemeses against a 3-member set (28200-28202)
 )
 
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,

@@ -1,0 +1,23 @@
+// Package robustness checks the shop's consistency claims the way Jepsen and etcd's
+// robustness tests do: clients drive the shop's real services while a nemesis injects a fault
+// (kill -9 and restart, SIGSTOP/SIGCONT, a primary stepdown, an iptables partition), every
+// operation is recorded with its call and return time, its input and its output — or "unknown"
+// when a timeout or a lost connection leaves its outcome open — and the recorded history is
+// checked afterwards: per key against a porcupine model for linearizability (the stock
+// counter, an order's status, a product's price), as a set (every acknowledged order and cart
+// line is present after the heal, nothing refused is), and, for reads the read table lets lag,
+// against their 5 s staleness budget.
+//
+// Targets: a real 3-member MongoDB replica set (internal/mongodb/launcher,
+// launcher.RobustnessTestPort, loopback only) under each nemesis, and the embedded SQLite
+// store without one. Cassandra and the sharded cluster are not covered yet.
+//
+// A failing linearizability check writes porcupine's HTML visualisation of the history into
+// $SHARDMART_ROBUSTNESS_OUT, or a fresh temporary directory, and names it in the test log. An
+// "unknown" check result (the checker timed out) fails the test: it is never a pass.
+//
+// SHARDMART_ROBUSTNESS_DURATION (default 8s: the traffic of one run, the fault in its middle),
+// SHARDMART_ROBUSTNESS_REPEAT (default 1: runs per workload × nemesis pair) and
+// SHARDMART_ROBUSTNESS_SEED (default: the time) make the longer run; docs/robustness.md has
+// the command. The package has only tests.
+package robustness

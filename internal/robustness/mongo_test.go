@@ -1,0 +1,327 @@
+package robustness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/eventually"
+	"github.com/shardmart/shardmart/internal/faultnet"
+	"github.com/shardmart/shardmart/internal/mongodb/launcher"
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/shop"
+)
+
+// electionTimeout is the set's electionTimeoutMillis: 2 s instead of MongoDB's 10 s, so that
+// a fault in an 8 s run sees its failover and the package stays within its budget.
+const electionTimeout = 2 * time.Second
+
+// One 3-member set for the package, started on first use (the checker's own tests and the
+// SQLite run need none) and stopped after the tests.
+var mongoSet struct {
+	once sync.Once
+	set  *launcher.Set
+	stop func()
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if mongoSet.stop != nil {
+		mongoSet.stop()
+	}
+	os.Exit(code)
+}
+
+func replicaSet(t *testing.T) *launcher.Set {
+	t.Helper()
+	mongoSet.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start := time.Now()
+		mongoSet.set, mongoSet.stop, mongoSet.err = launcher.StartShared(ctx, launcher.Options{
+			Members: 3, BasePort: launcher.RobustnessTestPort, ElectionTimeout: electionTimeout,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			// A secondary gives up a frozen or cut-off sync source after one network timeout
+			// (the production setting docs/mongodb.md recommends).
+			ExtraArgs: []string{"--setParameter", "oplogFetcherSteadyStateMaxFetcherRestarts=0"},
+		})
+		if mongoSet.err == nil {
+			t.Logf("3-member set up in %s (%s)", time.Since(start).Round(100*time.Millisecond), mongoSet.set.URI())
+		}
+	})
+	if mongoSet.err != nil {
+		if errors.Is(mongoSet.err, launcher.ErrPrerequisite) {
+			t.Fatalf("MongoDB tests need python3 with pip: %v", mongoSet.err)
+		}
+		t.Fatalf("a 3-member replica set on port %d: %v", launcher.RobustnessTestPort, mongoSet.err)
+	}
+	return mongoSet.set
+}
+
+// restore starts every member that is down and waits until the set is healthy with member 0
+// (priority 2) primary again, so that every run starts from the same set.
+func restore(ctx context.Context, s *launcher.Set) error {
+	for i := range s.Members() {
+		if err := s.StartMember(ctx, i); err != nil {
+			return err
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	return eventually.Until(pctx, func() error {
+		if err := s.WaitHealthy(pctx); err != nil {
+			return err
+		}
+		if p := s.Primary(pctx); p != 0 {
+			return fmt.Errorf("member 0 has not taken the primary back (primary: %d)", p)
+		}
+		return nil
+	})
+}
+
+// nemesis injects one fault into member victim for about window, verifies that it took, and
+// returns heal, which undoes it. heal may be called more than once; the run also calls it in t.Cleanup, so a
+// failing test leaves no paused process or iptables rule behind.
+type nemesis struct {
+	name   string
+	inject func(t *testing.T, ctx context.Context, s *launcher.Set, victim int, window time.Duration) (heal func(context.Context) error, err error)
+}
+
+var nemeses = []nemesis{
+	{"kill", killNemesis},
+	{"pause", pauseNemesis},
+	{"stepdown", stepdownNemesis},
+	{"partition", partitionNemesis},
+}
+
+// killNemesis SIGKILLs the member (a crash) and restarts it on heal.
+func killNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int, _ time.Duration) (func(context.Context) error, error) {
+	if err := s.Kill(ctx, victim); err != nil {
+		return nil, err
+	}
+	if s.Running(victim) {
+		return nil, fmt.Errorf("member %d still runs after SIGKILL", victim)
+	}
+	return func(ctx context.Context) error { return s.StartMember(ctx, victim) }, nil
+}
+
+// pauseNemesis freezes the member (SIGSTOP) and resumes it (SIGCONT) on heal.
+func pauseNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int, _ time.Duration) (func(context.Context) error, error) {
+	pid, ok := s.PID(victim)
+	if !ok {
+		return nil, fmt.Errorf("member %d is not running", victim)
+	}
+	heal := func(context.Context) error {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return nil
+	}
+	if err := s.Pause(victim); err != nil {
+		return heal, err
+	}
+	// Counted on only once the kernel says the process is stopped.
+	err := eventually.Until(ctx, func() error {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return eventually.Stop(err)
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) == 0 || f[0] != "T" {
+			return fmt.Errorf("pid %d not stopped yet: %q", pid, f)
+		}
+		return nil
+	})
+	return heal, err
+}
+
+// stepdownNemesis asks the primary to step down (replSetStepDown), ineligible for longer than
+// the window so that it does not take the primary back (priority 2) half-way, and lets it stand
+// again on heal (replSetFreeze 0 ends a step-down period too).
+func stepdownNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int, window time.Duration) (func(context.Context) error, error) {
+	c, err := mongo.Connect(options.Client().ApplyURI(s.MemberURI(victim)))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	admin := c.Database("admin")
+	heal := func(ctx context.Context) error {
+		err := admin.RunCommand(ctx, bson.D{{Key: "replSetFreeze", Value: 0}}).Err()
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Name == "NotSecondary" { // primary again: nothing to undo
+			return nil
+		}
+		return err
+	}
+	// The command closes the connections of the stepped-down primary: a network error here is
+	// the step-down happening; whether it did is asked below.
+	secs := int(window.Seconds()) + 10
+	_ = admin.RunCommand(ctx, bson.D{{Key: "replSetStepDown", Value: secs}, {Key: "secondaryCatchUpPeriodSecs", Value: 5}}).Err()
+	err = eventually.Until(ctx, func() error {
+		var hello struct {
+			Primary bool `bson:"isWritablePrimary"`
+		}
+		if err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+			return err
+		}
+		if hello.Primary {
+			return fmt.Errorf("member %d is still primary", victim)
+		}
+		return nil
+	})
+	return heal, err
+}
+
+// partitionNemesis cuts the member off from everyone (its peers and the shop's driver) with
+// iptables rules in a chain of the run's own; heal removes the rules, and the chain goes in
+// t.Cleanup.
+func partitionNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int, _ time.Duration) (func(context.Context) error, error) {
+	host, portStr, err := net.SplitHostPort(s.Members()[victim].Host)
+	if err != nil {
+		return nil, err
+	}
+	port, _ := strconv.Atoi(portStr)
+	pid, ok := s.PID(victim)
+	if !ok {
+		return nil, fmt.Errorf("member %d is not running", victim)
+	}
+	chain := faultnet.New(t)
+	heal := func(ctx context.Context) error { return chain.Heal(ctx) }
+	if err := chain.CutProcess(ctx, t, pid, port); err != nil {
+		return heal, err
+	}
+	// Counted on only once a probe cannot reach the member any more.
+	if err := faultnet.Dial(ctx, 0, host, port, time.Second); err == nil {
+		return heal, fmt.Errorf("member %d (%s) still accepts connections behind the partition", victim, s.Members()[victim].Host)
+	}
+	return heal, nil
+}
+
+// TestMongoDB runs every workload against the 3-member set under each nemesis.
+func TestMongoDB(t *testing.T) {
+	cfg := runSettings(t)
+	s := replicaSet(t)
+	for _, n := range nemeses {
+		for r := range cfg.repeat {
+			t.Run(fmt.Sprintf("%s/%d", n.name, r), func(t *testing.T) {
+				runMongo(t, s, n, cfg, cfg.seed+uint64(r))
+			})
+		}
+	}
+}
+
+// runMongo: traffic for cfg.duration, the nemesis on the primary from a quarter to three
+// quarters of it, then the checks once the set is healthy again.
+func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+4*time.Minute)
+	defer cancel()
+	if err := restore(ctx, s); err != nil {
+		t.Fatalf("restore a healthy set: %v", err)
+	}
+	// Registered first, so it runs last: after the nemesis's own cleanup.
+	t.Cleanup(func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := restore(rctx, s); err != nil {
+			t.Errorf("restore a healthy set after the run: %v", err)
+		}
+		if t.Failed() {
+			for i := range s.Members() {
+				t.Logf("member %d:\n%s", i, s.LogTail(i))
+			}
+		}
+	})
+	cfgP := placement.Config{}
+	for _, f := range placement.Families {
+		cfgP[f] = placement.Mongo
+	}
+	run := runName("m")
+	sh, err := shop.Open(ctx, shop.Config{Placement: cfgP, Backends: placement.Options{MongoURI: s.URI(), MongoDatabase: "robustness_" + n.name + "_" + run},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sh.Close() })
+	w := newWorkload(sh, run, seed, cfg.duration)
+	if err := w.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	tctx, stop := context.WithTimeout(ctx, cfg.duration)
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.traffic(tctx)
+	}()
+	faults := 0
+	func() {
+		if err := wait(tctx, cfg.duration/4); err != nil {
+			return
+		}
+		victim := s.Primary(ctx)
+		if victim < 0 {
+			t.Error("no primary to inject the fault into")
+			return
+		}
+		from := time.Now()
+		heal, err := n.inject(t, ctx, s, victim, cfg.duration/2)
+		var once sync.Once
+		var healErr error
+		healOnce := func(ctx context.Context) error {
+			once.Do(func() {
+				if heal != nil {
+					healErr = heal(ctx)
+				}
+			})
+			return healErr
+		}
+		t.Cleanup(func() {
+			hctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := healOnce(hctx); err != nil {
+				t.Errorf("heal %s: %v", n.name, err)
+			}
+		})
+		if err != nil {
+			t.Errorf("%s of member %d did not take: %v", n.name, victim, err)
+			return
+		}
+		faults++
+		_ = wait(tctx, time.Until(from.Add(cfg.duration/2)))
+		if err := healOnce(ctx); err != nil {
+			t.Errorf("heal %s: %v", n.name, err)
+		}
+		f := fault{name: n.name, from: from, to: time.Now(), annotation: fmt.Sprintf("%s of member %d (%s)", n.name, victim, s.Members()[victim].Host)}
+		for _, r := range []*recorder{w.stock, w.status, w.price} {
+			r.addFault(f)
+		}
+		t.Logf("%s of member %d from +%s to +%s", n.name, victim, f.from.Sub(w.stock.start).Round(time.Millisecond), f.to.Sub(w.stock.start).Round(time.Millisecond))
+	}()
+	<-done
+	if err := restore(ctx, s); err != nil {
+		t.Fatalf("the set did not heal: %v", err)
+	}
+	// The shop's own driver must take writes again before its reads count as the final word.
+	if err := retry(ctx, func(ctx context.Context) error {
+		_, err := sh.Stores.Products.GetProduct(ctx, w.bank[0])
+		return err
+	}); err != nil {
+		t.Fatalf("the shop did not reach the healed set: %v", err)
+	}
+	report(t, n.name, w.verify(t, ctx), faults)
+}

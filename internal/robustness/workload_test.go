@@ -1,0 +1,601 @@
+package robustness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/eventually"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/shop"
+)
+
+const (
+	zone = "eu-west"
+	// opTimeout bounds each recorded operation: past it the outcome is unknown. Longer than a
+	// healthy operation under load, shorter than a failover, so faults produce unknowns.
+	opTimeout = 3 * time.Second
+	// maxOpsPerKey bounds each key's history, so that porcupine checks it in bounded time.
+	maxOpsPerKey = 300
+	// checkTimeout is what porcupine may spend on one key's history; running out fails.
+	checkTimeout = 30 * time.Second
+
+	bankStock = 40 // small, so that a run sells products out (on MongoDB too) and refusals are recorded
+	bankPrice = 1000
+	cartUsers = 2
+	cartLines = 12 // distinct products each cart user puts, at most
+)
+
+// workload drives the shop's services (the code paths the HTTP API calls) and records what
+// every client was told.
+type workload struct {
+	sh   *shop.Shop
+	run  string // unique per run: every id it makes carries it
+	seed uint64
+	// keys is how many products and orders each history kind has: more for a longer run, so
+	// that bounded histories do not stop the clients early.
+	keys int
+	// duration is how long traffic runs; from is when it began. Cart lines and the orders
+	// whose status moves are spread over it, so that some meet the fault.
+	duration time.Duration
+	from     time.Time
+
+	stock, status, price *recorder
+	// pricePage and statusPage are reads the read table lets lag (5 s): a product page, an
+	// order status that is not "created". They are checked for staleness, not linearizability.
+	pricePage, statusPage *recorder
+
+	bank      []string // products sold (stock) and repriced (price)
+	items     []string // products the cart users put
+	statusIDs []string // orders whose status is moved and read
+
+	mu        sync.Mutex
+	orders    []placed        // every order attempted, acknowledged or not
+	cartPuts  map[string]puts // cart user -> product -> outcome
+	nextPrice int64
+}
+
+type puts map[string]result
+
+// placed is one PlaceFromCart as its client saw it.
+type placed struct {
+	user, key, product, id string
+	qty                    int64
+	out                    result
+}
+
+func newWorkload(sh *shop.Shop, run string, seed uint64, d time.Duration) *workload {
+	return &workload{sh: sh, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, stock: newRecorder(maxOpsPerKey), status: newRecorder(maxOpsPerKey),
+		price: newRecorder(maxOpsPerKey), pricePage: newRecorder(maxOpsPerKey), statusPage: newRecorder(maxOpsPerKey), cartPuts: map[string]puts{}, nextPrice: bankPrice}
+}
+
+// setup creates the products and the orders the clients work on. It is not recorded: it runs
+// on a healthy store and retries until done.
+func (w *workload) setup(ctx context.Context) error {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	product := func(id string, stock int64) catalog.Product {
+		return catalog.Product{ID: id, Name: "robustness " + id, Category: "robustness", Price: bankPrice,
+			Stock: map[string]int64{zone: stock}, CreatedAt: now, UpdatedAt: now}
+	}
+	var ps []catalog.Product
+	for i := range w.keys {
+		w.bank = append(w.bank, fmt.Sprintf("bank-%s-%d", w.run, i))
+		ps = append(ps, product(w.bank[i], bankStock))
+	}
+	for i := range cartLines {
+		w.items = append(w.items, fmt.Sprintf("item-%s-%d", w.run, i))
+		ps = append(ps, product(w.items[i], 1_000_000))
+	}
+	statusProduct := "status-" + w.run
+	ps = append(ps, product(statusProduct, 1_000_000))
+	if err := retry(ctx, func(ctx context.Context) error {
+		err := w.sh.Stores.Products.CreateProducts(ctx, ps)
+		if errors.Is(err, catalog.ErrExists) { // an earlier attempt went through
+			return nil
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("create products: %w", err)
+	}
+	for i := range 2 * w.keys {
+		user := fmt.Sprintf("status-%s-%d", w.run, i)
+		var o order.Order
+		if err := retry(ctx, func(ctx context.Context) error {
+			if _, err := w.sh.Carts.Put(ctx, cart.User(user), time.Time{}, statusProduct, 1); err != nil {
+				return err
+			}
+			var err error
+			o, _, err = w.sh.Orders.PlaceFromCart(ctx, user, zone, "setup")
+			return err
+		}); err != nil {
+			return fmt.Errorf("place order %d to move through its statuses: %w", i, err)
+		}
+		w.statusIDs = append(w.statusIDs, o.ID)
+	}
+	return nil
+}
+
+// retry runs fn, each attempt bounded by opTimeout, until it succeeds or ctx ends.
+func retry(ctx context.Context, fn func(context.Context) error) error {
+	return eventually.Until(ctx, func() error {
+		actx, cancel := context.WithTimeout(ctx, opTimeout)
+		defer cancel()
+		return fn(actx)
+	})
+}
+
+// traffic runs the clients until ctx ends.
+func (w *workload) traffic(ctx context.Context) {
+	w.from = time.Now()
+	var wg sync.WaitGroup
+	clients := []func(context.Context, int, *rand.Rand){
+		w.orderClient, w.orderClient, w.orderClient, w.stockReader,
+		w.statusClient, w.statusClient, w.statusClient,
+		w.priceWriter, w.priceReader,
+	}
+	for i := range cartUsers {
+		clients = append(clients, func(ctx context.Context, c int, rng *rand.Rand) { w.cartClient(ctx, c, rng, i) })
+	}
+	for c, client := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client(ctx, c, rand.New(rand.NewPCG(w.seed, uint64(c))))
+		}()
+	}
+	wg.Wait()
+}
+
+// timed runs one operation of client c on key, bounded by opTimeout, and records it with the
+// answer classify gives its error (nil: unknown). It returns false once key's history is full.
+func timed(ctx context.Context, r *recorder, c int, key string, in any, do func(context.Context) (any, error), classify func(error) (result, bool)) (result, bool) {
+	reserve := r.reserve
+	if c < 0 { // the final read
+		reserve = r.reserveLast
+	}
+	if !reserve(key) {
+		return result{}, false
+	}
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	call := time.Now()
+	v, err := do(octx)
+	ret := time.Now()
+	cancel()
+	o := op{client: c, key: key, in: in, call: call, ret: ret}
+	switch {
+	case err == nil:
+		o.out = result{value: v}
+	default:
+		res, known := classify(err)
+		if !known {
+			res, o.unknown = result{unknown: true}, true
+		}
+		o.out = res
+	}
+	r.add(o)
+	return o.out.(result), true
+}
+
+// unknownUnlessRefused: only the errors listed are definite refusals; everything else
+// (timeouts, lost connections, "unavailable") leaves the outcome open.
+func unknownUnlessRefused(refusals ...any) func(error) (result, bool) {
+	return func(err error) (result, bool) {
+		for _, r := range refusals {
+			switch r := r.(type) {
+			case error:
+				if errors.Is(err, r) {
+					return result{refused: true}, true
+				}
+			case func(error) bool:
+				if r(err) {
+					return result{refused: true}, true
+				}
+			}
+		}
+		return result{}, false
+	}
+}
+
+func insufficientStock(err error) bool {
+	var e *catalog.InsufficientStockError
+	return errors.As(err, &e)
+}
+
+// orderClient orders 1-3 units of a bank product, each time as a new user with a one-line
+// cart, so that an order whose outcome is unknown (its cart stays frozen) holds up nobody.
+func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
+	for seq := 0; ctx.Err() == nil; seq++ {
+		p := w.bank[rng.IntN(len(w.bank))]
+		qty := 1 + rng.Int64N(3)
+		user := fmt.Sprintf("buyer-%s-%d-%d", w.run, c, seq)
+		pctx, cancel := context.WithTimeout(ctx, opTimeout)
+		_, err := w.sh.Carts.Put(pctx, cart.User(user), time.Time{}, p, qty)
+		cancel()
+		if err != nil {
+			pause(ctx, rng) // no order without a cart line; not part of the stock history
+			continue
+		}
+		key := "k-" + user
+		var id string
+		out, ok := timed(ctx, w.stock, c, "stock/"+p, stockOp{qty: qty}, func(ctx context.Context) (any, error) {
+			o, _, err := w.sh.Orders.PlaceFromCart(ctx, user, zone, key)
+			id = o.ID
+			return nil, err
+		}, unknownUnlessRefused(insufficientStock))
+		if !ok {
+			if allFull(w.stock, "stock/", w.bank) {
+				return
+			}
+			continue
+		}
+		w.mu.Lock()
+		w.orders = append(w.orders, placed{user: user, key: key, product: p, id: id, qty: qty, out: out})
+		w.mu.Unlock()
+		pause(ctx, rng)
+	}
+}
+
+// allFull reports whether every key prefix+k of r is full for the clients.
+func allFull(r *recorder, prefix string, keys []string) bool {
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		full[i] = prefix + k
+	}
+	return r.full(full)
+}
+
+// readStock is a strong read of a product's stock: the store of record as it is now (the
+// primary), as ordering reads it. The product page (Products.GetProduct) may read a secondary.
+func (w *workload) readStock(ctx context.Context, p string) (any, error) {
+	pr, err := w.sh.Stores.ProductSource.GetProduct(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return pr.Stock[zone], nil
+}
+
+func (w *workload) stockReader(ctx context.Context, c int, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		p := w.bank[rng.IntN(len(w.bank))]
+		// A read that fails constrains nothing: it is recorded as unknown and the model lets it be.
+		if _, ok := timed(ctx, w.stock, c, "stock/"+p, stockOp{read: true}, func(ctx context.Context) (any, error) {
+			return w.readStock(ctx, p)
+		}, unknownUnlessRefused()); !ok && allFull(w.stock, "stock/", w.bank) {
+			return
+		}
+		pause(ctx, rng)
+	}
+}
+
+// readStatus reads an order's status as the API shows it. The read table lets it come from a
+// secondary within 5 s, except that a "created" (not paid) answer is always the primary's: a
+// stale "not paid" could make a user pay twice. So a "created" answer goes into the history
+// checked for linearizability, any other into the one checked for staleness.
+func (w *workload) readStatus(ctx context.Context, c int, id string) bool {
+	if !w.status.reserve("status/" + id) {
+		return false
+	}
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	call := time.Now()
+	o, err := w.sh.Orders.Get(octx, id)
+	rec := op{client: c, key: "status/" + id, in: statusOp{}, call: call, ret: time.Now(), out: result{value: o.Status}}
+	switch {
+	case err != nil:
+		return true // a read that failed tells nothing
+	case o.Status == order.Created:
+		w.status.add(rec)
+	default:
+		w.statusPage.add(rec)
+	}
+	return true
+}
+
+var statuses = []order.Status{order.Paid, order.Shipped, order.Delivered, order.Cancelled}
+
+// statusClient moves orders through the state machine (ORD-3) and reads their status, which
+// the docs say is read from the primary.
+func (w *workload) statusClient(ctx context.Context, c int, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		// Order j may move from j/n of the run on: its transitions are spread over the run
+		// instead of all settling in the first second.
+		i := rng.IntN(len(w.statusIDs))
+		id := w.statusIDs[i]
+		movable := time.Since(w.from) >= w.duration*time.Duration(i)/time.Duration(len(w.statusIDs))
+		var ok bool
+		if movable && rng.IntN(4) == 0 {
+			to := statuses[rng.IntN(len(statuses))]
+			_, ok = timed(ctx, w.status, c, "status/"+id, statusOp{to: to}, func(ctx context.Context) (any, error) {
+				_, err := w.sh.Orders.Transition(ctx, id, to)
+				return nil, err
+			}, unknownUnlessRefused(order.ErrIllegalTransition))
+		} else {
+			ok = w.readStatus(ctx, c, id)
+		}
+		if !ok && allFull(w.status, "status/", w.statusIDs) {
+			return
+		}
+		pause(ctx, rng)
+	}
+}
+
+// priceWriter reprices the bank products (each price set once) while orders read them.
+func (w *workload) priceWriter(ctx context.Context, c int, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		p := w.bank[rng.IntN(len(w.bank))]
+		w.mu.Lock()
+		w.nextPrice++
+		price := w.nextPrice
+		w.mu.Unlock()
+		if _, ok := timed(ctx, w.price, c, "price/"+p, priceOp{price: price}, func(ctx context.Context) (any, error) {
+			_, err := w.sh.Stores.Products.UpdateProduct(ctx, p, func(pr *catalog.Product) error {
+				pr.Price = money.Amount(price)
+				return nil
+			})
+			return nil, err
+		}, unknownUnlessRefused()); !ok && allFull(w.price, "price/", w.bank) {
+			return
+		}
+		pause(ctx, rng)
+	}
+}
+
+// readPrice is the price as checkout reads it (PRD-4): from the store of record as it is now.
+func (w *workload) readPrice(ctx context.Context, p string) (any, error) {
+	pr, err := w.sh.Stores.ProductSource.GetProduct(ctx, p)
+	return int64(pr.Price), err
+}
+
+// pagePrice is the price on the product page (PRD-3), which may lag by its 5 s budget.
+func (w *workload) pagePrice(ctx context.Context, p string) (any, error) {
+	pr, err := w.sh.Stores.Products.GetProduct(ctx, p)
+	return int64(pr.Price), err
+}
+
+func (w *workload) priceReader(ctx context.Context, c int, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		p := w.bank[rng.IntN(len(w.bank))]
+		r, read := w.price, w.readPrice
+		if rng.IntN(2) == 0 {
+			r, read = w.pricePage, w.pagePrice
+		}
+		if _, ok := timed(ctx, r, c, "price/"+p, priceOp{read: true}, func(ctx context.Context) (any, error) {
+			return read(ctx, p)
+		}, unknownUnlessRefused()); !ok && allFull(w.price, "price/", w.bank) {
+			return
+		}
+		pause(ctx, rng)
+	}
+}
+
+// cartClient puts distinct products into one user's cart, one line each.
+func (w *workload) cartClient(ctx context.Context, c int, rng *rand.Rand, u int) {
+	user := fmt.Sprintf("cart-%s-%d", w.run, u)
+	w.mu.Lock()
+	w.cartPuts[user] = puts{}
+	w.mu.Unlock()
+	for _, p := range w.items {
+		if ctx.Err() != nil {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, opTimeout)
+		_, err := w.sh.Carts.Put(pctx, cart.User(user), time.Time{}, p, 1)
+		cancel()
+		res := result{}
+		if err != nil {
+			res = result{unknown: true}
+		}
+		w.mu.Lock()
+		w.cartPuts[user][p] = res
+		w.mu.Unlock()
+		// Spread over the run, so that some lines are put during the fault.
+		if wait(ctx, w.duration/time.Duration(len(w.items)+1)) != nil {
+			return
+		}
+	}
+}
+
+// pause spaces a client's operations by 0-50 ms, so that reads interleave with writes.
+func pause(ctx context.Context, rng *rand.Rand) {
+	t := time.NewTimer(time.Duration(rng.IntN(50)) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// finalReads records one strong read of every key once the store is healthy again: the
+// history's last word, against which every unknown outcome must be explained.
+func (w *workload) finalReads(ctx context.Context) error {
+	var errs []error
+	for _, p := range w.bank {
+		if _, ok := timed(ctx, w.stock, -1, "stock/"+p, stockOp{read: true}, func(ctx context.Context) (any, error) { return w.readStock(ctx, p) }, unknownUnlessRefused()); !ok {
+			errs = append(errs, fmt.Errorf("no room left in the history of stock/%s for the final read", p))
+		}
+		if _, ok := timed(ctx, w.price, -1, "price/"+p, priceOp{read: true}, func(ctx context.Context) (any, error) { return w.readPrice(ctx, p) }, unknownUnlessRefused()); !ok {
+			errs = append(errs, fmt.Errorf("no room left in the history of price/%s for the final read", p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// summary is what one run checked.
+type summary struct {
+	keys, ops, unknown int
+	acked, refused     int // orders
+	unknownOrders      int
+	unknownApplied     int // unknown orders found stored after the heal
+	cartAcked          int
+	stale              int // reads checked against their staleness budget
+}
+
+// stalenessBudget is RPL-1's budget for the product page and a status that is not "created".
+const stalenessBudget = 5 * time.Second
+
+// checkStale checks every page read of a key against the writes in that key's strong history.
+func checkStale(t *testing.T, name string, strong, page *recorder, initial any, value func(in any) (any, bool)) int {
+	t.Helper()
+	writes := strong.byKey()
+	n := 0
+	for key, reads := range page.byKey() {
+		n += len(reads)
+		errs := stale(initial, writesOf(writes[key], value), reads, stalenessBudget)
+		for i, err := range errs {
+			if i == 5 {
+				t.Errorf("%s %s: %d more stale reads", name, key, len(errs)-i)
+				break
+			}
+			t.Errorf("%s %s: %v", name, key, err)
+		}
+		if len(errs) > 0 {
+			where := "?"
+			if dir, err := outDir(); err == nil {
+				where, err = writeText(dir, t.Name()+"-"+name+"-stale-"+key, append(slices.Clone(writes[key]), reads...), strong)
+				if err != nil {
+					where = err.Error()
+				}
+			}
+			t.Errorf("%s %s: the history with the stale reads: %s", name, key, where)
+		}
+	}
+	return n
+}
+
+// verify checks the recorded histories once the store is healthy: linearizability per key,
+// the stock conservation (stock + units in stored orders = initial, never below zero), and
+// the sets (every acknowledged order and cart line present, nothing refused stored).
+func (w *workload) verify(t *testing.T, ctx context.Context) summary {
+	t.Helper()
+	var s summary
+	if err := w.finalReads(ctx); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []struct {
+		name  string
+		r     *recorder
+		model porcupine.Model
+	}{
+		{"stock", w.stock, stockModel(bankStock)}, {"status", w.status, statusModel()}, {"price", w.price, registerModel(bankPrice)},
+	} {
+		k, n := checkAll(t, c.name, c.r, c.model, checkTimeout)
+		_, u := c.r.counts()
+		s.keys, s.ops, s.unknown = s.keys+k, s.ops+n, s.unknown+u
+	}
+	s.stale += checkStale(t, "price", w.price, w.pricePage, int64(bankPrice), func(in any) (any, bool) {
+		o := in.(priceOp)
+		return o.price, !o.read
+	})
+	s.stale += checkStale(t, "status", w.status, w.statusPage, order.Created, func(in any) (any, bool) {
+		o := in.(statusOp)
+		return o.to, o.to != ""
+	})
+	w.checkOrders(t, ctx, &s)
+	w.checkCarts(t, ctx, &s)
+	return s
+}
+
+// checkOrders: every acknowledged order is stored under its key with its id, no refused one
+// is, and for each bank product the stock left plus the units in stored orders is the stock
+// it started with.
+func (w *workload) checkOrders(t *testing.T, ctx context.Context, s *summary) {
+	t.Helper()
+	sold := map[string]int64{}
+	for _, o := range w.orders {
+		var got order.Order
+		err := retry(ctx, func(ctx context.Context) error {
+			var err error
+			got, err = w.sh.Stores.Orders.ByIdempotencyKey(ctx, o.user, o.key)
+			if errors.Is(err, order.ErrNotFound) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("read back order %s of %s: %v", o.key, o.user, err)
+		}
+		stored := got.ID != ""
+		switch {
+		case o.out.unknown:
+			s.unknownOrders++
+			if stored {
+				s.unknownApplied++
+			}
+		case o.out.refused:
+			s.refused++
+			if stored {
+				t.Errorf("order %s of %s was refused (insufficient stock) but is stored as %s", o.key, o.user, got.ID)
+			}
+		default:
+			s.acked++
+			if !stored || got.ID != o.id {
+				t.Errorf("acknowledged order %s (key %s of %s) is not stored as such after the heal: found %q", o.id, o.key, o.user, got.ID)
+			}
+		}
+		if stored {
+			for _, it := range got.Items {
+				sold[it.ProductID] += it.Quantity
+			}
+		}
+	}
+	for _, p := range w.bank {
+		var left int64
+		if err := retry(ctx, func(ctx context.Context) error {
+			v, err := w.readStock(ctx, p)
+			left, _ = v.(int64)
+			return err
+		}); err != nil {
+			t.Fatalf("read stock of %s: %v", p, err)
+		}
+		if left < 0 {
+			t.Errorf("product %s: stock %d, below zero", p, left)
+		}
+		if left+sold[p] != bankStock {
+			t.Errorf("product %s: stock %d + %d units in stored orders = %d, want %d", p, left, sold[p], left+sold[p], bankStock)
+		}
+	}
+}
+
+// checkCarts: every acknowledged cart line is in its cart after the heal, and no line that
+// was never put is.
+func (w *workload) checkCarts(t *testing.T, ctx context.Context, s *summary) {
+	t.Helper()
+	for user, put := range w.cartPuts {
+		var c cart.Cart
+		if err := retry(ctx, func(ctx context.Context) error {
+			var err error
+			c, err = w.sh.Carts.Get(ctx, cart.User(user))
+			if errors.Is(err, cart.ErrNotFound) {
+				c, err = cart.Cart{}, nil
+			}
+			return err
+		}); err != nil {
+			t.Fatalf("read back the cart of %s: %v", user, err)
+		}
+		var have []string
+		for _, it := range c.Items {
+			have = append(have, it.ProductID)
+			if _, ok := put[it.ProductID]; !ok {
+				t.Errorf("cart of %s holds %s, which was never put", user, it.ProductID)
+			}
+		}
+		for p, res := range put {
+			if !res.unknown {
+				s.cartAcked++
+				if !slices.Contains(have, p) {
+					t.Errorf("cart of %s lost the acknowledged line %s: holds %v", user, p, have)
+				}
+			}
+		}
+	}
+}
