@@ -103,6 +103,12 @@ func (c *Cluster) ConfigURI() string { return c.Config.URI() }
 // Up starts every set (in parallel), registers each shard with the config server unless it is
 // already registered, and sets the chunk size.
 func (c *Cluster) Up(ctx context.Context) error {
+	// Before making keys: a cluster started without security gets no key files it would not use.
+	for _, s := range c.sets() {
+		if err := checkHeld(s.opts.Dir, s.state()); err != nil {
+			return err
+		}
+	}
 	if err := c.keys.make(c.Config.opts.Addr); err != nil {
 		return err
 	}
