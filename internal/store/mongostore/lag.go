@@ -163,8 +163,7 @@ func probeAccess(ctx context.Context, sources map[string]readrouting.StatusSourc
 			if hb, ok := src.(readrouting.Heartbeater); ok && err == nil {
 				err = hb.Heartbeat(ctx, name, time.Now())
 			}
-			var refused *access.Error
-			if errors.As(access.Explain(err), &refused) {
+			if refused, ok := access.Refusal(err); ok && refused.Certain() {
 				mu.Lock()
 				refusal = fmt.Errorf("set %s: %w", name, refused)
 				mu.Unlock()

@@ -148,11 +148,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	rep, err := s.EnsureSchema(ctx, false)
 	if err != nil {
 		_ = s.Close()
-		var refused *access.Error
-		if err := access.Explain(err); errors.As(err, &refused) && refused.Kind == access.Unauthorized {
-			return nil, fmt.Errorf("mongo: the shop's user needs readWrite on %s: %w", o.Database, err)
+		if refused, ok := access.Refusal(err); ok {
+			if refused.Kind == access.Unauthorized {
+				return nil, fmt.Errorf("mongo: the shop's user needs readWrite on %s: %w", o.Database, refused)
+			}
+			return nil, refused
 		}
-		return nil, access.Explain(err)
+		return nil, err
 	}
 	for _, m := range rep.Missing {
 		slog.Warn("mongo: index missing, not built at start-up", "index", m)
