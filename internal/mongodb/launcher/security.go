@@ -22,6 +22,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 )
 
 // Security turns on access control and TLS. The zero value is neither: the development
@@ -297,7 +299,18 @@ type User struct {
 	Name     string
 	Password string
 	Grants   []Grant
+	// In are the sets of a cluster that need the user (zero: every set); a replica set
+	// ignores it.
+	In ClusterSets
 }
+
+// ClusterSets are sets of a cluster by role.
+type ClusterSets int
+
+const (
+	ConfigServer ClusterSets = 1 << iota // where a mongos keeps its users: clients of the cluster log in there
+	ShardSets                            // each shard, for the monitors that log in to shards directly
+)
 
 // Grant is a built-in role on a database; admin for cluster-wide roles such as clusterMonitor.
 type Grant struct {
@@ -369,7 +382,16 @@ func (s *Set) createAdmin(ctx context.Context) error {
 			{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}}}}).Err()
 	})
 	var ce mongo.CommandError
-	if errors.As(err, &ce) && (ce.Code == 13 || ce.Code == 51003) { // Unauthorized: users exist; DuplicateKey: this one does
+	if errors.As(err, &ce) && ce.Code == 13 && sec.AdminPassword != "" { // Unauthorized: users exist
+		err = s.withMemberAs(ctx, p, false, func(c *mongo.Client) error {
+			return c.Database("admin").RunCommand(ctx, bson.D{{Key: "connectionStatus", Value: 1}}).Err()
+		}, options.Credential{Username: sec.AdminUser, Password: sec.AdminPassword, AuthSource: "admin"})
+		if err != nil {
+			return fmt.Errorf("set %s: log in as admin user %s: %w", s.opts.Name, sec.AdminUser, access.Explain(err))
+		}
+		return nil
+	}
+	if errors.As(err, &ce) && (ce.Code == 13 || ce.Code == 51003) { // DuplicateKey: this one exists
 		return nil
 	}
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 )
 
 // connect opens a client with o and fails the test if the options are bad.
@@ -110,6 +112,14 @@ func TestSetWithAuthAndTLS(t *testing.T) {
 	if p := reopened.Primary(ctx); p < 0 {
 		t.Fatalf("a reopened set reports %v", reopened.Status(ctx))
 	}
+	// A restart with the wrong admin password is refused, not taken on trust.
+	reopened.SetAdminPassword("not-the-admin-pw")
+	began = time.Now()
+	err = reopened.Up(ctx)
+	if refused, ok := access.Refusal(err); !ok || refused.Kind != access.AuthenticationFailed || !strings.Contains(err.Error(), "log in as admin user admin") {
+		t.Fatalf("Up with a wrong admin password: %v; want an authentication failure of the admin user", err)
+	}
+	t.Logf("wrong admin password refused in %s", time.Since(began).Round(time.Millisecond))
 	reopened.KillAll()
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
 )
@@ -500,11 +501,15 @@ func (s *Set) withMember(ctx context.Context, i int, fn func(*mongo.Client) erro
 	return s.withMemberAs(ctx, i, false, fn)
 }
 
-// withMemberAs is withMember, logged in with the keyFile's internal identity when internal.
-func (s *Set) withMemberAs(ctx context.Context, i int, internal bool, fn func(*mongo.Client) error) error {
+// withMemberAs is withMember, logged in with the keyFile's internal identity when internal, or
+// as the user of login when one is given.
+func (s *Set) withMemberAs(ctx context.Context, i int, internal bool, fn func(*mongo.Client) error, login ...options.Credential) error {
 	o, err := s.opts.Security.clientOptions(s.MemberURI(i), internal)
 	if err != nil {
 		return err
+	}
+	for _, cred := range login {
+		o.SetAuth(cred)
 	}
 	c, err := mongo.Connect(o.SetServerSelectionTimeout(2 * time.Second).SetConnectTimeout(2 * time.Second))
 	if err != nil {
