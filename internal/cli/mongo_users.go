@@ -34,8 +34,9 @@ users shardmart's components log in as, each with the built-in roles it needs an
                                                              serve --mongo-monitor-user
   shardmart_monitor  clusterMonitor                          shardmart monitor
 
-In a cluster each user is created on the config server and on every shard (the monitors log
-in to the shards directly). Passwords are random, kept in <dir>/users/<user>.password (mode
+In a cluster each user is created only where it logs in: shardmart_shop on the config server
+(where a mongos keeps its users; the shop has no login on the shards), shardmart_lag on every
+shard, shardmart_monitor on both (it reads the config server and pings each shard). Passwords are random, kept in <dir>/users/<user>.password (mode
 0600) and reused when the command runs again. docs/mongodb.md lists the same grants as
 mongosh commands for a production cluster.`,
 		Args: cobra.NoArgs,
