@@ -55,7 +55,7 @@ func TestMongoUpAuthTLSAndUsers(t *testing.T) {
 			t.Errorf("users output lacks %q:\n%s", want, out)
 		}
 	}
-	pw, err := readSecretFile(filepath.Join(dir, "users", "shardmart_shop.password"))
+	pw, err := launcher.ReadPasswordFile(filepath.Join(dir, "users", "shardmart_shop.password"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestMongoUpAuthTLSAndUsers(t *testing.T) {
 	if out, err = runMongo(t, "users", "--dir", dir, "--db", "shop"); err != nil {
 		t.Fatalf("users again: %v\n%s", err, out)
 	}
-	if again, _ := readSecretFile(filepath.Join(dir, "users", "shardmart_shop.password")); again != pw {
+	if again, _ := launcher.ReadPasswordFile(filepath.Join(dir, "users", "shardmart_shop.password")); again != pw {
 		t.Error("a second `mongo users` changed the shop's password")
 	}
 	if out, err = runMongo(t, "status", "--dir", dir); err != nil || !strings.Contains(out, "PRIMARY") {
@@ -145,7 +145,7 @@ func TestMongoUpShardsAuthTLSAndUsers(t *testing.T) {
 		{"shardmart_shop", []*launcher.Set{c.Config}, "connectionStatus"},
 		{"shardmart_lag", c.Shards, "replSetGetStatus"},
 	} {
-		pw, err := readSecretFile(filepath.Join(dir, "users", u.name+".password"))
+		pw, err := launcher.ReadPasswordFile(filepath.Join(dir, "users", u.name+".password"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,7 +65,7 @@ func mongoUsers(ctx context.Context, stdio IO, o mongoUsersOptions) error {
 	if pwFile == "" {
 		pwFile = adminPasswordFile(o.Dir)
 	}
-	admin, err := readSecretFile(pwFile)
+	admin, err := launcher.ReadPasswordFile(pwFile)
 	if err != nil {
 		return fmt.Errorf("admin password: %w (was the set started with `mongo up --auth`?)", err)
 	}
@@ -85,10 +85,10 @@ func mongoUsers(ctx context.Context, stdio IO, o mongoUsersOptions) error {
 	} {
 		name := mk("").Name
 		path := filepath.Join(o.Dir, "users", name+".password")
-		if err := makeSecretFile(path); err != nil {
+		if err := launcher.MakePasswordFile(path); err != nil {
 			return fmt.Errorf("password of %s: %w", name, err)
 		}
-		pw, err := readSecretFile(path)
+		pw, err := launcher.ReadPasswordFile(path)
 		if err != nil {
 			return err
 		}

@@ -141,17 +141,8 @@ func exists(path string) bool {
 // makeKeyFile writes a keyFile: base64 characters only, at most 1024 of them, and no access
 // for group or others, or mongod refuses it.
 func makeKeyFile(path string) error {
-	if exists(path) {
-		return nil
-	}
-	raw := make([]byte, 756)
-	if _, err := rand.Read(raw); err != nil {
-		return fmt.Errorf("launcher: keyfile: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("launcher: keyfile: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(raw)[:1008]+"\n"), 0o400); err != nil {
+	err := MakeSecretFile(path, 0o400, 756, func(b []byte) string { return base64.StdEncoding.EncodeToString(b)[:1008] })
+	if err != nil {
 		return fmt.Errorf("launcher: keyfile: %w", err)
 	}
 	return nil
