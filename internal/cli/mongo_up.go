@@ -41,7 +41,7 @@ func (f *mongoSecurityFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.AdminUser, "admin-user", "admin", "with --auth: the admin user's name")
 	fs.StringVar(&f.AdminPasswordFile, "admin-password-file", "", "with --auth: file holding the admin password (default <dir>/admin.password, made with a random password when missing)")
 	fs.StringVar(&f.KeyFile, "keyfile", "", "with --auth: your own keyFile (default: made in <dir>)")
-	fs.BoolVar(&f.TLS, "tls", false, "accept TLS connections only (--tlsMode requireTLS); clients log in with a password, no client certificate needed")
+	fs.BoolVar(&f.TLS, "tls", false, "accept TLS connections only (--tlsMode requireTLS). TLS authenticates the server only: clients log in with a password and need no certificate (one they present must chain to the CA), so any host reaching the port can try a login; members authenticate to each other with the keyFile, not x.509")
 	fs.StringVar(&f.TLSCAFile, "tls-ca-file", "", "with --tls: your own CA (PEM), with --tls-cert-key-file (default: a CA and a member certificate for 127.0.0.1 made in <dir>/tls)")
 	fs.StringVar(&f.TLSCertKeyFile, "tls-cert-key-file", "", "with --tls: the members' certificate and key (PEM), signed by --tls-ca-file")
 }

@@ -72,6 +72,8 @@ func TestRefusalKinds(t *testing.T) {
 			CertificateHost, "mongodb: TLS: the server's certificate does not name the host dialled (x509: cannot validate certificate for 127.0.0.2"},
 		{"plain server", errors.New(sel + "tls: first record does not look like a TLS handshake }, ] }"),
 			TLSMismatch, "mongodb: TLS: the server does not speak TLS"},
+		{"server monitor's EOF", errors.New(sel + "connection(127.0.0.1:27017[-168]) incomplete read of message header: connection closed unexpectedly by the other side: EOF }, ] }"),
+			TLSMismatch, "mongodb: the server closed the connection during the handshake"},
 		{"handshake EOF", errors.New(sel + "connection() error occurred during connection handshake: incomplete read of message header: EOF }, ] }"),
 			TLSMismatch, "mongodb: the server closed the connection during the handshake"},
 		{"pooled connection EOF", errors.New("connection(127.0.0.1:27017[-3]) incomplete read of message header: connection closed unexpectedly by the other side: EOF"),

@@ -38,7 +38,9 @@ type Security struct {
 	KeyFile       string // the user's own keyFile; empty: the launcher writes one (Keys)
 	// TLS starts every member with --tlsMode requireTLS: a plain connection is refused.
 	// Clients authenticate with a password, not a certificate
-	// (--tlsAllowConnectionsWithoutCertificates).
+	// (--tlsAllowConnectionsWithoutCertificates): TLS then authenticates the server only, any
+	// host reaching the port can try a login, and a certificate a client does present must
+	// chain to the CA. Members authenticate to each other with the keyFile, not x.509.
 	TLS         bool
 	CAFile      string // the user's own CA (PEM); empty: the launcher makes one (Keys)
 	CertKeyFile string // the members' certificate and key (PEM), signed by CAFile
