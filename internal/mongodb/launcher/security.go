@@ -344,7 +344,7 @@ func (s *Set) CreateUser(ctx context.Context, u User) error {
 			{Key: "roles", Value: roles}, wc}).Err()
 	}
 	if err != nil {
-		return fmt.Errorf("set %s: create user %s: %w", s.opts.Name, u.Name, err)
+		return fmt.Errorf("set %s: create user %s: %w", s.opts.Name, u.Name, access.Explain(err))
 	}
 	return nil
 }

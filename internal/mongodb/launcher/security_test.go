@@ -76,7 +76,10 @@ func TestSetWithAuthAndTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	asShop := func() *mongo.Client {
-		o, _ := got.clientOptions(s.URI(), false)
+		o, err := got.clientOptions(s.URI(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return connect(t, o.SetAuth(options.Credential{Username: "shop", Password: "shop-pw", AuthSource: "admin"}))
 	}
 	shop := asShop()

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -150,7 +151,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		_ = s.Close()
 		if refused, ok := access.Refusal(err); ok {
 			if refused.Kind == access.Unauthorized {
-				return nil, fmt.Errorf("mongo: the shop's user needs readWrite on %s: %w", o.Database, refused)
+				// One hint: the command's own ("read", for listCollections) would undersell
+				// what the shop needs.
+				what, _, _ := strings.Cut(refused.Line, ": the user needs")
+				return nil, &access.Error{Kind: refused.Kind, Err: refused.Err,
+					Line: fmt.Sprintf("mongo: the shop's user needs readWrite on %s (%s)", o.Database, what)}
 			}
 			return nil, refused
 		}
