@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 )
 
 func mode(t *testing.T, path string) os.FileMode {
@@ -122,5 +124,20 @@ func TestPasswordFiles(t *testing.T) {
 	}
 	if err := MakeSecretFile(path+"2", 0o644, 8, func(b []byte) string { return "x" }); err == nil {
 		t.Error("MakeSecretFile took mode 0644")
+	}
+}
+
+// A CA path with the characters a query string gives meaning to reaches the driver intact.
+func TestURICarriesTheCAPathIntact(t *testing.T) {
+	ca := "/tmp/my keys/c+a&b%20#1?.pem"
+	s, err := New(Options{Dir: t.TempDir(), Security: Security{TLS: true, CAFile: ca, CertKeyFile: ca + ".key"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uri := range []string{s.URI(), s.MemberURI(0)} {
+		cs, err := connstring.Parse(uri)
+		if err != nil || cs.SSLCaFile != ca {
+			t.Errorf("%s: driver reads tlsCAFile %q (%v), want %q", uri, cs.SSLCaFile, err, ca)
+		}
 	}
 }

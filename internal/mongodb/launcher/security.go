@@ -115,8 +115,10 @@ func (sec Security) uriOptions() string {
 	return "tls=true&tlsCAFile=" + escapePath(sec.CAFile)
 }
 
+// escapePath escapes what the driver's query-string parsing would misread in a path ("+" is a
+// space to it), and keeps "/" readable, unlike url.QueryEscape.
 func escapePath(p string) string {
-	return strings.NewReplacer("%", "%25", "&", "%26", "?", "%3F", "#", "%23", " ", "%20").Replace(p)
+	return strings.NewReplacer("%", "%25", "&", "%26", "?", "%3F", "#", "%23", " ", "%20", "+", "%2B").Replace(p)
 }
 
 // make writes the files in k that do not exist yet; existing ones are kept, so a set restarts
