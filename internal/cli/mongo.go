@@ -124,8 +124,7 @@ func (cl mongoClusterOptions) withMongo(ctx context.Context, extra time.Duration
 	}
 	defer func() { _ = client.Disconnect(context.WithoutCancel(ctx)) }()
 	if err := client.Ping(ctx, readpref.Primary()); err != nil {
-		var refused *access.Error
-		if errors.As(access.Explain(err), &refused) {
+		if refused, ok := access.Refusal(err); ok {
 			return refused
 		}
 		return fmt.Errorf("reach MongoDB at the given URI (is the mongos running? see deploy/mongodb): %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/readrouting"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
@@ -53,7 +55,7 @@ func TestMongoUpAuthTLSAndUsers(t *testing.T) {
 			t.Errorf("users output lacks %q:\n%s", want, out)
 		}
 	}
-	pw, err := readSecretFile(filepath.Join(dir, "users", "shardmart_shop.password"))
+	pw, err := launcher.ReadPasswordFile(filepath.Join(dir, "users", "shardmart_shop.password"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestMongoUpAuthTLSAndUsers(t *testing.T) {
 	if out, err = runMongo(t, "users", "--dir", dir, "--db", "shop"); err != nil {
 		t.Fatalf("users again: %v\n%s", err, out)
 	}
-	if again, _ := readSecretFile(filepath.Join(dir, "users", "shardmart_shop.password")); again != pw {
+	if again, _ := launcher.ReadPasswordFile(filepath.Join(dir, "users", "shardmart_shop.password")); again != pw {
 		t.Error("a second `mongo users` changed the shop's password")
 	}
 	if out, err = runMongo(t, "status", "--dir", dir); err != nil || !strings.Contains(out, "PRIMARY") {
@@ -126,29 +128,45 @@ func TestMongoUpShardsAuthTLSAndUsers(t *testing.T) {
 	if out, err = runMongo(t, "users", "--dir", dir); err != nil || !strings.Contains(out, "shardmart_monitor  clusterMonitor@admin") {
 		t.Fatalf("users: %v\n%s", err, out)
 	}
-	pw, err := readSecretFile(filepath.Join(dir, "users", "shardmart_monitor.password"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := launcher.OpenCluster(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range c.Sets() { // the monitor's user exists in every set: it logs in to each
-		uri, err := readrouting.WithCredentials(s.URI(), readrouting.Credentials{User: "shardmart_monitor", Password: pw})
+	// Each user exists only in the sets it logs in to: the shop's on the config server (a
+	// mongos's), the lag monitor's on the shards, the hot-shard monitor's in both.
+	for _, u := range []struct {
+		name string
+		in   []*launcher.Set
+		cmd  string
+	}{
+		{"shardmart_monitor", c.Sets(), "serverStatus"},
+		{"shardmart_shop", []*launcher.Set{c.Config}, "connectionStatus"},
+		{"shardmart_lag", c.Shards, "replSetGetStatus"},
+	} {
+		pw, err := launcher.ReadPasswordFile(filepath.Join(dir, "users", u.name+".password"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := mongo.Connect(options.Client().ApplyURI(uri))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = cl.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Err()
-		_ = cl.Disconnect(ctx)
-		if err != nil {
-			t.Fatalf("serverStatus on %s as shardmart_monitor: %v", s.Name(), err)
+		for _, s := range c.Sets() {
+			uri, err := readrouting.WithCredentials(s.URI(), readrouting.Credentials{User: u.name, Password: pw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := mongo.Connect(options.Client().ApplyURI(uri))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cl.Database("admin").RunCommand(ctx, bson.D{{Key: u.cmd, Value: 1}}).Err()
+			_ = cl.Disconnect(ctx)
+			refused, _ := access.Refusal(err)
+			switch want := slices.Contains(u.in, s); {
+			case want && err != nil:
+				t.Errorf("%s on %s as %s: %v", u.cmd, s.Name(), u.name, err)
+			case !want && (refused == nil || refused.Kind != access.AuthenticationFailed):
+				t.Errorf("%s logging in to %s: %v; want authentication failed (no such user there)", u.name, s.Name(), err)
+			}
 		}
 	}
 	if out, err = runMongo(t, "status", "--dir", dir); err != nil || !strings.Contains(out, "registered shards: sh0") {

@@ -2,14 +2,10 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,7 +41,7 @@ func (f *mongoSecurityFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.AdminUser, "admin-user", "admin", "with --auth: the admin user's name")
 	fs.StringVar(&f.AdminPasswordFile, "admin-password-file", "", "with --auth: file holding the admin password (default <dir>/admin.password, made with a random password when missing)")
 	fs.StringVar(&f.KeyFile, "keyfile", "", "with --auth: your own keyFile (default: made in <dir>)")
-	fs.BoolVar(&f.TLS, "tls", false, "accept TLS connections only (--tlsMode requireTLS); clients log in with a password, no client certificate needed")
+	fs.BoolVar(&f.TLS, "tls", false, "accept TLS connections only (--tlsMode requireTLS). TLS authenticates the server only: clients log in with a password and need no certificate (one they present must chain to the CA), so any host reaching the port can try a login; members authenticate to each other with the keyFile, not x.509")
 	fs.StringVar(&f.TLSCAFile, "tls-ca-file", "", "with --tls: your own CA (PEM), with --tls-cert-key-file (default: a CA and a member certificate for 127.0.0.1 made in <dir>/tls)")
 	fs.StringVar(&f.TLSCertKeyFile, "tls-cert-key-file", "", "with --tls: the members' certificate and key (PEM), signed by --tls-ca-file")
 }
@@ -74,11 +70,11 @@ func (f mongoSecurityFlags) security(dir string) (launcher.Security, error) {
 	path := f.AdminPasswordFile
 	if path == "" {
 		path = adminPasswordFile(dir)
-		if err := makeSecretFile(path); err != nil {
+		if err := launcher.MakePasswordFile(path); err != nil {
 			return sec, fmt.Errorf("admin password: %w", err)
 		}
 	}
-	pw, err := readSecretFile(path)
+	pw, err := launcher.ReadPasswordFile(path)
 	if err != nil {
 		return sec, fmt.Errorf("--admin-password-file: %w", err)
 	}
@@ -88,34 +84,6 @@ func (f mongoSecurityFlags) security(dir string) (launcher.Security, error) {
 
 // adminPasswordFile is where `mongo up --auth` keeps the admin password by default.
 func adminPasswordFile(dir string) string { return filepath.Join(dir, "admin.password") }
-
-// makeSecretFile writes a random password to path (mode 0600) unless the file exists.
-func makeSecretFile(path string) error {
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	raw := make([]byte, 18)
-	if _, err := rand.Read(raw); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(base64.RawURLEncoding.EncodeToString(raw)+"\n"), 0o600)
-}
-
-// readSecretFile reads a password file: its first line, without surrounding white space.
-func readSecretFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	pw, _, _ := strings.Cut(string(b), "\n")
-	if pw = strings.TrimSpace(pw); pw == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return pw, nil
-}
 
 func newCmdMongoUp(stdio IO, runF func(context.Context, mongoUpOptions) error) *cobra.Command {
 	var o mongoUpOptions

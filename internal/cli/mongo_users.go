@@ -34,8 +34,9 @@ users shardmart's components log in as, each with the built-in roles it needs an
                                                              serve --mongo-monitor-user
   shardmart_monitor  clusterMonitor                          shardmart monitor
 
-In a cluster each user is created on the config server and on every shard (the monitors log
-in to the shards directly). Passwords are random, kept in <dir>/users/<user>.password (mode
+In a cluster each user is created only where it logs in: shardmart_shop on the config server
+(where a mongos keeps its users; the shop has no login on the shards), shardmart_lag on every
+shard, shardmart_monitor on both (it reads the config server and pings each shard). Passwords are random, kept in <dir>/users/<user>.password (mode
 0600) and reused when the command runs again. docs/mongodb.md lists the same grants as
 mongosh commands for a production cluster.`,
 		Args: cobra.NoArgs,
@@ -64,7 +65,7 @@ func mongoUsers(ctx context.Context, stdio IO, o mongoUsersOptions) error {
 	if pwFile == "" {
 		pwFile = adminPasswordFile(o.Dir)
 	}
-	admin, err := readSecretFile(pwFile)
+	admin, err := launcher.ReadPasswordFile(pwFile)
 	if err != nil {
 		return fmt.Errorf("admin password: %w (was the set started with `mongo up --auth`?)", err)
 	}
@@ -84,10 +85,10 @@ func mongoUsers(ctx context.Context, stdio IO, o mongoUsersOptions) error {
 	} {
 		name := mk("").Name
 		path := filepath.Join(o.Dir, "users", name+".password")
-		if err := makeSecretFile(path); err != nil {
+		if err := launcher.MakePasswordFile(path); err != nil {
 			return fmt.Errorf("password of %s: %w", name, err)
 		}
-		pw, err := readSecretFile(path)
+		pw, err := launcher.ReadPasswordFile(path)
 		if err != nil {
 			return err
 		}

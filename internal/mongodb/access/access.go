@@ -60,16 +60,30 @@ func Explain(err error) error {
 			fragment(text, "x509: ") + "): name the CA that signed it with tlsCAFile=<PEM file> in the connection string"}
 	case strings.Contains(text, "first record does not look like a TLS handshake"):
 		return &Error{Kind: TLSMismatch, Err: err, Line: "mongodb: TLS: the server does not speak TLS: remove tls=true from the connection string, or start the server with TLS"}
-	case strings.Contains(text, "incomplete read of message header") && strings.Contains(text, "EOF"):
+	case (strings.Contains(text, "error occurred during connection handshake") || strings.Contains(text, "server selection error")) &&
+		strings.Contains(text, "incomplete read of message header") && strings.Contains(text, "EOF"):
 		// A requireTLS server closes a plain connection without a word, and so does one that
 		// wants client certificates to a TLS client without one (and a server shutting down,
-		// hence the "if"s).
+		// hence the "if"s). Only when a new connection's handshake, or the server monitor's
+		// (server selection then gives up with it as the server's last error), met it: an EOF
+		// on a pooled connection is a server gone, not a refusal.
 		return &Error{Kind: TLSMismatch, Err: err, Line: "mongodb: the server closed the connection during the handshake: " +
 			"if it requires TLS, add tls=true (and tlsCAFile=<PEM file>) to the connection string; " +
 			"if it requires client certificates, add tlsCertificateKeyFile=<PEM file>"}
 	}
 	return err
 }
+
+// Refusal is Explain's *Error when err is a refusal of access.
+func Refusal(err error) (*Error, bool) {
+	var refused *Error
+	ok := errors.As(Explain(err), &refused)
+	return refused, ok
+}
+
+// Certain tells whether the refusal cannot also be a server going away: a TLS mismatch shows
+// only as a connection closed during the handshake, which a server shutting down gives too.
+func (e *Error) Certain() bool { return e.Kind != TLSMismatch }
 
 const (
 	codeUnauthorized         = 13

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -44,6 +45,49 @@ func TestOtherErrorsUnchanged(t *testing.T) {
 	for _, err := range []error{nil, io.EOF, fmt.Errorf("insert: %w", mongo.CommandError{Code: 11000, Message: "E11000 duplicate key"})} {
 		if got := Explain(err); got != err {
 			t.Errorf("Explain(%v) = %v, want it unchanged", err, got)
+		}
+	}
+}
+
+// Each refusal the driver reports, in its own wording, is one line of its kind; an EOF on a
+// pooled connection (a server killed or stepping down) is not a refusal and stays as it is.
+func TestRefusalKinds(t *testing.T) {
+	const sel = "server selection error: context deadline exceeded, current topology: { Type: Single, Servers: [{ Addr: 127.0.0.1:27017, Type: Unknown, Last error: "
+	for _, c := range []struct {
+		name string
+		err  error
+		kind Kind // 0: not a refusal, returned unchanged
+		line string
+	}{
+		{"wrong password", mongo.CommandError{Code: codeAuthenticationFailed, Name: "AuthenticationFailed", Message: "Authentication failed."},
+			AuthenticationFailed, "mongodb: authentication failed: wrong user name or password"},
+		{"wrong password in a handshake", errors.New("connection() error occurred during connection handshake: auth error: " +
+			"sasl conversation error: unable to authenticate using mechanism \"SCRAM-SHA-256\": (AuthenticationFailed) Authentication failed."),
+			AuthenticationFailed, "mongodb: authentication failed: wrong user name or password"},
+		{"unknown authority", errors.New(sel + "tls: failed to verify certificate: x509: certificate signed by unknown authority }, ] }"),
+			UntrustedCertificate, "mongodb: TLS: the server's certificate is not trusted (x509: certificate signed by unknown authority)"},
+		{"host not named", errors.New(sel + "tls: failed to verify certificate: x509: certificate is valid for 127.0.0.1, not 127.0.0.2 }, ] }"),
+			CertificateHost, "mongodb: TLS: the server's certificate does not name the host dialled (x509: certificate is valid for 127.0.0.1"},
+		{"no IP SAN", errors.New(sel + "tls: failed to verify certificate: x509: cannot validate certificate for 127.0.0.2 because it doesn't contain any IP SANs }, ] }"),
+			CertificateHost, "mongodb: TLS: the server's certificate does not name the host dialled (x509: cannot validate certificate for 127.0.0.2"},
+		{"plain server", errors.New(sel + "tls: first record does not look like a TLS handshake }, ] }"),
+			TLSMismatch, "mongodb: TLS: the server does not speak TLS"},
+		{"server monitor's EOF", errors.New(sel + "connection(127.0.0.1:27017[-168]) incomplete read of message header: connection closed unexpectedly by the other side: EOF }, ] }"),
+			TLSMismatch, "mongodb: the server closed the connection during the handshake"},
+		{"handshake EOF", errors.New(sel + "connection() error occurred during connection handshake: incomplete read of message header: EOF }, ] }"),
+			TLSMismatch, "mongodb: the server closed the connection during the handshake"},
+		{"pooled connection EOF", errors.New("connection(127.0.0.1:27017[-3]) incomplete read of message header: connection closed unexpectedly by the other side: EOF"),
+			0, ""},
+	} {
+		got := Explain(c.err)
+		refused, ok := Refusal(c.err)
+		switch {
+		case c.kind == 0 && (got != c.err || ok):
+			t.Errorf("%s: Explain = %v (refusal %v), want it unchanged", c.name, got, ok)
+		case c.kind != 0 && (!ok || refused.Kind != c.kind || !strings.HasPrefix(refused.Line, c.line) || strings.Contains(refused.Line, "\n")):
+			t.Errorf("%s: Refusal = %+v, %v; want kind %d, one line starting %q", c.name, refused, ok, c.kind, c.line)
+		case ok && refused.Certain() != (c.kind != TLSMismatch):
+			t.Errorf("%s: Certain = %v", c.name, refused.Certain())
 		}
 	}
 }

@@ -103,6 +103,12 @@ func (c *Cluster) ConfigURI() string { return c.Config.URI() }
 // Up starts every set (in parallel), registers each shard with the config server unless it is
 // already registered, and sets the chunk size.
 func (c *Cluster) Up(ctx context.Context) error {
+	// Before making keys: a cluster started without security gets no key files it would not use.
+	for _, s := range c.sets() {
+		if err := checkHeld(s.opts.Dir, s.state()); err != nil {
+			return err
+		}
+	}
 	if err := c.keys.make(c.Config.opts.Addr); err != nil {
 		return err
 	}
@@ -222,10 +228,22 @@ func (c *Cluster) withConfig(ctx context.Context, fn func(admin *mongo.Database)
 	return fn(client.Database("admin"))
 }
 
-// CreateUser creates u in every set: on the config server, where a mongos would keep it, and
-// on each shard, where the monitors log in directly (a mongos's users do not exist there).
+// CreateUser creates u in the sets u.In names: on the config server, where a mongos would keep
+// it, and on each shard, where the monitors log in directly (a mongos's users do not exist
+// there). A user needed only through a mongos gets no login on the shards.
 func (c *Cluster) CreateUser(ctx context.Context, u User) error {
-	for _, s := range c.sets() {
+	in := u.In
+	if in == 0 {
+		in = ConfigServer | ShardSets
+	}
+	var sets []*Set
+	if in&ConfigServer != 0 {
+		sets = append(sets, c.Config)
+	}
+	if in&ShardSets != 0 {
+		sets = append(sets, c.Shards...)
+	}
+	for _, s := range sets {
 		if err := s.CreateUser(ctx, u); err != nil {
 			return err
 		}

@@ -22,6 +22,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 )
 
 // Security turns on access control and TLS. The zero value is neither: the development
@@ -36,7 +38,9 @@ type Security struct {
 	KeyFile       string // the user's own keyFile; empty: the launcher writes one (Keys)
 	// TLS starts every member with --tlsMode requireTLS: a plain connection is refused.
 	// Clients authenticate with a password, not a certificate
-	// (--tlsAllowConnectionsWithoutCertificates).
+	// (--tlsAllowConnectionsWithoutCertificates): TLS then authenticates the server only, any
+	// host reaching the port can try a login, and a certificate a client does present must
+	// chain to the CA. Members authenticate to each other with the keyFile, not x.509.
 	TLS         bool
 	CAFile      string // the user's own CA (PEM); empty: the launcher makes one (Keys)
 	CertKeyFile string // the members' certificate and key (PEM), signed by CAFile
@@ -111,8 +115,10 @@ func (sec Security) uriOptions() string {
 	return "tls=true&tlsCAFile=" + escapePath(sec.CAFile)
 }
 
+// escapePath escapes what the driver's query-string parsing would misread in a path ("+" is a
+// space to it), and keeps "/" readable, unlike url.QueryEscape.
 func escapePath(p string) string {
-	return strings.NewReplacer("%", "%25", "&", "%26", "?", "%3F", "#", "%23", " ", "%20").Replace(p)
+	return strings.NewReplacer("%", "%25", "&", "%26", "?", "%3F", "#", "%23", " ", "%20", "+", "%2B").Replace(p)
 }
 
 // make writes the files in k that do not exist yet; existing ones are kept, so a set restarts
@@ -139,17 +145,8 @@ func exists(path string) bool {
 // makeKeyFile writes a keyFile: base64 characters only, at most 1024 of them, and no access
 // for group or others, or mongod refuses it.
 func makeKeyFile(path string) error {
-	if exists(path) {
-		return nil
-	}
-	raw := make([]byte, 756)
-	if _, err := rand.Read(raw); err != nil {
-		return fmt.Errorf("launcher: keyfile: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("launcher: keyfile: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(raw)[:1008]+"\n"), 0o400); err != nil {
+	err := MakeSecretFile(path, 0o400, 756, func(b []byte) string { return base64.StdEncoding.EncodeToString(b)[:1008] })
+	if err != nil {
 		return fmt.Errorf("launcher: keyfile: %w", err)
 	}
 	return nil
@@ -297,7 +294,18 @@ type User struct {
 	Name     string
 	Password string
 	Grants   []Grant
+	// In are the sets of a cluster that need the user (zero: every set); a replica set
+	// ignores it.
+	In ClusterSets
 }
+
+// ClusterSets are sets of a cluster by role.
+type ClusterSets int
+
+const (
+	ConfigServer ClusterSets = 1 << iota // where a mongos keeps its users: clients of the cluster log in there
+	ShardSets                            // each shard, for the monitors that log in to shards directly
+)
 
 // Grant is a built-in role on a database; admin for cluster-wide roles such as clusterMonitor.
 type Grant struct {
@@ -338,7 +346,7 @@ func (s *Set) CreateUser(ctx context.Context, u User) error {
 			{Key: "roles", Value: roles}, wc}).Err()
 	}
 	if err != nil {
-		return fmt.Errorf("set %s: create user %s: %w", s.opts.Name, u.Name, err)
+		return fmt.Errorf("set %s: create user %s: %w", s.opts.Name, u.Name, access.Explain(err))
 	}
 	return nil
 }
@@ -369,7 +377,16 @@ func (s *Set) createAdmin(ctx context.Context) error {
 			{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}}}}).Err()
 	})
 	var ce mongo.CommandError
-	if errors.As(err, &ce) && (ce.Code == 13 || ce.Code == 51003) { // Unauthorized: users exist; DuplicateKey: this one does
+	if errors.As(err, &ce) && ce.Code == 13 && sec.AdminPassword != "" { // Unauthorized: users exist
+		err = s.withMemberAs(ctx, p, false, func(c *mongo.Client) error {
+			return c.Database("admin").RunCommand(ctx, bson.D{{Key: "connectionStatus", Value: 1}}).Err()
+		}, options.Credential{Username: sec.AdminUser, Password: sec.AdminPassword, AuthSource: "admin"})
+		if err != nil {
+			return fmt.Errorf("set %s: log in as admin user %s: %w", s.opts.Name, sec.AdminUser, access.Explain(err))
+		}
+		return nil
+	}
+	if errors.As(err, &ce) && (ce.Code == 13 || ce.Code == 51003) { // DuplicateKey: this one exists
 		return nil
 	}
 	if err != nil {

@@ -2,7 +2,10 @@ package launcher
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/mongodb/access"
 )
 
 // connect opens a client with o and fails the test if the options are bad.
@@ -71,7 +76,10 @@ func TestSetWithAuthAndTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	asShop := func() *mongo.Client {
-		o, _ := got.clientOptions(s.URI(), false)
+		o, err := got.clientOptions(s.URI(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return connect(t, o.SetAuth(options.Credential{Username: "shop", Password: "shop-pw", AuthSource: "admin"}))
 	}
 	shop := asShop()
@@ -107,5 +115,106 @@ func TestSetWithAuthAndTLS(t *testing.T) {
 	if p := reopened.Primary(ctx); p < 0 {
 		t.Fatalf("a reopened set reports %v", reopened.Status(ctx))
 	}
+	// A restart with the wrong admin password is refused, not taken on trust.
+	reopened.SetAdminPassword("not-the-admin-pw")
+	began = time.Now()
+	err = reopened.Up(ctx)
+	if refused, ok := access.Refusal(err); !ok || refused.Kind != access.AuthenticationFailed || !strings.Contains(err.Error(), "log in as admin user admin") {
+		t.Fatalf("Up with a wrong admin password: %v; want an authentication failure of the admin user", err)
+	}
+	t.Logf("wrong admin password refused in %s", time.Since(began).Round(time.Millisecond))
 	reopened.KillAll()
+}
+
+// writeState writes st as dir's set.json, as Up does, without starting anything.
+func writeState(t *testing.T, dir string, st state) {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stateFile(dir), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A set or cluster created with --auth --tls and started again with less, or with other key
+// files, is refused before any mongod starts: it would otherwise come up open to anyone.
+func TestRestartWithOtherSecurityIsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	own := filepath.Join(t.TempDir(), "own")
+	full := Security{Auth: true, AdminPassword: "pw", TLS: true}
+	others := map[string]Security{
+		"neither":     {},
+		"auth only":   {Auth: true, AdminPassword: "pw"},
+		"TLS only":    {TLS: true},
+		"own keyFile": {Auth: true, AdminPassword: "pw", KeyFile: own, TLS: true},
+		"own CA":      {Auth: true, AdminPassword: "pw", TLS: true, CAFile: own + ".ca", CertKeyFile: own + ".pem"},
+	}
+
+	dir := t.TempDir()
+	secured, err := New(Options{Dir: dir, BasePort: LauncherTestPort, Security: full, DieWithParent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeState(t, dir, secured.state())
+	opened, err := Open(dir, nil)
+	if err != nil || opened.state() != secured.state() {
+		t.Fatalf("Open reads %+v, %v; want %+v", opened.state(), err, secured.state())
+	}
+	if err := checkHeld(dir, opened.state()); err != nil {
+		t.Fatalf("the set as it was created: %v", err)
+	}
+	for name, sec := range others {
+		s, err := New(Options{Dir: dir, BasePort: LauncherTestPort, Security: sec, DieWithParent: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Up(ctx)
+		if !errors.Is(err, ErrOtherSecurity) || !strings.Contains(err.Error(), "started with --auth (keyFile "+filepath.Join(dir, "keyfile")+"), --tls (CA ") {
+			t.Errorf("%s: Up = %v; want ErrOtherSecurity naming the set's settings", name, err)
+		}
+	}
+
+	cdir := t.TempDir()
+	c, err := NewCluster(ClusterOptions{Dir: cdir, Shards: 1, BasePort: LauncherClusterTestPort, Security: full, DieWithParent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.sets() {
+		writeState(t, s.Dir(), s.state())
+	}
+	for name, sec := range others {
+		c, err := NewCluster(ClusterOptions{Dir: cdir, Shards: 1, BasePort: LauncherClusterTestPort, Security: sec, DieWithParent: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Up(ctx); !errors.Is(err, ErrOtherSecurity) || !strings.Contains(err.Error(), filepath.Join(cdir, "cfg")+" holds") {
+			t.Errorf("cluster, %s: Up = %v; want ErrOtherSecurity naming cfg", name, err)
+		}
+	}
+
+	// The reverse: a cluster made without security is not given keys it would not use.
+	plain := t.TempDir()
+	c, err = NewCluster(ClusterOptions{Dir: plain, Shards: 1, BasePort: LauncherClusterTestPort, DieWithParent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.sets() {
+		writeState(t, s.Dir(), s.state())
+	}
+	c, err = NewCluster(ClusterOptions{Dir: plain, Shards: 1, BasePort: LauncherClusterTestPort, Security: full, DieWithParent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Up(ctx); !errors.Is(err, ErrOtherSecurity) || !strings.Contains(err.Error(), "started with no auth, no TLS") {
+		t.Errorf("plain cluster with --auth --tls: Up = %v; want ErrOtherSecurity", err)
+	}
+	if k := KeysIn(plain); exists(k.KeyFile) || exists(k.CAFile) {
+		t.Errorf("keys made in %s for a cluster that was refused", plain)
+	}
 }

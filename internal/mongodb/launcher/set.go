@@ -19,6 +19,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
 )
@@ -177,6 +178,48 @@ func (st state) sameSet(o state) bool {
 	return st.Name == o.Name && st.Members == o.Members && st.Addr == o.Addr && st.BasePort == o.BasePort && st.Role == o.Role
 }
 
+// ErrOtherSecurity means a directory holds a set or cluster started with other access control
+// or TLS settings than asked: restarting it without them would silently open it to anyone who
+// reaches the port, and with other keys would lock its members out of each other.
+var ErrOtherSecurity = errors.New("the directory's set was started with other security settings")
+
+// security describes the access control and TLS of st, for an error line.
+func (st state) security() string {
+	auth, tls := "no auth", "no TLS"
+	if st.Auth {
+		auth = "--auth (keyFile " + st.KeyFile + ")"
+	}
+	if st.TLS {
+		tls = "--tls (CA " + st.CAFile + ", certificate " + st.CertKeyFile + ")"
+	}
+	return auth + ", " + tls
+}
+
+// sameSecurity tells whether o starts the set with the access control, TLS and key files it was
+// created with.
+func (st state) sameSecurity(o state) bool {
+	return st.Auth == o.Auth && st.KeyFile == o.KeyFile && st.TLS == o.TLS && st.CAFile == o.CAFile && st.CertKeyFile == o.CertKeyFile
+}
+
+// checkHeld refuses to start the set in dir as want when dir holds another set, or the same
+// set with other security settings; a directory with no set passes.
+func checkHeld(dir string, want state) error {
+	held, err := readState(dir)
+	switch {
+	case errors.Is(err, ErrNoSet):
+		return nil
+	case err != nil:
+		return err
+	case !held.sameSet(want):
+		return fmt.Errorf("%w: %s holds a %s; asked for a %s (stop it, then move it away or choose another directory)",
+			ErrOtherTopology, dir, held, want)
+	case !held.sameSecurity(want):
+		return fmt.Errorf("%w: %s holds a %s started with %s; asked for %s (start it with the same flags and key files)",
+			ErrOtherSecurity, dir, held, held.security(), want.security())
+	}
+	return nil
+}
+
 func (st state) String() string {
 	what := map[Role]string{RolePlain: "replica set", RoleShard: "shard replica set", RoleConfig: "config server replica set"}[st.Role]
 	return fmt.Sprintf("%s %s of %d member(s) on %s:%d", what, st.Name, st.Members, st.Addr, st.BasePort)
@@ -253,22 +296,21 @@ func (s *Set) member(i int) (Member, error) {
 	return s.members[i], nil
 }
 
+// state is what set.json records of s.
+func (s *Set) state() state {
+	sec := s.opts.Security
+	return state{Name: s.opts.Name, Members: s.opts.Members, Addr: s.opts.Addr,
+		BasePort: s.opts.BasePort, Role: s.opts.Role, CacheGB: s.opts.CacheGB, CacheDir: s.opts.CacheDir,
+		Auth: sec.Auth, AdminUser: sec.AdminUser, KeyFile: sec.KeyFile, TLS: sec.TLS, CAFile: sec.CAFile, CertKeyFile: sec.CertKeyFile}
+}
+
 func (s *Set) prepare(ctx context.Context) error {
 	if s.bin != "" {
 		return nil
 	}
-	sec := s.opts.Security
-	want := state{Name: s.opts.Name, Members: s.opts.Members, Addr: s.opts.Addr,
-		BasePort: s.opts.BasePort, Role: s.opts.Role, CacheGB: s.opts.CacheGB, CacheDir: s.opts.CacheDir,
-		Auth: sec.Auth, AdminUser: sec.AdminUser, KeyFile: sec.KeyFile, TLS: sec.TLS, CAFile: sec.CAFile, CertKeyFile: sec.CertKeyFile}
-	held, err := readState(s.opts.Dir)
-	switch {
-	case errors.Is(err, ErrNoSet):
-	case err != nil:
+	want := s.state()
+	if err := checkHeld(s.opts.Dir, want); err != nil {
 		return err
-	case !held.sameSet(want):
-		return fmt.Errorf("%w: %s holds a %s; asked for a %s (stop it, then move it away or choose another directory)",
-			ErrOtherTopology, s.opts.Dir, held, want)
 	}
 	bin, err := EnsureMongod(ctx, s.opts.CacheDir)
 	if err != nil {
@@ -459,11 +501,15 @@ func (s *Set) withMember(ctx context.Context, i int, fn func(*mongo.Client) erro
 	return s.withMemberAs(ctx, i, false, fn)
 }
 
-// withMemberAs is withMember, logged in with the keyFile's internal identity when internal.
-func (s *Set) withMemberAs(ctx context.Context, i int, internal bool, fn func(*mongo.Client) error) error {
+// withMemberAs is withMember, logged in with the keyFile's internal identity when internal, or
+// as the user of login when one is given.
+func (s *Set) withMemberAs(ctx context.Context, i int, internal bool, fn func(*mongo.Client) error, login ...options.Credential) error {
 	o, err := s.opts.Security.clientOptions(s.MemberURI(i), internal)
 	if err != nil {
 		return err
+	}
+	for _, cred := range login {
+		o.SetAuth(cred)
 	}
 	c, err := mongo.Connect(o.SetServerSelectionTimeout(2 * time.Second).SetConnectTimeout(2 * time.Second))
 	if err != nil {

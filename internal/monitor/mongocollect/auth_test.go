@@ -28,7 +28,7 @@ var authLive = shardtest.Shared{Opts: launcher.ClusterOptions{Shards: 1, BasePor
 // shard (the monitor logs in to the shards directly).
 var monitorUser = launcher.HotShardMonitorUser("monitor", "monitor-pw")
 
-// MON-1 with authorization enforced: every collector but the balancer's (see below) succeeds as
+// The hot-shard monitor with authorization enforced: every collector but the balancer's (see below) succeeds as
 // the monitor's user over TLS and reports the shard and the collection; a user with read on
 // config but not clusterMonitor fails the collectors that need it with one line naming the
 // role, and a wrong password fails them with one line instead of reporting the shard down.
@@ -105,6 +105,8 @@ func TestMonitorUserOverTLS(t *testing.T) {
 	noClusterMonitor := as(launcher.User{Name: "configreader", Password: "cr-pw", Grants: []launcher.Grant{{Role: "read", DB: "config"}}})
 	oneLine(refusal(noClusterMonitor, "mongo_serverstatus"), access.Unauthorized,
 		"shard sh0: mongodb: not authorized to run serverStatus on admin: the user needs the clusterMonitor role (on admin)")
+	oneLine(refusal(noClusterMonitor, "mongo_currentop"), access.Unauthorized,
+		"mongodb: not authorized to run aggregate on admin: the user needs the clusterMonitor role (on admin)")
 	wrong, err := readrouting.WithCredentials(c.ConfigURI(), readrouting.Credentials{User: monitorUser.Name, Password: "wrong"})
 	if err != nil {
 		t.Fatal(err)

@@ -227,10 +227,9 @@ func (c *Cluster) discover(ctx context.Context) (*view, error) {
 	}
 	wg.Wait()
 	// A shard that refuses the monitor's login is not down: the login is wrong, and every
-	// collector says so.
+	// collector says so. A connection closed at the handshake may be a shard going down: up 0.
 	for i, err := range pingErrs {
-		var refused *access.Error
-		if errors.As(access.Explain(err), &refused) {
+		if refused, ok := access.Refusal(err); ok && refused.Certain() {
 			return nil, fmt.Errorf("shard %s: %w", v.shards[i].id, refused)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,6 +29,10 @@ type LagOptions struct {
 	// replica set behind a mongos, or the replica set itself): mongos users do not exist on
 	// the shards.
 	Credentials readrouting.Credentials
+	// ProbeTimeout bounds the start-up check of the monitor's access to every set (zero: 10 s;
+	// ctx's deadline too). Generous: a refusal answers within a round trip, but a loaded host
+	// may take seconds to open a TLS connection, and a refusal cut off is not reported.
+	ProbeTimeout time.Duration
 }
 
 // WatchLag is WatchLagWith with the URI's own credentials and the given interval.
@@ -66,7 +72,10 @@ func (s *Store) WatchLagWith(ctx context.Context, uri string, o LagOptions) erro
 		clients = append(clients, c)
 		sources[name] = readrouting.DriverSource{Client: c}
 	}
-	if err := probeAccess(ctx, sources); err != nil {
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = defaultProbeTimeout
+	}
+	if err := probeAccess(ctx, sources, o.ProbeTimeout); err != nil {
 		disconnectAll(clients)
 		return fmt.Errorf("mongo: lag monitor: %w", err)
 	}
@@ -148,14 +157,15 @@ func (s *Store) lagTargets(ctx context.Context, uri string, cred readrouting.Cre
 // monitor lacks stops it at start with one line naming what is missing, rather than leaving
 // every read on the primary with the reason only in each snapshot. A set that is merely
 // unreachable now is the monitor's business, not a refusal: the probes run concurrently and
-// give up after probeTimeout, so a shard that is down delays the start by that much at most.
-func probeAccess(ctx context.Context, sources map[string]readrouting.StatusSource) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+// give up after limit, so a shard that is down delays the start by that much at most. Of
+// several refusals, the first set's by name is reported, so the same cluster gives the same line.
+func probeAccess(ctx context.Context, sources map[string]readrouting.StatusSource, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var (
-		mu      sync.Mutex
-		refusal error
-		wg      sync.WaitGroup
+		mu       sync.Mutex
+		refusals = map[string]error{}
+		wg       sync.WaitGroup
 	)
 	for name, src := range sources {
 		wg.Go(func() {
@@ -163,22 +173,24 @@ func probeAccess(ctx context.Context, sources map[string]readrouting.StatusSourc
 			if hb, ok := src.(readrouting.Heartbeater); ok && err == nil {
 				err = hb.Heartbeat(ctx, name, time.Now())
 			}
-			var refused *access.Error
-			if errors.As(access.Explain(err), &refused) {
+			if refused, ok := access.Refusal(err); ok && refused.Certain() {
 				mu.Lock()
-				refusal = fmt.Errorf("set %s: %w", name, refused)
+				refusals[name] = fmt.Errorf("set %s: %w", name, refused)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return refusal
+	if len(refusals) == 0 {
+		return nil
+	}
+	return refusals[slices.Min(slices.Collect(maps.Keys(refusals)))]
 }
 
-// probeTimeout bounds probeAccess. A refusal answers within a round trip; a TLS mismatch only
-// when server selection gives up, so within this bound only when the URI's
+// defaultProbeTimeout bounds probeAccess. A refusal answers within a round trip; a TLS
+// mismatch only when server selection gives up, so within this bound only when the URI's
 // serverSelectionTimeoutMS is shorter.
-const probeTimeout = 3 * time.Second
+const defaultProbeTimeout = 10 * time.Second
 
 func disconnectAll(clients []*mongo.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -143,11 +144,17 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	rep, err := s.EnsureSchema(ctx, false)
 	if err != nil {
 		_ = s.Close()
-		var refused *access.Error
-		if err := access.Explain(err); errors.As(err, &refused) && refused.Kind == access.Unauthorized {
-			return nil, fmt.Errorf("mongo: the shop's user needs readWrite on %s: %w", o.Database, err)
+		if refused, ok := access.Refusal(err); ok {
+			if refused.Kind == access.Unauthorized {
+				// One hint: the command's own ("read", for listCollections) would undersell
+				// what the shop needs.
+				what, _, _ := strings.Cut(refused.Line, ": the user needs")
+				return nil, &access.Error{Kind: refused.Kind, Err: refused.Err,
+					Line: fmt.Sprintf("mongo: the shop's user needs readWrite on %s (%s)", o.Database, what)}
+			}
+			return nil, refused
 		}
-		return nil, access.Explain(err)
+		return nil, err
 	}
 	for _, m := range rep.Missing {
 		slog.Warn("mongo: index missing, not built at start-up", "index", m)
