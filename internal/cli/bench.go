@@ -257,7 +257,7 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), err
 	o.backend.mongoURI, o.backend.mongoDB = bo.mongoURI, bo.mongoDB
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", benchAdminToken
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
-	o.trace = tracing.Config{SampleRatio: bo.traceRatio, Keep: tracing.DefaultKeep}
+	o.trace = tracing.Config{SampleRatio: bo.traceRatio, RatioGiven: true, Keep: tracing.DefaultKeep}
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)

@@ -78,3 +78,14 @@ func TestBenchBreakdownTracingOff(t *testing.T) {
 		t.Errorf("breakdown %v, log %q: want none, and the flag named", bs, log.String())
 	}
 }
+
+// TestServeTraceRatioGiven: serve tells tracing whether --trace-sample-ratio was passed, so
+// "0" keeps tracing off while its absence lets OTEL_TRACES_SAMPLER choose.
+func TestServeTraceRatioGiven(t *testing.T) {
+	if o := serveOptionsFor(t); o.trace.RatioGiven {
+		t.Error("no --trace-sample-ratio, but the ratio reads as given")
+	}
+	if o := serveOptionsFor(t, "--trace-sample-ratio", "0"); !o.trace.RatioGiven || o.trace.SampleRatio != 0 {
+		t.Errorf("--trace-sample-ratio 0: given %t, ratio %v", o.trace.RatioGiven, o.trace.SampleRatio)
+	}
+}
