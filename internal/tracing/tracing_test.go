@@ -276,3 +276,32 @@ func TestRecorderPendingBounded(t *testing.T) {
 		t.Errorf("%d spans of %d traces pending, bound %d", n, m, keep)
 	}
 }
+
+func TestIsConditional(t *testing.T) {
+	for stmt, want := range map[string]bool{
+		"INSERT INTO sessions (id) VALUES (?) IF NOT EXISTS":               true,
+		"insert into sessions (id) values (?) if not exists":               true,
+		"UPDATE user_carts SET v = ? WHERE id = ? IF v = ?":                true,
+		"UPDATE user_carts SET v = ? WHERE id = ?\nIF\tversion = ?":        true,
+		"DELETE FROM carts WHERE id = ? IF EXISTS":                         true,
+		"UPDATE t SET a = ? WHERE k = ? If a = ?":                          true,
+		"UPDATE t SET a = 'x IF y' WHERE k = ?":                            false,
+		`UPDATE t SET "IF" = ? WHERE k = ?`:                                false,
+		"UPDATE t SET a = 'it''s IF' WHERE k = ?":                          false,
+		"UPDATE t SET if_set = ? WHERE k = ?":                              false,
+		"SELECT * FROM t WHERE k = ?":                                      false,
+		"CREATE TABLE IF NOT EXISTS t (k int PRIMARY KEY)":                 false,
+		"UPDATE t SET a = ? WHERE k = ?":                                   false,
+		"INSERT INTO t (k) VALUES (?)":                                     false,
+		"":                                                                 false,
+		"UPDATE t SET a = 'unterminated IF":                                false,
+		"DELETE FROM t WHERE k = ? IF a = 'IF' AND b = ?":                  true,
+		"UPDATE t USING TTL 5 SET a = ? WHERE k = ? IF EXISTS":             true,
+		"UPDATE t SET m['if'] = ? WHERE k = ?":                             false,
+		"BEGIN BATCH UPDATE t SET a = ? WHERE k = ? IF EXISTS APPLY BATCH": false, // the driver reports a batch's statements one by one
+	} {
+		if got := IsConditional(stmt); got != want {
+			t.Errorf("IsConditional(%q) = %t, want %t", stmt, got, want)
+		}
+	}
+}
