@@ -117,7 +117,7 @@ highest rate whose total p99 stays under --find-max-p99 with errors under --find
 	f.IntVar(&o.findMaxRefine, "find-max-refine", 2, "find-max: bisection steps after the first failing rate")
 	f.DurationVar(&o.findMaxP99, "find-max-p99", 50*time.Millisecond, "find-max: the total's p99 must stay below this")
 	f.Float64Var(&o.findMaxErrors, "find-max-errors", 0.01, "find-max: the error rate (failed + dropped) must stay below this")
-	f.Float64Var(&o.traceRatio, "trace-sample-ratio", 0, "in-process server only: fraction of requests traced, as serve's flag; the breakdown of where each request type's time went is printed when the server keeps traces")
+	f.Float64Var(&o.traceRatio, "trace-sample-ratio", 0, "in-process server only: fraction of requests traced, as serve's flag; the breakdown of where each request type's time went is printed when the server keeps traces (with --url: the server's own ratio, read with --admin-token; its requests are picked by bench's clock, so the two machines' clocks must agree)")
 	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	return cmd
 }
@@ -130,7 +130,8 @@ type benchJSON struct {
 	MaxRate *float64          `json:"max_rate,omitempty"`
 	Steps   []loadgen.Step    `json:"steps,omitempty"`
 	// Breakdown is where each request type's time went, from the server's sampled traces of
-	// the last recorded run (absent when it keeps none).
+	// the run reported (find-max: the best step, or the first when none passed; absent when
+	// the server keeps none).
 	Breakdown []tracing.Breakdown `json:"breakdown,omitempty"`
 }
 
@@ -162,12 +163,17 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 	if err != nil {
 		return fmt.Errorf("prepare the workload: %w", err)
 	}
-	var recorded time.Time // the last run's recorded window starts here
+	// Each run's breakdown is read right after it, by rate: find-max prints its best step's,
+	// and the ring keeps only the latest traces.
+	traces := stepTraces{log: log, client: client, bases: bases, admin: admin}
 	runAt := func(ctx context.Context, rate float64) (loadgen.Report, error) {
-		recorded = time.Now().Add(o.warmup)
+		recorded := time.Now().Add(o.warmup)
 		fmt.Fprintf(log, "running %s at %.0f/s: %s warm-up, %s recorded...\n", o.scenario, rate, o.warmup, o.duration)
 		rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: rate, Warmup: o.warmup, Duration: o.duration, MaxInFlight: o.maxInFlight}, shop.Next)
 		rep.Scenario = o.scenario
+		if err == nil {
+			traces.read(ctx, rate, recorded)
+		}
 		return rep, err
 	}
 	out := benchJSON{Target: target, Machine: map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()),
@@ -187,23 +193,23 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 		if err != nil {
 			return err
 		}
-		out.Breakdown = tracedBreakdown(ctx, log, client, bases, admin, recorded)
+		shown, ok := shownStep(steps, best)
+		if ok {
+			out.Breakdown = traces.byRate[shown.Rate]
+		}
 		if o.json {
 			out.MaxRate, out.Steps = &best, steps
 			return writeJSON(stdio.Out, out)
 		}
 		fmt.Fprintf(stdio.Out, "highest rate sustained with p99 < %s and errors < %.1f%%: %.0f/s (%s, %s)\n",
 			o.findMaxP99, 100*o.findMaxErrors, best, o.scenario, target)
-		// The best step's table, or the first one's when even that failed: it shows why.
-		for _, st := range steps {
-			if st.Rate == best || best == 0 {
-				if err := st.Report.WriteText(stdio.Out); err != nil {
-					return err
-				}
-				break
-			}
+		if !ok {
+			return nil
 		}
-		return writeBreakdown(stdio.Out, out.Breakdown, fmt.Sprintf("the last step, %.0f/s", steps[len(steps)-1].Rate))
+		if err := shown.Report.WriteText(stdio.Out); err != nil {
+			return err
+		}
+		return writeBreakdown(stdio.Out, out.Breakdown, fmt.Sprintf("the step above, %.0f/s", shown.Rate))
 	}
 	rep, err := runAt(ctx, o.rate)
 	if err != nil {
@@ -212,7 +218,7 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 	if rep.Flash, err = shop.CheckFlashSale(ctx); err != nil {
 		return err
 	}
-	out.Breakdown = tracedBreakdown(ctx, log, client, bases, admin, recorded)
+	out.Breakdown = traces.byRate[o.rate]
 	if o.json {
 		out.Report = &rep
 		err = writeJSON(stdio.Out, out)
@@ -260,7 +266,7 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), err
 	o.backend.mongoURI, o.backend.mongoDB = bo.mongoURI, bo.mongoDB
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", benchAdminToken
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
-	o.trace = tracing.Config{SampleRatio: bo.traceRatio, Keep: tracing.DefaultKeep}
+	o.trace = tracing.Config{SampleRatio: bo.traceRatio, RatioGiven: true, Keep: tracing.DefaultKeep}
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)

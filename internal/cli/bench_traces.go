@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/loadgen"
 	"github.com/shardmart/shardmart/internal/tracing"
 )
 
@@ -59,19 +60,54 @@ func breakdown(ctx context.Context, client *http.Client, bases []string, adminTo
 	return tracing.Summarize(spans, func(root tracing.Span) bool { return !root.Start.Before(since) }), nil
 }
 
-// tracedBreakdown is breakdown for the report: a server without traces or an unreachable one
-// is said on log, and the report goes on without the breakdown.
-func tracedBreakdown(ctx context.Context, log io.Writer, client *http.Client, bases []string, adminToken string, since time.Time) []tracing.Breakdown {
-	if adminToken == "" {
-		fmt.Fprintln(log, "no breakdown: the server's traces need its --admin-token")
-		return nil
+// stepTraces reads the server's breakdown after each run, by rate. A server without traces,
+// an unreachable one or a missing admin token is said once on log, and the runs go on without
+// a breakdown.
+type stepTraces struct {
+	log    io.Writer
+	client *http.Client
+	bases  []string
+	admin  string
+	byRate map[float64][]tracing.Breakdown
+	off    bool
+}
+
+// read summarizes the requests traced since the run's recorded window began. The window is
+// this process's clock against the server's span times: with --url the two machines' clocks
+// must agree (NTP) or warm-up requests leak in or recorded ones drop out.
+func (s *stepTraces) read(ctx context.Context, rate float64, since time.Time) {
+	if s.off {
+		return
 	}
-	bs, err := breakdown(ctx, client, bases, adminToken, since)
+	if s.admin == "" {
+		fmt.Fprintln(s.log, "no breakdown: the server's traces need its --admin-token")
+		s.off = true
+		return
+	}
+	bs, err := breakdown(ctx, s.client, s.bases, s.admin, since)
 	if err != nil {
-		fmt.Fprintf(log, "no breakdown: %v\n", err)
-		return nil
+		fmt.Fprintf(s.log, "no breakdown: %v\n", err)
+		s.off = true
+		return
 	}
-	return bs
+	if s.byRate == nil {
+		s.byRate = map[float64][]tracing.Breakdown{}
+	}
+	s.byRate[rate] = bs
+}
+
+// shownStep is the find-max step whose table bench prints: the best passing one, or the
+// first when even that failed (it shows why); none when no step ran (a start above the limit).
+func shownStep(steps []loadgen.Step, best float64) (loadgen.Step, bool) {
+	for _, st := range steps {
+		if st.Rate == best {
+			return st, true
+		}
+	}
+	if len(steps) == 0 {
+		return loadgen.Step{}, false
+	}
+	return steps[0], true
 }
 
 // writeBreakdown prints the breakdown under a heading saying which run it is from.

@@ -62,6 +62,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 		Short: "Run the HTTP API (embedded store under ./data by default; seeds demo data into an empty store)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.trace.RatioGiven = cmd.Flags().Changed("trace-sample-ratio")
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -79,8 +80,8 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.DurationVar(&o.migrationPoll, "migration-poll", 2*time.Second, "with --migrations: how often the migration state is read (a phase change reaches this process within it)")
 	f.DurationVar(&o.cacheStaleness, "cache-staleness", shop.DefaultCacheStaleAfter, "how far behind the outbox this process's search cache may fall (its tail slowed or failing) before search reads the store and /readyz answers 503")
 	f.BoolVar(&o.statementMetrics, "statement-metrics", true, "also export each Cassandra statement's and MongoDB command's latency (shardmart_store_statement_duration_seconds)")
-	f.StringVar(&o.trace.Endpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector: a base URL, e.g. http://127.0.0.1:4318 (spans go to its /v1/traces), or a full traces URL (the standard OTEL_EXPORTER_OTLP_* variables work too); off by default")
-	f.Float64Var(&o.trace.SampleRatio, "trace-sample-ratio", 0, "fraction of requests traced (0..1; 0: tracing off unless an OTLP endpoint is set, which then traces every request); sampled traces are kept in memory for GET /v1/admin/traces and `bench`")
+	f.StringVar(&o.trace.Endpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector: a base URL, e.g. http://127.0.0.1:4318 (spans go to its /v1/traces), or a full traces URL; unset, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT is used, and the exporter reads the other OTEL_EXPORTER_OTLP_* variables (headers, timeout, TLS); needs a sampling ratio; off by default")
+	f.Float64Var(&o.trace.SampleRatio, "trace-sample-ratio", 0, "fraction of requests traced (0..1, 0: off); not given, OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose it (always_on, always_off, traceidratio, parentbased_*), and an OTLP endpoint with neither is an error; sampled traces are kept in memory for GET /v1/admin/traces and `bench`")
 	f.IntVar(&o.trace.Keep, "trace-buffer", tracing.DefaultKeep, "spans of the most recent sampled traces kept in memory")
 	d := httpapi.DefaultLimits()
 	f.Float64Var(&o.limitLoginClient, "limit-login-client", d.LoginPerClient.PerMinute, "login attempts per minute per client address (0: no limit)")
@@ -146,7 +147,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	var traces func() []tracing.Span
 	if tr != nil {
 		traces = tr.Recent.Spans
-		logger.Info("tracing on", "sample_ratio", o.trace.SampleRatio, "otlp_export", tr.Exporting, "spans_kept", o.trace.Keep)
+		logger.Info("tracing on", "sample_ratio", tr.Ratio, "otlp_export", tr.Exporting, "spans_kept", o.trace.Keep)
 	}
 
 	if cfg.Backends.Migrations {

@@ -276,15 +276,22 @@ func (s *server) wrap(label string, acc access, h handlerFunc) http.Handler {
 			defer cancel()
 		}
 		var span trace.Span
-		if s.Tracer != nil {
+		if s.Tracer != nil && label != tracesRoute {
 			ctx, span = startRequestSpan(ctx, s.Tracer, label, r)
 		}
 		r = r.WithContext(ctx)
 		rec := &statusRecorder{ResponseWriter: w}
 		rec.Header().Set("X-Request-Id", id)
+		aborted := false
+		if span != nil {
+			// Registered before the recovery below, so it also runs when that re-panics: a root
+			// left open would hold its children pending and export nothing.
+			defer func() { endRequestSpan(span, rec.status, aborted) }()
+		}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
+					aborted = true
 					panic(v)
 				}
 				s.log.Error("panic in handler", "route", label, "request_id", id, "panic", v)
@@ -294,9 +301,6 @@ func (s *server) wrap(label string, acc access, h handlerFunc) http.Handler {
 			}
 			d := time.Since(start)
 			obs.observe(rec.status, d)
-			if span != nil {
-				endRequestSpan(span, rec.status)
-			}
 			s.log.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("method", r.Method),
 				slog.String("route", label), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
 				slog.Duration("duration", d), slog.String("request_id", id))

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -51,15 +52,27 @@ func traceServices(s Services, tr trace.Tracer) Services {
 type svcTracer struct{ tr trace.Tracer }
 
 // call runs f in a service span named name when ctx is a sampled request's.
-func call[T any](ctx context.Context, t svcTracer, name string, f func(context.Context) (T, error)) (T, error) {
+func call[T any](ctx context.Context, t svcTracer, name string, f func(context.Context) (T, error)) (v T, err error) {
 	if !trace.SpanFromContext(ctx).SpanContext().IsSampled() {
 		return f(ctx)
 	}
 	ctx, sp := t.tr.Start(ctx, name, trace.WithAttributes(tracing.KeyKind.String(tracing.KindService)))
-	v, err := f(ctx)
-	tracing.End(sp, err)
+	// Deferred: a panicking call must end its span too, or the request's trace never completes.
+	returned := false
+	defer func() {
+		if !returned {
+			tracing.End(sp, errPanicked)
+			return
+		}
+		tracing.End(sp, err)
+	}()
+	v, err = f(ctx)
+	returned = true
 	return v, err
 }
+
+// errPanicked is the outcome of a service call that panicked (the request answers 500).
+var errPanicked = errors.New("panicked")
 
 // call0 is call for a method that returns only an error.
 func call0(ctx context.Context, t svcTracer, name string, f func(context.Context) error) error {

@@ -10,6 +10,10 @@ import (
 	"github.com/shardmart/shardmart/internal/tracing"
 )
 
+// tracesRoute is not traced: its own spans would fill the ring it reads, and bench's next
+// fetch would count them as the workload's.
+const tracesRoute = "GET /v1/admin/traces"
+
 // startRequestSpan opens the request's root span, named by its route pattern so the breakdown
 // groups requests by type.
 func startRequestSpan(ctx context.Context, tr trace.Tracer, route string, r *http.Request) (context.Context, trace.Span) {
@@ -18,12 +22,16 @@ func startRequestSpan(ctx context.Context, tr trace.Tracer, route string, r *htt
 }
 
 // endRequestSpan records the answer: a 5xx is the server's failure, anything else an outcome.
-func endRequestSpan(sp trace.Span, status int) {
+// An aborted handler (http.ErrAbortHandler) sent no complete answer: it is "canceled".
+func endRequestSpan(sp trace.Span, status int, aborted bool) {
 	if status == 0 {
 		status = http.StatusOK
 	}
 	outcome := "ok"
 	switch {
+	case aborted:
+		outcome = "canceled"
+		sp.SetStatus(codes.Error, "handler aborted")
 	case status >= 500:
 		outcome = "error"
 		sp.SetStatus(codes.Error, http.StatusText(status))

@@ -54,7 +54,7 @@ func TestExportOverOTLP(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 
-	tr, err := Start(context.Background(), Config{Endpoint: sink.URL, Service: "shardmart-test"})
+	tr, err := Start(context.Background(), Config{Endpoint: sink.URL, SampleRatio: 1, Service: "shardmart-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

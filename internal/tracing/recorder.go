@@ -1,7 +1,9 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,11 +35,26 @@ type Recorder struct {
 	keep int
 
 	mu       sync.Mutex
-	pending  map[string][]Span // by trace id, until the root ends
+	pending  map[string]*pendingTrace // by trace id, until the root ends
 	npending int
-	done     [][]Span // complete traces, oldest first
-	ndone    int
+	// closed holds the ids of the traces lately finished or dropped, oldest first, at most
+	// closedCap: a child ending after its root (a goroutine the request left running) is
+	// dropped instead of waiting in pending for a root that has come and gone.
+	closed    map[string]struct{}
+	closedIDs []string
+	arrivals  uint64
+	done      [][]Span // complete traces, oldest first
+	ndone     int
 }
+
+type pendingTrace struct {
+	first uint64 // the order its first span ended here in (Recorder.arrivals)
+	spans []Span
+}
+
+// closedCap bounds the finished trace ids remembered; a later child of an older trace waits
+// in pending until the overflow below drops it.
+const closedCap = 4096
 
 var _ sdktrace.SpanProcessor = (*Recorder)(nil)
 
@@ -46,7 +63,7 @@ func NewRecorder(keep int) *Recorder {
 	if keep <= 0 {
 		keep = DefaultKeep
 	}
-	return &Recorder{keep: keep, pending: map[string][]Span{}}
+	return &Recorder{keep: keep, pending: map[string]*pendingTrace{}, closed: map[string]struct{}{}}
 }
 
 func (r *Recorder) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
@@ -76,19 +93,31 @@ func (r *Recorder) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, ok := r.closed[sp.TraceID]; ok {
+		return // a late child of a trace already finished, or of one dropped incomplete
+	}
+	p := r.pending[sp.TraceID]
 	if !root {
-		r.pending[sp.TraceID] = append(r.pending[sp.TraceID], sp)
+		if p == nil {
+			r.arrivals++
+			p = &pendingTrace{first: r.arrivals}
+			r.pending[sp.TraceID] = p
+		}
+		p.spans = append(p.spans, sp)
 		r.npending++
 		if r.npending > r.keep {
-			// Roots that never end (a leak) must not grow memory: drop all that waits.
-			clear(r.pending)
-			r.npending = 0
+			r.expirePending()
 		}
 		return
 	}
-	trace := append(r.pending[sp.TraceID], sp)
-	r.npending -= len(trace) - 1
-	delete(r.pending, sp.TraceID)
+	var trace []Span
+	if p != nil {
+		trace = p.spans
+		r.npending -= len(trace)
+		delete(r.pending, sp.TraceID)
+	}
+	r.close(sp.TraceID)
+	trace = append(trace, sp)
 	if len(trace) > r.keep {
 		return
 	}
@@ -99,6 +128,34 @@ func (r *Recorder) OnEnd(s sdktrace.ReadOnlySpan) {
 		r.done[0] = nil
 		r.done = r.done[1:]
 	}
+}
+
+// expirePending drops the traces waiting longest until a quarter of the bound is free: a root
+// that never ends (a leak) must not grow memory, and the requests in flight, younger, stay.
+func (r *Recorder) expirePending() {
+	ids := make([]string, 0, len(r.pending))
+	for id := range r.pending {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(r.pending[a].first, r.pending[b].first) })
+	for _, id := range ids {
+		if r.npending <= r.keep*3/4 {
+			return
+		}
+		r.npending -= len(r.pending[id].spans)
+		delete(r.pending, id)
+		r.close(id)
+	}
+}
+
+// close remembers id as finished, forgetting the oldest beyond closedCap.
+func (r *Recorder) close(id string) {
+	if len(r.closedIDs) >= closedCap {
+		delete(r.closed, r.closedIDs[0])
+		r.closedIDs = r.closedIDs[1:]
+	}
+	r.closed[id] = struct{}{}
+	r.closedIDs = append(r.closedIDs, id)
 }
 
 // Spans returns the spans of the complete traces kept, oldest trace first.

@@ -34,3 +34,44 @@ func StatementName(stmt string) string {
 	}
 	return verb + "." + table
 }
+
+// IsConditional reports whether a CQL statement is a lightweight transaction: an INSERT,
+// UPDATE or DELETE with an IF clause (IF NOT EXISTS, IF EXISTS, IF col = ?). It reads words,
+// case-insensitively, outside quoted literals and identifiers, so a value or a column holding
+// "if" does not count, nor does DDL's CREATE TABLE IF NOT EXISTS.
+func IsConditional(stmt string) bool {
+	verb := true
+	for i := 0; i < len(stmt); {
+		switch c := stmt[i]; {
+		case c == '\'' || c == '"':
+			// To the closing quote; a doubled quote inside closes and reopens: the same.
+			j := strings.IndexByte(stmt[i+1:], c)
+			if j < 0 {
+				return false
+			}
+			i += j + 2
+		case isWordByte(c):
+			j := i
+			for j < len(stmt) && isWordByte(stmt[j]) {
+				j++
+			}
+			w := stmt[i:j]
+			if verb {
+				if !strings.EqualFold(w, "insert") && !strings.EqualFold(w, "update") && !strings.EqualFold(w, "delete") {
+					return false
+				}
+				verb = false
+			} else if strings.EqualFold(w, "if") {
+				return true
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}

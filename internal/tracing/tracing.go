@@ -1,7 +1,8 @@
 // Package tracing is shardmart's OpenTelemetry set-up: a tracer provider that samples a ratio of
 // requests, exports them over OTLP/HTTP when an endpoint is configured, and keeps the most recent
 // sampled traces in memory (Recorder) so `bench` can say where a request's time went without a
-// collector. Off (a nil *Tracing), nothing is wrapped: the callers skip their span code entirely.
+// collector. Off (a nil *Tracing), nothing is wrapped: the callers holding a tracer skip their
+// span code on a nil check, and those without one (Child, Wait) find no sampled span in ctx.
 package tracing
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -58,6 +60,11 @@ type Config struct {
 	// SampleRatio is the fraction of requests traced (0..1). A request's spans are all kept
 	// or all dropped (parent-based).
 	SampleRatio float64
+	// RatioGiven says SampleRatio was chosen (serve: the flag was passed; 0 then means off even
+	// with a collector). Otherwise OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose it,
+	// and a collector named with neither is an error: an OTEL_EXPORTER_OTLP_ENDPOINT set for a
+	// whole environment must not quietly trace every request.
+	RatioGiven bool
 	// Keep bounds the spans held in memory for the admin route; 0 is DefaultKeep.
 	Keep int
 	// Service names the process in exported traces (service.name).
@@ -74,6 +81,8 @@ type Tracing struct {
 	Recent *Recorder
 	// Exporting says spans also leave over OTLP.
 	Exporting bool
+	// Ratio is the sampling ratio in force.
+	Ratio float64
 }
 
 // envEndpoint reports whether the standard OTEL_* variables name a collector.
@@ -81,26 +90,50 @@ func envEndpoint() bool {
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// Enabled reports whether c asks for tracing: a positive ratio or a collector.
-func (c Config) Enabled() bool { return c.SampleRatio > 0 || c.Endpoint != "" || envEndpoint() }
+// ratio is the sampling ratio c asks for, 0 for tracing off; see RatioGiven.
+func (c Config) ratio() (float64, error) {
+	if !(c.SampleRatio >= 0 && c.SampleRatio <= 1) {
+		return 0, fmt.Errorf("tracing: sample ratio %v is outside 0..1", c.SampleRatio)
+	}
+	if c.RatioGiven || c.SampleRatio > 0 {
+		return c.SampleRatio, nil
+	}
+	sampler, ok := os.LookupEnv("OTEL_TRACES_SAMPLER")
+	if !ok {
+		if c.Endpoint != "" || envEndpoint() {
+			return 0, errors.New("tracing: an OTLP endpoint is set but no sampling ratio: pass --trace-sample-ratio (0 keeps tracing off) or set OTEL_TRACES_SAMPLER")
+		}
+		return 0, nil
+	}
+	switch sampler {
+	case "always_on", "parentbased_always_on":
+		return 1, nil
+	case "always_off", "parentbased_always_off":
+		return 0, nil
+	case "traceidratio", "parentbased_traceidratio":
+		arg, ok := os.LookupEnv("OTEL_TRACES_SAMPLER_ARG")
+		if !ok {
+			return 1, nil // the specification's default argument
+		}
+		r, err := strconv.ParseFloat(arg, 64)
+		if err != nil || !(r >= 0 && r <= 1) {
+			return 0, fmt.Errorf("tracing: OTEL_TRACES_SAMPLER_ARG %q is not a ratio in 0..1", arg)
+		}
+		return r, nil
+	}
+	return 0, fmt.Errorf("tracing: OTEL_TRACES_SAMPLER %q is not supported (always_on, always_off, traceidratio and their parentbased_ forms are)", sampler)
+}
 
-// Start builds the provider; it returns nil (off) when c is not Enabled. With a collector and no
-// ratio every request is traced.
+// Start builds the provider; it returns nil (off) when the ratio c asks for is 0.
 func Start(ctx context.Context, c Config) (*Tracing, error) {
-	if !c.Enabled() {
-		return nil, nil
-	}
-	if c.SampleRatio < 0 || c.SampleRatio > 1 {
-		return nil, fmt.Errorf("tracing: sample ratio %v is outside 0..1", c.SampleRatio)
-	}
-	ratio := c.SampleRatio
-	if ratio == 0 {
-		ratio = 1
+	ratio, err := c.ratio()
+	if err != nil || ratio == 0 {
+		return nil, err
 	}
 	if c.Service == "" {
 		c.Service = "shardmart"
 	}
-	t := &Tracing{Recent: NewRecorder(c.Keep)}
+	t := &Tracing{Recent: NewRecorder(c.Keep), Ratio: ratio}
 	opts := []sdktrace.TracerProviderOption{
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
 		sdktrace.WithSpanProcessor(t.Recent),

@@ -3,6 +3,8 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
 	"testing"
 	"time"
 )
@@ -20,9 +22,16 @@ func start(t *testing.T, c Config) *Tracing {
 	return tr
 }
 
+// unsetenv unsets k for the test, restoring it after.
+func unsetenv(t *testing.T, k string) {
+	t.Setenv(k, "")
+	os.Unsetenv(k)
+}
+
 func TestOffUnlessRatioOrEndpoint(t *testing.T) {
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"} {
+		unsetenv(t, k)
+	}
 	tr, err := Start(context.Background(), Config{})
 	if err != nil || tr != nil {
 		t.Fatalf("Start(zero config) = %v, %v; want nil, nil (off)", tr, err)
@@ -30,13 +39,64 @@ func TestOffUnlessRatioOrEndpoint(t *testing.T) {
 	if tr.Tracer() != nil {
 		t.Error("a nil Tracing has a tracer")
 	}
-	if _, err := Start(context.Background(), Config{SampleRatio: 1.5}); err == nil {
-		t.Error("ratio 1.5 accepted")
+	for _, r := range []float64{1.5, -1, math.NaN()} {
+		for _, given := range []bool{true, false} {
+			if _, err := Start(context.Background(), Config{SampleRatio: r, RatioGiven: given}); err == nil {
+				t.Errorf("ratio %v (given %t) accepted", r, given)
+			}
+		}
 	}
+	if on := start(t, Config{SampleRatio: 0.5}); on.Exporting || on.Ratio != 0.5 {
+		t.Errorf("ratio 0.5 alone: exporting %t, ratio %v; want the ring only, at 0.5", on.Exporting, on.Ratio)
+	}
+}
+
+// TestRatioFromTheEnvironment: a collector named by the environment traces the ratio
+// OTEL_TRACES_SAMPLER/_ARG ask for, never all requests by default; a given ratio wins.
+func TestRatioFromTheEnvironment(t *testing.T) {
+	unsetenv(t, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	unsetenv(t, "OTEL_TRACES_SAMPLER")
+	unsetenv(t, "OTEL_TRACES_SAMPLER_ARG")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
-	on := start(t, Config{})
-	if !on.Exporting {
-		t.Error("OTEL_EXPORTER_OTLP_ENDPOINT set, but not exporting")
+	if tr, err := Start(context.Background(), Config{}); err == nil || tr != nil {
+		t.Errorf("an environment's endpoint without a sampler: %v, %v; want an error naming the ratio", tr, err)
+	}
+	if tr, err := Start(context.Background(), Config{Endpoint: "http://127.0.0.1:1"}); err == nil || tr != nil {
+		t.Errorf("--otlp-endpoint without a ratio: %v, %v; want an error", tr, err)
+	}
+	if tr, err := Start(context.Background(), Config{RatioGiven: true}); err != nil || tr != nil {
+		t.Errorf("ratio 0 given: %v, %v; want off", tr, err)
+	}
+	if on := start(t, Config{SampleRatio: 0.1}); !on.Exporting || on.Ratio != 0.1 {
+		t.Errorf("ratio 0.1 with the environment's endpoint: exporting %t, ratio %v", on.Exporting, on.Ratio)
+	}
+	for sampler, want := range map[string]float64{"always_on": 1, "parentbased_always_on": 1, "traceidratio": 1} {
+		t.Setenv("OTEL_TRACES_SAMPLER", sampler)
+		if on := start(t, Config{}); !on.Exporting || on.Ratio != want {
+			t.Errorf("OTEL_TRACES_SAMPLER=%s: exporting %t, ratio %v; want %v", sampler, on.Exporting, on.Ratio, want)
+		}
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0.25")
+	if on := start(t, Config{}); on.Ratio != 0.25 {
+		t.Errorf("OTEL_TRACES_SAMPLER_ARG=0.25: ratio %v", on.Ratio)
+	}
+	if on := start(t, Config{SampleRatio: 0.5, RatioGiven: true}); on.Ratio != 0.5 {
+		t.Errorf("the given ratio 0.5 against the environment's 0.25: %v", on.Ratio)
+	}
+	for _, arg := range []string{"-1", "2", "x"} {
+		t.Setenv("OTEL_TRACES_SAMPLER_ARG", arg)
+		if _, err := Start(context.Background(), Config{}); err == nil {
+			t.Errorf("OTEL_TRACES_SAMPLER_ARG=%s accepted", arg)
+		}
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	if tr, err := Start(context.Background(), Config{}); err != nil || tr != nil {
+		t.Errorf("always_off: %v, %v; want off", tr, err)
+	}
+	t.Setenv("OTEL_TRACES_SAMPLER", "jaeger_remote")
+	if _, err := Start(context.Background(), Config{}); err == nil {
+		t.Error("an unsupported sampler accepted")
 	}
 }
 
@@ -166,6 +226,82 @@ func TestStatementName(t *testing.T) {
 	} {
 		if got := StatementName(stmt); got != want {
 			t.Errorf("StatementName(%q) = %q, want %q", stmt, got, want)
+		}
+	}
+}
+
+// TestRecorderPendingBounded: spans under a root that never ends cannot grow memory past the
+// bound, requests in flight meanwhile survive the overflow whole, and a child ending after its
+// root finished is dropped, not left waiting.
+func TestRecorderPendingBounded(t *testing.T) {
+	const keep = 100
+	tr := start(t, Config{SampleRatio: 1, Keep: keep})
+	bg := context.Background()
+	leakCtx, _ := tr.Tracer().Start(bg, "leaked") // never ends
+	child := func(ctx context.Context) {
+		_, c := tr.Tracer().Start(ctx, "c")
+		c.End()
+	}
+	child(leakCtx)
+	flightCtx, flight := tr.Tracer().Start(bg, "in-flight")
+	child(flightCtx)
+	for range 10 * keep {
+		child(leakCtx)
+		if n := tr.Recent.npending; n > keep {
+			t.Fatalf("%d spans pending, bound %d", n, keep)
+		}
+	}
+	flight.End()
+	spans := tr.Recent.Spans()
+	if len(spans) != 2 || spans[1].Name != "in-flight" || spans[0].ParentID != spans[1].SpanID {
+		t.Fatalf("kept %+v, want the in-flight request whole (its child, then it)", spans)
+	}
+
+	doneCtx, done := tr.Tracer().Start(bg, "done")
+	done.End()
+	child(doneCtx) // late: its root has ended
+	if _, ok := tr.Recent.pending[done.SpanContext().TraceID().String()]; ok {
+		t.Error("a child of a finished trace waits in pending")
+	}
+	for _, s := range tr.Recent.Spans() {
+		if s.TraceID == done.SpanContext().TraceID().String() && s.ParentID != "" {
+			t.Errorf("the late child joined the finished trace: %+v", s)
+		}
+	}
+	for range 10 * keep { // more leaked roots, one child each
+		ctx, _ := tr.Tracer().Start(bg, "leaked")
+		child(ctx)
+	}
+	if n, m := tr.Recent.npending, len(tr.Recent.pending); n > keep || m > keep {
+		t.Errorf("%d spans of %d traces pending, bound %d", n, m, keep)
+	}
+}
+
+func TestIsConditional(t *testing.T) {
+	for stmt, want := range map[string]bool{
+		"INSERT INTO sessions (id) VALUES (?) IF NOT EXISTS":               true,
+		"insert into sessions (id) values (?) if not exists":               true,
+		"UPDATE user_carts SET v = ? WHERE id = ? IF v = ?":                true,
+		"UPDATE user_carts SET v = ? WHERE id = ?\nIF\tversion = ?":        true,
+		"DELETE FROM carts WHERE id = ? IF EXISTS":                         true,
+		"UPDATE t SET a = ? WHERE k = ? If a = ?":                          true,
+		"UPDATE t SET a = 'x IF y' WHERE k = ?":                            false,
+		`UPDATE t SET "IF" = ? WHERE k = ?`:                                false,
+		"UPDATE t SET a = 'it''s IF' WHERE k = ?":                          false,
+		"UPDATE t SET if_set = ? WHERE k = ?":                              false,
+		"SELECT * FROM t WHERE k = ?":                                      false,
+		"CREATE TABLE IF NOT EXISTS t (k int PRIMARY KEY)":                 false,
+		"UPDATE t SET a = ? WHERE k = ?":                                   false,
+		"INSERT INTO t (k) VALUES (?)":                                     false,
+		"":                                                                 false,
+		"UPDATE t SET a = 'unterminated IF":                                false,
+		"DELETE FROM t WHERE k = ? IF a = 'IF' AND b = ?":                  true,
+		"UPDATE t USING TTL 5 SET a = ? WHERE k = ? IF EXISTS":             true,
+		"UPDATE t SET m['if'] = ? WHERE k = ?":                             false,
+		"BEGIN BATCH UPDATE t SET a = ? WHERE k = ? IF EXISTS APPLY BATCH": false, // the driver reports a batch's statements one by one
+	} {
+		if got := IsConditional(stmt); got != want {
+			t.Errorf("IsConditional(%q) = %t, want %t", stmt, got, want)
 		}
 	}
 }

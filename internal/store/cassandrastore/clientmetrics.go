@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -114,7 +113,7 @@ func (w attemptWatch) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	}
 	if w.tracer != nil {
 		attrs := []attribute.KeyValue{tracing.KeyRows.Int(q.Rows), tracing.KeyAttempt.Int(q.Attempt),
-			tracing.KeyLWT.Bool(strings.Contains(q.Statement, " IF "))}
+			tracing.KeyLWT.Bool(tracing.IsConditional(q.Statement))}
 		if q.Query != nil {
 			attrs = append(attrs, tracing.KeyConsistency.String(q.Query.GetConsistency().String()))
 		}
@@ -131,7 +130,7 @@ func (w attemptWatch) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
 		w.stmt.ObserveBatch(ctx, b)
 	}
 	if w.tracer != nil {
-		lwt := slices.ContainsFunc(b.Statements, func(st string) bool { return strings.Contains(st, " IF ") })
+		lwt := slices.ContainsFunc(b.Statements, tracing.IsConditional)
 		attrs := []attribute.KeyValue{tracing.KeyAttempt.Int(b.Attempt), tracing.KeyLWT.Bool(lwt)}
 		if b.Batch != nil {
 			attrs = append(attrs, tracing.KeyConsistency.String(b.Batch.GetConsistency().String()))

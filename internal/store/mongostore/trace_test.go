@@ -49,33 +49,29 @@ func TestCommandSpans(t *testing.T) {
 	spans := tr.Recent.Spans()
 	mu.Lock()
 	defer mu.Unlock()
-	commands := 0
+	traced := map[string]int{} // command spans by name
 	for _, sp := range spans {
 		if sp.ParentID == "" {
 			continue
 		}
-		commands++
+		traced[sp.Name]++
 		a := sp.Attrs
 		if sp.ParentID != root.SpanContext().SpanID().String() || a[string(tracing.KeyKind)] != tracing.KindStatement ||
 			a[string(tracing.KeyBackend)] != "mongodb" || a[string(tracing.KeyOutcome)] != "ok" {
 			t.Errorf("span %s (parent %s) attributes %v, want an ok mongodb command under the request", sp.Name, sp.ParentID, a)
 		}
-		if metric[sp.Name] == 0 {
-			t.Errorf("command %s traced but not in the metric %v", sp.Name, metric)
-		}
 		if sp.Start.Before(spans[len(spans)-1].Start) || sp.End.After(spans[len(spans)-1].End) {
 			t.Errorf("command %s [%v, %v] outside the request", sp.Name, sp.Start, sp.End)
 		}
 	}
-	if commands == 0 || commands != sumValues(metric) {
-		t.Errorf("%d command spans, the metric saw %v: want every command of the read, once in each", commands, metric)
+	if len(traced) == 0 {
+		t.Fatal("no command span under the traced read")
 	}
-}
-
-func sumValues(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
+	// By name, and at least: the client's other commands meanwhile (its own background work)
+	// reach the metric too, but never a span of this request.
+	for name, n := range traced {
+		if metric[name] < n {
+			t.Errorf("%d %s command spans, the metric saw %d: every traced command must reach it (metric %v)", n, name, metric[name], metric)
+		}
 	}
-	return n
 }

@@ -121,6 +121,38 @@ func (c *tracedConn) Ping(ctx context.Context) error {
 	return nil
 }
 
+// The driver's optional interfaces, forwarded: database/sql looks for them on the connection
+// it holds, and without them it would prepare through the context-less Prepare, never ask the
+// driver to reset a pooled session, nor learn that a connection went bad.
+
+func (c *tracedConn) PrepareContext(ctx context.Context, query string) (sqldriver.Stmt, error) {
+	if p, ok := c.Conn.(sqldriver.ConnPrepareContext); ok {
+		return p.PrepareContext(ctx, query)
+	}
+	return c.Conn.Prepare(query)
+}
+
+func (c *tracedConn) ResetSession(ctx context.Context) error {
+	if r, ok := c.Conn.(sqldriver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *tracedConn) IsValid() bool {
+	if v, ok := c.Conn.(sqldriver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+func (c *tracedConn) CheckNamedValue(nv *sqldriver.NamedValue) error {
+	if n, ok := c.Conn.(sqldriver.NamedValueChecker); ok {
+		return n.CheckNamedValue(nv)
+	}
+	return sqldriver.ErrSkip // database/sql's own conversion, as without a checker
+}
+
 type tracedTx struct {
 	sqldriver.Tx
 	end func(name string, start time.Time, err error)
