@@ -669,6 +669,13 @@ func (r *Carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, order
 	t, key := tableFor(owner)
 	n := now.UTC().Truncate(time.Millisecond)
 	_, err = casLoop(ctx, r.p, fmt.Sprintf("mark %s cart %s ordered", owner.Key(), cartID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
+		if a.n == 0 && !owner.IsGuest() {
+			// The condition is the whole invariant, and a user's cart never expires (no TTL
+			// to read): the first round proposes at once, saving the read before it on the
+			// checkout's path. Refused (ordered already, or not the active cart), the next
+			// round reads at SERIAL and finds nothing left to do.
+			return struct{}{}, casDo(r.query(ctx, t.stmts.order, 0, orderID, n, key, id, id)), nil
+		}
 		st, err := r.load(ctx, owner, a.cl)
 		if err != nil || st.active != id {
 			return struct{}{}, nil, err // ordered already (a replay), or not this owner's active cart
