@@ -31,7 +31,8 @@ import (
 //     checkout_order = <its order>`. Reopen: one batch ending the fenced cart `IF status =
 //     'active' AND checkout_order = <seen>` and creating its copy `IF active_cart = <it>`.
 //   - MarkOrdered: `IF active_cart = <cart>`, frozen or not, so it ends exactly the cart that
-//     was ordered and never a fresh cart created after it; a replay finds nothing to do.
+//     was ordered and never a fresh cart created after it; a replay finds nothing to do. A
+//     user's cart is proposed without a read first (no TTL to learn); a refusal reads at SERIAL.
 //   - Merge: the guest cart is frozen first (`status = 'merging'`, `merge_into = <user>`, `IF
 //     active_cart = <guest cart> AND status = 'active'`), which the guest's edits' condition
 //     excludes (they fail with ErrGuestMerged), and its lines are read at SERIAL. Then a
