@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/cart"
@@ -32,7 +33,40 @@ type cartView struct {
 	ExpiresAt *time.Time     `json:"expires_at,omitempty"`
 }
 
-// viewCart prices a cart's lines from the catalog.
+// lookupParallel caps the catalog reads one cart view runs at once: a cart holds up to
+// cart.MaxItems lines, and a view should not take every connection of the pool.
+const lookupParallel = 8
+
+type lookup struct {
+	p   catalog.Product
+	err error
+}
+
+// lookupLines reads the catalog for every line, concurrently: on a remote read model each read
+// is a round trip, and one after another they made most of a cart edit's time. One line is
+// read inline, which keeps the embedded store's single-line edit free of goroutines.
+func (s *server) lookupLines(ctx context.Context, items []cart.Item) []lookup {
+	out := make([]lookup, len(items))
+	if len(items) == 1 {
+		out[0].p, out[0].err = s.Catalog.GetProduct(ctx, items[0].ProductID)
+		return out
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, lookupParallel)
+	for i, it := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i].p, out[i].err = s.Catalog.GetProduct(ctx, it.ProductID)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// viewCart prices a cart's lines from the catalog. The first failed line in cart order is the
+// error, as when the lines were read one after another.
 func (s *server) viewCart(ctx context.Context, c cart.Cart) (cartView, error) {
 	v := cartView{Status: c.Status, Items: make([]cartItemView, 0, len(c.Items))}
 	if v.Status == "" {
@@ -41,9 +75,10 @@ func (s *server) viewCart(ctx context.Context, c cart.Cart) (cartView, error) {
 	if !c.ExpiresAt.IsZero() {
 		v.ExpiresAt = &c.ExpiresAt
 	}
-	for _, it := range c.Items {
+	found := s.lookupLines(ctx, c.Items)
+	for i, it := range c.Items {
 		line := cartItemView{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity}
-		p, err := s.Catalog.GetProduct(ctx, it.ProductID)
+		p, err := found[i].p, found[i].err
 		switch {
 		case errors.Is(err, catalog.ErrNotFound):
 		case err != nil:

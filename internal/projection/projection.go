@@ -59,10 +59,21 @@ func Register(p *outbox.Projector, t Targets) {
 		if err != nil {
 			return err
 		}
-		if err := t.Carts.MarkOrdered(ctx, cart.User(o.UserID), o.CartID, o.ID, o.CreatedAt); err != nil {
-			return fmt.Errorf("mark cart %s ordered: %w", o.CartID, err)
-		}
-		return t.History.UpsertEntry(ctx, history.FromOrder(o))
+		// The cart and the history are different aggregates and both writes are idempotent:
+		// run together, the order's read-your-writes Sync waits for one round trip, not two.
+		// Either failing fails the message, which is applied again.
+		var wg sync.WaitGroup
+		var markErr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := t.Carts.MarkOrdered(ctx, cart.User(o.UserID), o.CartID, o.ID, o.CreatedAt); err != nil {
+				markErr = fmt.Errorf("mark cart %s ordered: %w", o.CartID, err)
+			}
+		}()
+		histErr := t.History.UpsertEntry(ctx, history.FromOrder(o))
+		wg.Wait()
+		return errors.Join(markErr, histErr)
 	})
 	p.Handle(outbox.TopicOrderStatus, func(ctx context.Context, m outbox.Message) error {
 		o, err := decodeOrder(m)
@@ -114,16 +125,31 @@ func RegisterCatalog(p Handlers, sink CatalogSink, source ProductSource) {
 		if err != nil {
 			return err
 		}
-		for _, it := range o.Items {
-			if err := r.refresh(ctx, it.ProductID); err != nil {
-				return err
-			}
+		if len(o.Items) == 1 {
+			return r.refresh(ctx, o.Items[0].ProductID)
 		}
-		return nil
+		// An order's lines are different products, each refresh serialised per product on
+		// its own: they run at once, a round trip for the order rather than one per line.
+		errs := make([]error, len(o.Items))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, refreshParallel)
+		for i, it := range o.Items {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				errs[i] = r.refresh(ctx, it.ProductID)
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
 	}
 	p.Handle(outbox.TopicOrderPlaced, restock)
 	p.Handle(outbox.TopicOrderStatus, restock)
 }
+
+// refreshParallel caps one order's concurrent refreshes (an order has up to cart.MaxItems lines).
+const refreshParallel = 8
 
 // refresher copies products from the store of record to the read model, one product at a
 // time: two refreshes of one product overlapping could write their reads in the other order.

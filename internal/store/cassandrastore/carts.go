@@ -31,7 +31,8 @@ import (
 //     checkout_order = <its order>`. Reopen: one batch ending the fenced cart `IF status =
 //     'active' AND checkout_order = <seen>` and creating its copy `IF active_cart = <it>`.
 //   - MarkOrdered: `IF active_cart = <cart>`, frozen or not, so it ends exactly the cart that
-//     was ordered and never a fresh cart created after it; a replay finds nothing to do.
+//     was ordered and never a fresh cart created after it; a replay finds nothing to do. A
+//     user's cart is proposed without a read first (no TTL to learn); a refusal reads at SERIAL.
 //   - Merge: the guest cart is frozen first (`status = 'merging'`, `merge_into = <user>`, `IF
 //     active_cart = <guest cart> AND status = 'active'`), which the guest's edits' condition
 //     excludes (they fail with ErrGuestMerged), and its lines are read at SERIAL. Then a
@@ -669,6 +670,13 @@ func (r *Carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, order
 	t, key := tableFor(owner)
 	n := now.UTC().Truncate(time.Millisecond)
 	_, err = casLoop(ctx, r.p, fmt.Sprintf("mark %s cart %s ordered", owner.Key(), cartID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
+		if a.n == 0 && !owner.IsGuest() {
+			// The condition is the whole invariant, and a user's cart never expires (no TTL
+			// to read): the first round proposes at once, saving the read before it on the
+			// checkout's path. Refused (ordered already, or not the active cart), the next
+			// round reads at SERIAL and finds nothing left to do.
+			return struct{}{}, casDo(r.query(ctx, t.stmts.order, 0, orderID, n, key, id, id)), nil
+		}
 		st, err := r.load(ctx, owner, a.cl)
 		if err != nil || st.active != id {
 			return struct{}{}, nil, err // ordered already (a replay), or not this owner's active cart
