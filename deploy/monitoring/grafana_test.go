@@ -149,6 +149,9 @@ var labelValues = regexp.MustCompile(`^label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]
 
 // The dashboard reads only contract metrics (and Prometheus's ALERTS); every contract metric
 // is shown on it or alerted on, so a metric the exporter publishes is never silently unused.
+// annotationQuery finds the metric an alert annotation's template queries.
+var annotationQuery = regexp.MustCompile(`query "([a-zA-Z_:][a-zA-Z0-9_:]*)"`)
+
 func TestDashboardUsesContract(t *testing.T) {
 	contract := contractMetrics(t)
 	d := loadDashboard(t)
@@ -173,6 +176,12 @@ func TestDashboardUsesContract(t *testing.T) {
 	for _, r := range loadRules(t) {
 		for _, n := range metricNames(r.Expr) {
 			used[n] = true
+		}
+		// An annotation's template may query a metric (an info metric whose label it prints).
+		for _, a := range r.Annotations {
+			for _, m := range annotationQuery.FindAllStringSubmatch(a, -1) {
+				used[m[1]] = true
+			}
 		}
 	}
 	for n := range contract {
