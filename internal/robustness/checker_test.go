@@ -189,10 +189,18 @@ func TestEffectCheck(t *testing.T) {
 	if errs := effectErrors(nemesis{name: "stepdown"}, p); len(errs) != 0 {
 		t.Fatalf("a clean stepdown: %v", errs)
 	}
-	w.failed(ms(1100))
+	w.failures = append(w.failures, ms(1100))
 	order(1700, result{unknown: true})
 	if p := w.phases(f); p[1].failed != 2 || len(effectErrors(kill, p)) != 0 {
 		t.Fatalf("a kill seen by two clients: phases %+v, errors %v", p, effectErrors(kill, p))
+	}
+	if errs := effectErrors(kill, [3]phase{{acked: 1, orders: 1}, {acked: 1, orders: 1, stalled: 1}, {acked: 1, orders: 1}}); len(errs) != 0 {
+		t.Fatalf("a kill that stalled a client: %v", errs)
+	}
+	w2 := &workload{stock: newRecorder(10), status: newRecorder(10), price: newRecorder(10), pricePage: newRecorder(10), statusPage: newRecorder(10)}
+	w2.price.add(op{key: "price/p", in: priceOp{read: true}, call: ms(300), ret: ms(300).Add(stall), out: result{value: int64(1)}})
+	if p := w2.phases(f); p[1].stalled != 1 || p[1].acked != 0 {
+		t.Fatalf("a read answered %s late during the fault: phases %+v, want one stall and no write", stall, p)
 	}
 	if errs := effectErrors(kill, [3]phase{{acked: 1, orders: 1}, {failed: 1}, {acked: 1}}); len(errs) != 2 {
 		t.Fatalf("no write during the fault, no order after it: %v, want 2 errors", errs)

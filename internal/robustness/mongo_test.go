@@ -37,6 +37,15 @@ const nemesisCheck = 10 * electionTimeout
 // clients must get acknowledged writes again before the final reads.
 const recovery = 4 * time.Second
 
+// minWindow is the shortest fault on the primary: a few election timeouts, so that the set
+// fails over and takes writes while the fault lasts (a failover has taken over 4 s here
+// under a load of 20-30).
+const minWindow = 4 * electionTimeout
+
+// secondaryMargin is how much longer than the staleness budget a secondary is held: past the
+// budget, and past the lag a router needs to notice.
+const secondaryMargin = 3 * time.Second
+
 // One 3-member set for the package, started on first use (the checker's own tests and the
 // SQLite run need none) and stopped after the tests.
 var mongoSet struct {
@@ -110,13 +119,17 @@ type nemesis struct {
 	// while it lasts; a step-down may hand over cleanly between two operations.
 	disrupts bool
 	inject   func(t *testing.T, ctx context.Context, s *launcher.Set, victim int, window time.Duration) (heal func(context.Context) error, err error)
+	// secondary: the victim is a secondary, held for longer than the staleness budget, so
+	// that page reads routed to it would come back stale unless routed away (RPL-1).
+	secondary bool
 }
 
 var nemeses = []nemesis{
-	{"kill", true, killNemesis},
-	{"pause", true, pauseNemesis},
-	{"stepdown", false, stepdownNemesis},
-	{"partition", true, partitionNemesis},
+	{"kill", true, killNemesis, false},
+	{"pause", true, pauseNemesis, false},
+	{"stepdown", false, stepdownNemesis, false},
+	{"partition", true, partitionNemesis, false},
+	{"pause-secondary", false, pauseNemesis, true},
 }
 
 // killNemesis SIGKILLs the member (a crash) and restarts it on heal.
@@ -281,8 +294,8 @@ func TestMongoDB(t *testing.T) {
 	}
 }
 
-// runMongo: traffic for cfg.duration, the nemesis on the primary from a quarter to three
-// quarters of it, traffic for the recovery period after the heal, then the checks once the set
+// runMongo: traffic for a quarter of cfg.duration, the nemesis on the primary for half of it
+// (at least minWindow) or on a secondary past the staleness budget, traffic for the recovery period after the heal, then the checks once the set
 // is healthy again.
 func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+4*time.Minute)
@@ -314,7 +327,11 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sh.Close() })
-	w := newWorkload(sh, run, seed, cfg.duration+recovery)
+	window := max(cfg.duration/2, minWindow)
+	if n.secondary {
+		window = stalenessBudget + secondaryMargin
+	}
+	w := newWorkload(sh, run, seed, cfg.duration/4+window+recovery)
 	if err := w.setup(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -341,8 +358,11 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 			t.Error("no primary to inject the fault into")
 			return
 		}
+		if n.secondary {
+			victim = (victim + 1) % len(s.Members())
+		}
 		from := time.Now()
-		heal, err := n.inject(t, ctx, s, victim, cfg.duration/2)
+		heal, err := n.inject(t, ctx, s, victim, window)
 		var once sync.Once
 		var healErr error
 		healOnce := func(ctx context.Context) error {
@@ -364,7 +384,7 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 			t.Errorf("%s of member %d did not take: %v", n.name, victim, err)
 			return
 		}
-		_ = wait(tctx, time.Until(from.Add(cfg.duration/2)))
+		_ = wait(tctx, time.Until(from.Add(window)))
 		if err := healOnce(ctx); err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
@@ -379,6 +399,15 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 	if f != nil {
 		faults = 1
 		checkEffect(t, n, w.phases(*f))
+		if n.secondary {
+			// The staleness check in verify covers these reads; it proves something only if
+			// reads were served while the secondary lagged past the budget.
+			if k := w.pageReadsIn(*f); k == 0 {
+				t.Errorf("no page read answered during the %s (%s): the staleness budget was not put to the test", n.name, f.to.Sub(f.from).Round(time.Millisecond))
+			} else {
+				t.Logf("%d page reads answered during the %s, checked against the %s budget", k, n.name, stalenessBudget)
+			}
+		}
 	}
 	if err := restore(ctx, s); err != nil {
 		t.Fatalf("the set did not heal: %v", err)
@@ -398,8 +427,8 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 // the failover) and after the heal. Such a run proves nothing about the fault.
 func checkEffect(t *testing.T, n nemesis, p [3]phase) {
 	t.Helper()
-	t.Logf("before / during / after the %s: acknowledged writes %d / %d / %d (orders %d / %d / %d); unknown or failed operations %d / %d / %d",
-		n.name, p[0].acked, p[1].acked, p[2].acked, p[0].orders, p[1].orders, p[2].orders, p[0].failed, p[1].failed, p[2].failed)
+	t.Logf("before / during / after the %s: acknowledged writes %d / %d / %d (orders %d / %d / %d); unknown or failed operations %d / %d / %d; answers stalled ≥ %s %d / %d / %d",
+		n.name, p[0].acked, p[1].acked, p[2].acked, p[0].orders, p[1].orders, p[2].orders, p[0].failed, p[1].failed, p[2].failed, stall, p[0].stalled, p[1].stalled, p[2].stalled)
 	for _, err := range effectErrors(n, p) {
 		t.Error(err)
 	}
@@ -415,8 +444,8 @@ func effectErrors(n nemesis, p [3]phase) []error {
 	if p[1].orders == 0 || p[2].orders == 0 {
 		errs = append(errs, fmt.Errorf("want acknowledged orders called during the %s and after its heal, got %d and %d", n.name, p[1].orders, p[2].orders))
 	}
-	if n.disrupts && p[1].failed == 0 {
-		errs = append(errs, fmt.Errorf("the %s had no observable effect: no operation called during it failed or was left unknown", n.name))
+	if n.disrupts && p[1].failed+p[1].stalled == 0 {
+		errs = append(errs, fmt.Errorf("the %s had no observable effect: no operation failed, was left unknown or stalled for %s while it lasted", n.name, stall))
 	}
 	return errs
 }

@@ -67,7 +67,7 @@ type workload struct {
 	mu        sync.Mutex
 	orders    []placed        // every order attempted, acknowledged or not
 	cartPuts  map[string]puts // cart user -> product -> outcome
-	failures  []time.Time     // calls of operations that failed unrecorded (cart puts, status reads)
+	failures  []time.Time     // when operations in no history failed (cart puts, status reads)
 	nextPrice int64
 }
 
@@ -223,11 +223,10 @@ func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
 		qty := 1 + rng.Int64N(3)
 		user := fmt.Sprintf("buyer-%s-%d-%d", w.run, c, seq)
 		pctx, cancel := context.WithTimeout(ctx, opTimeout)
-		call := time.Now()
 		_, err := w.sh.Carts.Put(pctx, cart.User(user), time.Time{}, p, qty)
 		cancel()
 		if err != nil {
-			w.failed(call)
+			w.failed()
 			pause(ctx, rng) // no order without a cart line; not part of the stock history
 			continue
 		}
@@ -298,7 +297,7 @@ func (w *workload) readStatus(ctx context.Context, c int, id string) bool {
 	rec := op{client: c, key: "status/" + id, in: statusOp{}, call: call, ret: time.Now(), out: result{value: o.Status}}
 	switch {
 	case err != nil:
-		w.failed(call) // a read that failed tells nothing about the status
+		w.failed() // a read that failed tells nothing about the status
 		return true
 	case o.Status == order.Created:
 		w.status.add(rec)
@@ -396,13 +395,12 @@ func (w *workload) cartClient(ctx context.Context, c int, rng *rand.Rand, u int)
 			return
 		}
 		pctx, cancel := context.WithTimeout(ctx, opTimeout)
-		call := time.Now()
 		_, err := w.sh.Carts.Put(pctx, cart.User(user), time.Time{}, p, 1)
 		cancel()
 		res := result{}
 		if err != nil {
 			res = result{unknown: true}
-			w.failed(call)
+			w.failed()
 		}
 		w.mu.Lock()
 		w.cartPuts[user][p] = res
@@ -414,16 +412,22 @@ func (w *workload) cartClient(ctx context.Context, c int, rng *rand.Rand, u int)
 	}
 }
 
-// failed notes an operation, called at call, that failed and is in no history.
-func (w *workload) failed(call time.Time) {
+// failed notes that an operation in no history failed just now.
+func (w *workload) failed() {
 	w.mu.Lock()
-	w.failures = append(w.failures, call)
+	w.failures = append(w.failures, time.Now())
 	w.mu.Unlock()
 }
 
 // phase is what the clients saw in one phase of a run: writes acknowledged (orders among
-// them), and operations that failed or were left unknown, by their call time.
-type phase struct{ acked, orders, failed int }
+// them) by their call time; operations that failed or were left unknown, and answers that
+// stalled, by the time they gave up or answered (a fault hits operations called just before
+// it too).
+type phase struct{ acked, orders, failed, stalled int }
+
+// stall is an answer slow enough to be the fault's doing: the driver waiting out a failover
+// (retryable writes hide a crashed primary's errors from the caller, not the wait).
+const stall = opTimeout / 2
 
 // phases splits the run at fault f: before it, while it lasted, after its heal. Final reads
 // are not traffic and are left out.
@@ -441,12 +445,17 @@ func (w *workload) phases(f fault) [3]phase {
 	for _, r := range []*recorder{w.stock, w.status, w.price, w.pricePage, w.statusPage} {
 		for _, ops := range r.byKey() {
 			for _, o := range ops {
-				i := at(o.call)
 				switch {
-				case o.client < 0:
+				case o.client < 0: // a final read is not traffic
+					continue
 				case o.unknown:
-					p[i].failed++
-				case isWrite(o.in) && !o.out.(result).refused:
+					p[at(o.ret)].failed++
+					continue
+				case o.ret.Sub(o.call) >= stall:
+					p[at(o.ret)].stalled++
+				}
+				if isWrite(o.in) && !o.out.(result).refused {
+					i := at(o.call)
 					p[i].acked++
 					if _, ok := o.in.(stockOp); ok {
 						p[i].orders++
@@ -456,11 +465,27 @@ func (w *workload) phases(f fault) [3]phase {
 		}
 	}
 	w.mu.Lock()
-	for _, c := range w.failures {
-		p[at(c)].failed++
+	for _, when := range w.failures {
+		p[at(when)].failed++
 	}
 	w.mu.Unlock()
 	return p
+}
+
+// pageReadsIn counts the page reads (product page, status not "created") that answered with
+// their call inside fault f.
+func (w *workload) pageReadsIn(f fault) int {
+	n := 0
+	for _, r := range []*recorder{w.pricePage, w.statusPage} {
+		for _, ops := range r.byKey() {
+			for _, o := range ops {
+				if !o.unknown && o.client >= 0 && !o.call.Before(f.from) && o.call.Before(f.to) {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // isWrite: an order, a status move or a price change (not a read).
