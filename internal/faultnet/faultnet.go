@@ -109,6 +109,10 @@ func (c *Chain) Heal(ctx context.Context) error {
 	return nil
 }
 
+// ErrNoAnswer is Dial's error when the connection attempt timed out: what a DROP rule does,
+// as opposed to a refused connection (nothing listens) or a probe that could not run.
+var ErrNoAnswer = errors.New("no answer")
+
 // Dial opens (and closes) a TCP connection to addr:port within timeout from a process in
 // group gid, so the rules that match that group apply; gid 0 dials from this process's own
 // group. It returns nil when the connection was established.
@@ -125,7 +129,7 @@ func Dial(ctx context.Context, gid int, addr string, port int, timeout time.Dura
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("connect %s:%d as gid %d: no answer within %s", addr, port, gid, timeout)
+			return fmt.Errorf("connect %s:%d as gid %d: %w within %s", addr, port, gid, ErrNoAnswer, timeout)
 		}
 		return fmt.Errorf("connect %s:%d as gid %d: %w: %s", addr, port, gid, err, bytes.TrimSpace(stderr.Bytes()))
 	}
@@ -215,7 +219,7 @@ func removeOrphanCgroups() {
 // so is everything its own sockets send — the connections it has open, by their ports, and any
 // it opens later, by a cgroup v2 of the test's own that the process is moved into. Matching
 // its port alone is no cut: its heartbeats and vote requests would still reach its peers.
-// The process goes back to the root cgroup, and the cgroup is removed, in t.Cleanup; Heal
+// The process goes back to the cgroup it was in, and the cgroup is removed, in t.Cleanup; Heal
 // lifts the rules at once. Nothing is verified here: the caller probes.
 func (c *Chain) CutProcess(ctx context.Context, t testing.TB, pid, port int) error {
 	t.Helper()
@@ -223,14 +227,18 @@ func (c *Chain) CutProcess(ctx context.Context, t testing.TB, pid, port int) err
 		return fmt.Errorf("faultnet: cutting a process off needs cgroup v2 at %s: %w", cgroupRoot, err)
 	}
 	removeOrphanCgroups()
+	home, err := cgroupOf(pid)
+	if err != nil {
+		return fmt.Errorf("faultnet: %w", err)
+	}
 	group := fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroups.Add(1))
 	dir := cgroupRoot + "/" + group
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("faultnet: %w", err)
 	}
 	t.Cleanup(func() {
-		// A dead process has left already; a live one goes back to the root.
-		_ = os.WriteFile(cgroupRoot+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644)
+		// A dead process has left already; a live one goes back where it was.
+		_ = os.WriteFile(cgroupRoot+home+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644)
 		if err := os.Remove(dir); err != nil {
 			t.Errorf("faultnet: remove cgroup %s: %v", dir, err)
 		}
@@ -261,6 +269,20 @@ func (c *Chain) CutProcess(ctx context.Context, t testing.TB, pid, port int) err
 		}
 	}
 	return nil
+}
+
+// cgroupOf is pid's cgroup v2 path below cgroupRoot ("/" for the root), from /proc/pid/cgroup.
+func cgroupOf(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			return strings.TrimSuffix(p, "/"), nil
+		}
+	}
+	return "", fmt.Errorf("pid %d has no cgroup v2 entry: %q", pid, b)
 }
 
 // connections lists the local and remote TCP ports of pid's established connections: its

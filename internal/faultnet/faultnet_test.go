@@ -2,6 +2,7 @@ package faultnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -64,6 +65,23 @@ func reach(t *testing.T, ctx context.Context, gid int, addr string, port int, wa
 	err := Dial(ctx, gid, addr, port, time.Second)
 	if got := err == nil; got != want {
 		t.Fatalf("dial %s:%d as gid %d: reachable %v (%v), want %v", addr, port, gid, got, err, want)
+	}
+	if !want && !errors.Is(err, ErrNoAnswer) { // a cut drops: no refusal comes back
+		t.Fatalf("dial %s:%d as gid %d through a cut: %v, want %v", addr, port, gid, err, ErrNoAnswer)
+	}
+}
+
+// A refused connection is not a cut: callers that verify a partition must not count it.
+func TestDialRefusedIsNoTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens there now
+	err = Dial(context.Background(), 0, "127.0.0.1", port, 5*time.Second)
+	if err == nil || errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("dial a closed port: %v, want a refusal that is not %v", err, ErrNoAnswer)
 	}
 }
 

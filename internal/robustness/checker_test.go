@@ -160,3 +160,49 @@ func TestRecorderBoundsEachKey(t *testing.T) {
 		t.Fatal("a full key blocks another key")
 	}
 }
+
+// TestEffectCheck: a run in which the nemesis changed nothing for the clients, or in which a
+// phase had no acknowledged write or order, fails.
+func TestEffectCheck(t *testing.T) {
+	t0 := time.Now()
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	f := fault{from: ms(1000), to: ms(2000)}
+	w := &workload{stock: newRecorder(10), status: newRecorder(10), price: newRecorder(10), pricePage: newRecorder(10), statusPage: newRecorder(10)}
+	order := func(a int, out result) {
+		o := op{key: "stock/p", in: stockOp{qty: 1}, call: ms(a), ret: ms(a + 10), out: out, unknown: out.unknown}
+		w.stock.add(o)
+	}
+	order(500, result{})
+	order(1500, result{})
+	order(1600, result{refused: true})
+	order(2500, result{})
+	w.stock.add(op{client: -1, key: "stock/p", in: stockOp{read: true}, call: ms(1200), ret: ms(1210), unknown: true, out: result{unknown: true}})
+	p := w.phases(f)
+	want := [3]phase{{acked: 1, orders: 1}, {acked: 1, orders: 1}, {acked: 1, orders: 1}}
+	if p != want {
+		t.Fatalf("phases %+v, want %+v (final reads and refusals left out)", p, want)
+	}
+	kill := nemesis{name: "kill", disrupts: true}
+	if errs := effectErrors(kill, p); len(errs) != 1 {
+		t.Fatalf("a kill no client noticed: %v, want exactly the no-effect error", errs)
+	}
+	if errs := effectErrors(nemesis{name: "stepdown"}, p); len(errs) != 0 {
+		t.Fatalf("a clean stepdown: %v", errs)
+	}
+	w.failures = append(w.failures, ms(1100))
+	order(1700, result{unknown: true})
+	if p := w.phases(f); p[1].failed != 2 || len(effectErrors(kill, p)) != 0 {
+		t.Fatalf("a kill seen by two clients: phases %+v, errors %v", p, effectErrors(kill, p))
+	}
+	if errs := effectErrors(kill, [3]phase{{acked: 1, orders: 1}, {acked: 1, orders: 1, stalled: 1}, {acked: 1, orders: 1}}); len(errs) != 0 {
+		t.Fatalf("a kill that stalled a client: %v", errs)
+	}
+	w2 := &workload{stock: newRecorder(10), status: newRecorder(10), price: newRecorder(10), pricePage: newRecorder(10), statusPage: newRecorder(10)}
+	w2.price.add(op{key: "price/p", in: priceOp{read: true}, call: ms(300), ret: ms(300).Add(stall), out: result{value: int64(1)}})
+	if p := w2.phases(f); p[1].stalled != 1 || p[1].acked != 0 {
+		t.Fatalf("a read answered %s late during the fault: phases %+v, want one stall and no write", stall, p)
+	}
+	if errs := effectErrors(kill, [3]phase{{acked: 1, orders: 1}, {failed: 1}, {acked: 1}}); len(errs) != 2 {
+		t.Fatalf("no write during the fault, no order after it: %v, want 2 errors", errs)
+	}
+}

@@ -16,7 +16,12 @@
 // $SHARDMART_ROBUSTNESS_OUT, or a fresh temporary directory, and names it in the test log. An
 // "unknown" check result (the checker timed out) fails the test: it is never a pass.
 //
-// SHARDMART_ROBUSTNESS_DURATION (default 8s: the traffic of one run, the fault in its middle),
+// Traffic runs before the fault, during it and for a recovery period after the heal; a run
+// fails unless writes were acknowledged in each of the three phases and (kill, pause,
+// partition) some client saw the fault — a run whose nemesis changed nothing proves nothing.
+//
+// SHARDMART_ROBUSTNESS_DURATION (default 8s: a quarter of it before the fault, half of it —
+// at least 8 s — for a fault on the primary),
 // SHARDMART_ROBUSTNESS_REPEAT (default 1: runs per workload × nemesis pair) and
 // SHARDMART_ROBUSTNESS_SEED (default: the time) make the longer run; docs/robustness.md has
 // the command. The package has only tests.

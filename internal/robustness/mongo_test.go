@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,12 +21,29 @@ import (
 	"github.com/shardmart/shardmart/internal/faultnet"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/shop"
 )
 
 // electionTimeout is the set's electionTimeoutMillis: 2 s instead of MongoDB's 10 s, so that
 // a fault in an 8 s run sees its failover and the package stays within its budget.
 const electionTimeout = 2 * time.Second
+
+// nemesisCheck bounds the check that a fault took (a few election timeouts, with room for a
+// loaded machine): a fault that does not take fails within it, not at the end of the run.
+const nemesisCheck = 10 * electionTimeout
+
+// recovery is how long traffic goes on after the heal, as in etcd's robustness tests: the
+// clients must get acknowledged writes again before the final reads.
+const recovery = 4 * time.Second
+
+// failoverWindow is how long a pause or a partition of the primary lasts at least: in 8 s the
+// shop took no order inside the fault in 2 of 4 such runs at a load of 16-25.
+const failoverWindow = 15 * time.Second
+
+// secondaryMargin is how much longer than the staleness budget a secondary is held: past the
+// budget, and past the lag a router needs to notice.
+const secondaryMargin = 3 * time.Second
 
 // One 3-member set for the package, started on first use (the checker's own tests and the
 // SQLite run need none) and stopped after the tests.
@@ -97,15 +113,30 @@ func restore(ctx context.Context, s *launcher.Set) error {
 // returns heal, which undoes it. heal may be called more than once; the run also calls it in t.Cleanup, so a
 // failing test leaves no paused process or iptables rule behind.
 type nemesis struct {
-	name   string
-	inject func(t *testing.T, ctx context.Context, s *launcher.Set, victim int, window time.Duration) (heal func(context.Context) error, err error)
+	name string
+	// disrupts: clients of the primary must see the fault while it lasts (an unknown outcome,
+	// an error or a stalled answer); a step-down may hand over cleanly between two operations.
+	disrupts bool
+	inject   func(t *testing.T, ctx context.Context, s *launcher.Set, victim int, window time.Duration) (heal func(context.Context) error, err error)
+	// minWindow is the shortest fault: a pause or a partition of the primary leaves the shop
+	// failing until its driver gives the silent primary up, which has taken up to 10 s and
+	// more here, and orders must be acknowledged inside the fault.
+	minWindow time.Duration
+	// recovery, if set, replaces the default recovery period after the heal.
+	recovery time.Duration
+	// secondary: the victim is a secondary, held for longer than the staleness budget, so
+	// that page reads routed to it would come back stale unless routed away (RPL-1).
+	secondary bool
 }
 
 var nemeses = []nemesis{
-	{"kill", killNemesis},
-	{"pause", pauseNemesis},
-	{"stepdown", stepdownNemesis},
-	{"partition", partitionNemesis},
+	{"kill", true, killNemesis, 0, 0, false},
+	{"pause", true, pauseNemesis, failoverWindow, 0, false},
+	{"stepdown", false, stepdownNemesis, 0, 0, false},
+	// After a partition heals, the shop's connections to the member cut off time out first and
+	// the member (priority 2) takes the primary back: in 4 s the shop took no order in one run.
+	{"partition", true, partitionNemesis, failoverWindow, 10 * time.Second, false},
+	{"pause-secondary", false, pauseNemesis, 0, 0, true},
 }
 
 // killNemesis SIGKILLs the member (a crash) and restarts it on heal.
@@ -134,19 +165,11 @@ func pauseNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim int
 	if err := s.Pause(victim); err != nil {
 		return heal, err
 	}
-	// Counted on only once the kernel says the process is stopped.
-	err := eventually.Until(ctx, func() error {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return eventually.Stop(err)
-		}
-		// pid (comm) state ...: the state follows the last ')'.
-		if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) == 0 || f[0] != "T" {
-			return fmt.Errorf("pid %d not stopped yet: %q", pid, f)
-		}
-		return nil
-	})
-	return heal, err
+	// Counted on only once the kernel says every thread is stopped; its own deadline, so that a
+	// pause that does not take fails within seconds, not at the end of the run.
+	sctx, cancel := context.WithTimeout(ctx, nemesisCheck)
+	defer cancel()
+	return heal, eventually.Until(sctx, func() error { return serverproc.Stopped(pid) })
 }
 
 // stepdownNemesis asks the primary to step down (replSetStepDown), ineligible for longer than
@@ -170,12 +193,14 @@ func stepdownNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim 
 	// The command closes the connections of the stepped-down primary: a network error here is
 	// the step-down happening; whether it did is asked below.
 	secs := int(window.Seconds()) + 10
-	_ = admin.RunCommand(ctx, bson.D{{Key: "replSetStepDown", Value: secs}, {Key: "secondaryCatchUpPeriodSecs", Value: 5}}).Err()
-	err = eventually.Until(ctx, func() error {
+	sctx, cancel := context.WithTimeout(ctx, nemesisCheck)
+	defer cancel()
+	_ = admin.RunCommand(sctx, bson.D{{Key: "replSetStepDown", Value: secs}, {Key: "secondaryCatchUpPeriodSecs", Value: 5}}).Err()
+	err = eventually.Until(sctx, func() error {
 		var hello struct {
 			Primary bool `bson:"isWritablePrimary"`
 		}
-		if err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+		if err := admin.RunCommand(sctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
 			return err
 		}
 		if hello.Primary {
@@ -204,11 +229,63 @@ func partitionNemesis(t *testing.T, ctx context.Context, s *launcher.Set, victim
 	if err := chain.CutProcess(ctx, t, pid, port); err != nil {
 		return heal, err
 	}
-	// Counted on only once a probe cannot reach the member any more.
-	if err := faultnet.Dial(ctx, 0, host, port, time.Second); err == nil {
-		return heal, fmt.Errorf("member %d (%s) still accepts connections behind the partition", victim, s.Members()[victim].Host)
+	// Counted on only once a probe gets no answer (a DROP; a refusal or a failed probe proves
+	// nothing) and the rest of the set sees it from its side: another member is primary and
+	// reports the victim unreachable.
+	if err := faultnet.Dial(ctx, 0, host, port, time.Second); !errors.Is(err, faultnet.ErrNoAnswer) {
+		return heal, fmt.Errorf("member %d (%s) behind the partition: want a probe to get no answer, got %v", victim, s.Members()[victim].Host, err)
 	}
-	return heal, nil
+	return heal, cutOffFromPeers(ctx, s, victim)
+}
+
+// cutOffFromPeers waits, for a few election timeouts, until a member other than victim is
+// primary and its replSetGetStatus reports victim unreachable (health 0).
+func cutOffFromPeers(ctx context.Context, s *launcher.Set, victim int) error {
+	wctx, cancel := context.WithTimeout(ctx, nemesisCheck)
+	defer cancel()
+	return eventually.Until(wctx, func() error {
+		var last error
+		for i := range s.Members() {
+			if i == victim {
+				continue
+			}
+			if last = memberSeesCut(wctx, s, i, victim); last == nil {
+				return nil
+			}
+		}
+		return last
+	})
+}
+
+// memberSeesCut is nil when member i is primary and reports victim's health as 0.
+func memberSeesCut(ctx context.Context, s *launcher.Set, i, victim int) error {
+	c, err := mongo.Connect(options.Client().ApplyURI(s.MemberURI(i)).SetServerSelectionTimeout(time.Second))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	var st struct {
+		MyState int `bson:"myState"`
+		Members []struct {
+			Name   string  `bson:"name"`
+			Health float64 `bson:"health"`
+		} `bson:"members"`
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&st); err != nil {
+		return fmt.Errorf("replSetGetStatus on member %d: %w", i, err)
+	}
+	if st.MyState != 1 {
+		return fmt.Errorf("member %d is not primary (state %d)", i, st.MyState)
+	}
+	for _, m := range st.Members {
+		if m.Name == s.Members()[victim].Host {
+			if m.Health != 0 {
+				return fmt.Errorf("primary %d still reports member %d healthy", i, victim)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("primary %d does not list member %d", i, victim)
 }
 
 // TestMongoDB runs every workload against the 3-member set under each nemesis.
@@ -224,8 +301,9 @@ func TestMongoDB(t *testing.T) {
 	}
 }
 
-// runMongo: traffic for cfg.duration, the nemesis on the primary from a quarter to three
-// quarters of it, then the checks once the set is healthy again.
+// runMongo: traffic for a quarter of cfg.duration, the nemesis on the primary for half of it
+// (at least its minWindow) or on a secondary past the staleness budget, traffic for the
+// recovery period after the heal, then the checks once the set is healthy again.
 func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+4*time.Minute)
 	defer cancel()
@@ -256,20 +334,33 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sh.Close() })
-	w := newWorkload(sh, run, seed, cfg.duration)
+	window := max(cfg.duration/2, n.minWindow)
+	if n.secondary {
+		window = max(cfg.duration/2, stalenessBudget+secondaryMargin)
+	}
+	after := recovery
+	if n.recovery > 0 {
+		after = n.recovery
+	}
+	w := newWorkload(sh, run, seed, cfg.duration/4+window+after)
 	if err := w.setup(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	tctx, stop := context.WithTimeout(ctx, cfg.duration)
+	// Traffic stops the recovery period after the heal (or after a fault that did not take).
+	tctx, stop := context.WithTimeout(ctx, cfg.duration+recovery+2*time.Minute)
 	defer stop()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		w.traffic(tctx)
 	}()
-	faults := 0
+	var f *fault
 	func() {
+		defer func() {
+			_ = wait(tctx, after)
+			stop()
+		}()
 		if err := wait(tctx, cfg.duration/4); err != nil {
 			return
 		}
@@ -278,8 +369,11 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 			t.Error("no primary to inject the fault into")
 			return
 		}
+		if n.secondary {
+			victim = (victim + 1) % len(s.Members())
+		}
 		from := time.Now()
-		heal, err := n.inject(t, ctx, s, victim, cfg.duration/2)
+		heal, err := n.inject(t, ctx, s, victim, window)
 		var once sync.Once
 		var healErr error
 		healOnce := func(ctx context.Context) error {
@@ -301,18 +395,31 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 			t.Errorf("%s of member %d did not take: %v", n.name, victim, err)
 			return
 		}
-		faults++
-		_ = wait(tctx, time.Until(from.Add(cfg.duration/2)))
+		_ = wait(tctx, time.Until(from.Add(window)))
 		if err := healOnce(ctx); err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
-		f := fault{name: n.name, from: from, to: time.Now(), annotation: fmt.Sprintf("%s of member %d (%s)", n.name, victim, s.Members()[victim].Host)}
+		f = &fault{name: n.name, from: from, to: time.Now(), annotation: fmt.Sprintf("%s of member %d (%s)", n.name, victim, s.Members()[victim].Host)}
 		for _, r := range []*recorder{w.stock, w.status, w.price} {
-			r.addFault(f)
+			r.addFault(*f)
 		}
 		t.Logf("%s of member %d from +%s to +%s", n.name, victim, f.from.Sub(w.stock.start).Round(time.Millisecond), f.to.Sub(w.stock.start).Round(time.Millisecond))
 	}()
 	<-done
+	faults := 0
+	if f != nil {
+		faults = 1
+		checkEffect(t, n, w.phases(*f))
+		if n.secondary {
+			// The staleness check in verify covers these reads; it proves something only if
+			// reads were served while the secondary lagged past the budget.
+			if k := w.pageReadsIn(*f); k == 0 {
+				t.Errorf("no page read answered during the %s (%s): the staleness budget was not put to the test", n.name, f.to.Sub(f.from).Round(time.Millisecond))
+			} else {
+				t.Logf("%d page reads answered during the %s, checked against the %s budget", k, n.name, stalenessBudget)
+			}
+		}
+	}
 	if err := restore(ctx, s); err != nil {
 		t.Fatalf("the set did not heal: %v", err)
 	}
@@ -324,4 +431,33 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 		t.Fatalf("the shop did not reach the healed set: %v", err)
 	}
 	report(t, n.name, w.verify(t, ctx), faults)
+}
+
+// checkEffect fails a run in which the fault left no trace its clients could see, or in
+// which the shop did not take writes in each phase: before the fault, while it lasted (after
+// the failover) and after the heal. Such a run proves nothing about the fault.
+func checkEffect(t *testing.T, n nemesis, p [3]phase) {
+	t.Helper()
+	t.Logf("before / during / after the %s: acknowledged writes %d / %d / %d (orders %d / %d / %d); unknown or failed operations %d / %d / %d; answers stalled ≥ %s %d / %d / %d",
+		n.name, p[0].acked, p[1].acked, p[2].acked, p[0].orders, p[1].orders, p[2].orders, p[0].failed, p[1].failed, p[2].failed, stall, p[0].stalled, p[1].stalled, p[2].stalled)
+	for _, err := range effectErrors(n, p) {
+		t.Error(err)
+	}
+}
+
+// effectErrors is checkEffect's verdict, one error per failed expectation.
+func effectErrors(n nemesis, p [3]phase) []error {
+	var errs []error
+	for i, name := range []string{"before", "during", "after"} {
+		if p[i].acked == 0 {
+			errs = append(errs, fmt.Errorf("no acknowledged write called %s the %s", name, n.name))
+		}
+	}
+	if p[1].orders == 0 || p[2].orders == 0 {
+		errs = append(errs, fmt.Errorf("want acknowledged orders called during the %s and after its heal, got %d and %d", n.name, p[1].orders, p[2].orders))
+	}
+	if n.disrupts && p[1].failed+p[1].stalled == 0 {
+		errs = append(errs, fmt.Errorf("the %s had no observable effect: no operation failed, was left unknown or stalled for %s while it lasted", n.name, stall))
+	}
+	return errs
 }

@@ -132,3 +132,14 @@ func TestStalenessChecker(t *testing.T) {
 		t.Fatalf("a repeated value: %v", errs)
 	}
 }
+
+// TestCheckStaleCountsKnownReads: an unknown read is not checked, so it is not counted as one.
+func TestCheckStaleCountsKnownReads(t *testing.T) {
+	t0 := time.Now()
+	strong, page := newRecorder(10), newRecorder(10)
+	page.add(op{key: "price/p", in: priceOp{read: true}, call: t0, ret: t0.Add(time.Millisecond), out: result{value: int64(1)}})
+	page.add(op{key: "price/p", in: priceOp{read: true}, call: t0, unknown: true, out: result{unknown: true}})
+	if n := checkStale(t, "price", strong, page, int64(1), func(in any) (any, bool) { o := in.(priceOp); return o.price, !o.read }); n != 1 {
+		t.Fatalf("%d reads counted, want the 1 known", n)
+	}
+}

@@ -30,10 +30,13 @@ const (
 	// checkTimeout is what porcupine may spend on one key's history; running out fails.
 	checkTimeout = 30 * time.Second
 
-	bankStock = 40 // small, so that a run sells products out (on MongoDB too) and refusals are recorded
-	bankPrice = 1000
-	cartUsers = 2
-	cartLines = 12 // distinct products each cart user puts, at most
+	// unitsPerSecond sizes each bank product's stock from the traffic's length: enough that a
+	// MongoDB run (a few units a second per product) still sells during and after the fault,
+	// few enough that the SQLite run (tens a second) sells out and records refusals.
+	unitsPerSecond = 20
+	bankPrice      = 1000
+	cartUsers      = 2
+	cartLines      = 12 // distinct products each cart user puts, at most
 )
 
 // workload drives the shop's services (the code paths the HTTP API calls) and records what
@@ -49,6 +52,8 @@ type workload struct {
 	// whose status moves are spread over it, so that some meet the fault.
 	duration time.Duration
 	from     time.Time
+	// initialStock is every bank product's stock at setup.
+	initialStock int64
 
 	stock, status, price *recorder
 	// pricePage and statusPage are reads the read table lets lag (5 s): a product page, an
@@ -62,6 +67,7 @@ type workload struct {
 	mu        sync.Mutex
 	orders    []placed        // every order attempted, acknowledged or not
 	cartPuts  map[string]puts // cart user -> product -> outcome
+	failures  []time.Time     // when operations in no history failed (cart puts, status reads)
 	nextPrice int64
 }
 
@@ -74,8 +80,10 @@ type placed struct {
 	out                    result
 }
 
+// newWorkload: d is how long traffic runs in all (the fault and the recovery after it included).
 func newWorkload(sh *shop.Shop, run string, seed uint64, d time.Duration) *workload {
-	return &workload{sh: sh, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, stock: newRecorder(maxOpsPerKey), status: newRecorder(maxOpsPerKey),
+	return &workload{sh: sh, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, initialStock: int64(d.Seconds()+1) * unitsPerSecond,
+		stock: newRecorder(maxOpsPerKey), status: newRecorder(maxOpsPerKey),
 		price: newRecorder(maxOpsPerKey), pricePage: newRecorder(maxOpsPerKey), statusPage: newRecorder(maxOpsPerKey), cartPuts: map[string]puts{}, nextPrice: bankPrice}
 }
 
@@ -90,7 +98,7 @@ func (w *workload) setup(ctx context.Context) error {
 	var ps []catalog.Product
 	for i := range w.keys {
 		w.bank = append(w.bank, fmt.Sprintf("bank-%s-%d", w.run, i))
-		ps = append(ps, product(w.bank[i], bankStock))
+		ps = append(ps, product(w.bank[i], w.initialStock))
 	}
 	for i := range cartLines {
 		w.items = append(w.items, fmt.Sprintf("item-%s-%d", w.run, i))
@@ -159,11 +167,7 @@ func (w *workload) traffic(ctx context.Context) {
 // timed runs one operation of client c on key, bounded by opTimeout, and records it with the
 // answer classify gives its error (nil: unknown). It returns false once key's history is full.
 func timed(ctx context.Context, r *recorder, c int, key string, in any, do func(context.Context) (any, error), classify func(error) (result, bool)) (result, bool) {
-	reserve := r.reserve
-	if c < 0 { // the final read
-		reserve = r.reserveLast
-	}
-	if !reserve(key) {
+	if !r.reserve(key) {
 		return result{}, false
 	}
 	octx, cancel := context.WithTimeout(ctx, opTimeout)
@@ -222,6 +226,7 @@ func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
 		_, err := w.sh.Carts.Put(pctx, cart.User(user), time.Time{}, p, qty)
 		cancel()
 		if err != nil {
+			w.failed()
 			pause(ctx, rng) // no order without a cart line; not part of the stock history
 			continue
 		}
@@ -292,7 +297,8 @@ func (w *workload) readStatus(ctx context.Context, c int, id string) bool {
 	rec := op{client: c, key: "status/" + id, in: statusOp{}, call: call, ret: time.Now(), out: result{value: o.Status}}
 	switch {
 	case err != nil:
-		return true // a read that failed tells nothing
+		w.failed() // a read that failed tells nothing about the status
+		return true
 	case o.Status == order.Created:
 		w.status.add(rec)
 	default:
@@ -394,6 +400,7 @@ func (w *workload) cartClient(ctx context.Context, c int, rng *rand.Rand, u int)
 		res := result{}
 		if err != nil {
 			res = result{unknown: true}
+			w.failed()
 		}
 		w.mu.Lock()
 		w.cartPuts[user][p] = res
@@ -403,6 +410,95 @@ func (w *workload) cartClient(ctx context.Context, c int, rng *rand.Rand, u int)
 			return
 		}
 	}
+}
+
+// failed notes that an operation in no history failed just now.
+func (w *workload) failed() {
+	w.mu.Lock()
+	w.failures = append(w.failures, time.Now())
+	w.mu.Unlock()
+}
+
+// phase is what the clients saw in one phase of a run: writes acknowledged (orders among
+// them) by their call time; operations that failed or were left unknown, and answers that
+// stalled, by the time they gave up or answered (a fault hits operations called just before
+// it too).
+type phase struct{ acked, orders, failed, stalled int }
+
+// stall is an answer slow enough to be the fault's doing: the driver waiting out a failover
+// (retryable writes hide a crashed primary's errors from the caller, not the wait).
+const stall = opTimeout / 2
+
+// phases splits the run at fault f: before it, while it lasted, after its heal. Final reads
+// are not traffic and are left out.
+func (w *workload) phases(f fault) [3]phase {
+	var p [3]phase
+	at := func(call time.Time) int {
+		switch {
+		case call.Before(f.from):
+			return 0
+		case call.Before(f.to):
+			return 1
+		}
+		return 2
+	}
+	for _, r := range []*recorder{w.stock, w.status, w.price, w.pricePage, w.statusPage} {
+		for _, ops := range r.byKey() {
+			for _, o := range ops {
+				switch {
+				case o.client < 0: // a final read is not traffic
+					continue
+				case o.unknown:
+					p[at(o.ret)].failed++
+					continue
+				case o.ret.Sub(o.call) >= stall:
+					p[at(o.ret)].stalled++
+				}
+				if isWrite(o.in) && !o.out.(result).refused {
+					i := at(o.call)
+					p[i].acked++
+					if _, ok := o.in.(stockOp); ok {
+						p[i].orders++
+					}
+				}
+			}
+		}
+	}
+	w.mu.Lock()
+	for _, when := range w.failures {
+		p[at(when)].failed++
+	}
+	w.mu.Unlock()
+	return p
+}
+
+// pageReadsIn counts the page reads (product page, status not "created") that answered with
+// their call inside fault f.
+func (w *workload) pageReadsIn(f fault) int {
+	n := 0
+	for _, r := range []*recorder{w.pricePage, w.statusPage} {
+		for _, ops := range r.byKey() {
+			for _, o := range ops {
+				if !o.unknown && o.client >= 0 && !o.call.Before(f.from) && o.call.Before(f.to) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// isWrite: an order, a status move or a price change (not a read).
+func isWrite(in any) bool {
+	switch o := in.(type) {
+	case stockOp:
+		return !o.read
+	case statusOp:
+		return o.to != ""
+	case priceOp:
+		return !o.read
+	}
+	return false
 }
 
 // pause spaces a client's operations by 0-50 ms, so that reads interleave with writes.
@@ -415,17 +511,60 @@ func pause(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// finalReads records one strong read of every key once the store is healthy again: the
-// history's last word, against which every unknown outcome must be explained.
+// finalTimeout bounds the final reads: past it the run fails rather than leave a key's last
+// word unknown.
+const finalTimeout = 30 * time.Second
+
+// finalRead takes key's last slot in r and reads it once the store is healthy again, retrying
+// (each attempt bounded by opTimeout) until an attempt answers; only that attempt is returned,
+// for the caller to record. No answer within finalTimeout is an error.
+func finalRead(ctx context.Context, r *recorder, key string, in any, do func(context.Context) (any, error)) (op, error) {
+	if !r.reserveLast(key) {
+		return op{}, fmt.Errorf("no room left in the history of %s for the final read", key)
+	}
+	fctx, cancel := context.WithTimeout(ctx, finalTimeout)
+	defer cancel()
+	var o op
+	err := retry(fctx, func(ctx context.Context) error {
+		call := time.Now()
+		v, err := do(ctx)
+		o = op{client: -1, key: key, in: in, call: call, ret: time.Now(), out: result{value: v}}
+		return err
+	})
+	if err != nil {
+		return op{}, fmt.Errorf("final read of %s: no answer within %s: %w", key, finalTimeout, err)
+	}
+	return o, nil
+}
+
+// finalReads records one read of every key once the store is healthy again: the history's
+// last word, against which every unknown outcome must be explained. A status read lands in
+// the history readStatus would put it in.
 func (w *workload) finalReads(ctx context.Context) error {
 	var errs []error
+	record := func(r *recorder, o op, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		r.add(o)
+	}
 	for _, p := range w.bank {
-		if _, ok := timed(ctx, w.stock, -1, "stock/"+p, stockOp{read: true}, func(ctx context.Context) (any, error) { return w.readStock(ctx, p) }, unknownUnlessRefused()); !ok {
-			errs = append(errs, fmt.Errorf("no room left in the history of stock/%s for the final read", p))
+		o, err := finalRead(ctx, w.stock, "stock/"+p, stockOp{read: true}, func(ctx context.Context) (any, error) { return w.readStock(ctx, p) })
+		record(w.stock, o, err)
+		o, err = finalRead(ctx, w.price, "price/"+p, priceOp{read: true}, func(ctx context.Context) (any, error) { return w.readPrice(ctx, p) })
+		record(w.price, o, err)
+	}
+	for _, id := range w.statusIDs {
+		o, err := finalRead(ctx, w.status, "status/"+id, statusOp{}, func(ctx context.Context) (any, error) {
+			o, err := w.sh.Orders.Get(ctx, id)
+			return o.Status, err
+		})
+		if err == nil && o.out.(result).value != order.Created {
+			record(w.statusPage, o, nil)
+			continue
 		}
-		if _, ok := timed(ctx, w.price, -1, "price/"+p, priceOp{read: true}, func(ctx context.Context) (any, error) { return w.readPrice(ctx, p) }, unknownUnlessRefused()); !ok {
-			errs = append(errs, fmt.Errorf("no room left in the history of price/%s for the final read", p))
-		}
+		record(w.status, o, err)
 	}
 	return errors.Join(errs...)
 }
@@ -449,7 +588,11 @@ func checkStale(t *testing.T, name string, strong, page *recorder, initial any, 
 	writes := strong.byKey()
 	n := 0
 	for key, reads := range page.byKey() {
-		n += len(reads)
+		for _, r := range reads {
+			if !r.unknown { // an unknown read is not checked (stale skips it)
+				n++
+			}
+		}
 		errs := stale(initial, writesOf(writes[key], value), reads, stalenessBudget)
 		for i, err := range errs {
 			if i == 5 {
@@ -486,7 +629,7 @@ func (w *workload) verify(t *testing.T, ctx context.Context) summary {
 		r     *recorder
 		model porcupine.Model
 	}{
-		{"stock", w.stock, stockModel(bankStock)}, {"status", w.status, statusModel()}, {"price", w.price, registerModel(bankPrice)},
+		{"stock", w.stock, stockModel(w.initialStock)}, {"status", w.status, statusModel()}, {"price", w.price, registerModel(bankPrice)},
 	} {
 		k, n := checkAll(t, c.name, c.r, c.model, checkTimeout)
 		_, u := c.r.counts()
@@ -560,8 +703,8 @@ func (w *workload) checkOrders(t *testing.T, ctx context.Context, s *summary) {
 		if left < 0 {
 			t.Errorf("product %s: stock %d, below zero", p, left)
 		}
-		if left+sold[p] != bankStock {
-			t.Errorf("product %s: stock %d + %d units in stored orders = %d, want %d", p, left, sold[p], left+sold[p], bankStock)
+		if left+sold[p] != w.initialStock {
+			t.Errorf("product %s: stock %d + %d units in stored orders = %d, want %d", p, left, sold[p], left+sold[p], w.initialStock)
 		}
 	}
 }
