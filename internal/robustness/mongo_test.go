@@ -71,9 +71,9 @@ func replicaSet(t *testing.T) *launcher.Set {
 		mongoSet.set, mongoSet.stop, mongoSet.err = launcher.StartShared(ctx, launcher.Options{
 			Members: 3, BasePort: launcher.RobustnessTestPort, ElectionTimeout: electionTimeout,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			// A secondary gives up a frozen or cut-off sync source after one network timeout
-			// (the production setting docs/mongodb.md recommends).
-			ExtraArgs: []string{"--setParameter", "oplogFetcherSteadyStateMaxFetcherRestarts=0"},
+			// The production settings that shorten a failover (docs/mongodb.md): no catch-up
+			// round, and a secondary that gives up a frozen or cut-off sync source at once.
+			NoCatchUp: true, ExtraArgs: launcher.FastFailoverParameters,
 		})
 		if mongoSet.err == nil {
 			t.Logf("3-member set up in %s (%s)", time.Since(start).Round(100*time.Millisecond), mongoSet.set.URI())

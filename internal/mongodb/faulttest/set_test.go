@@ -56,17 +56,11 @@ func run(m *testing.M) int {
 	start := time.Now()
 	s, stop, err := launcher.StartShared(ctx, launcher.Options{
 		Members: 3, BasePort: launcher.FaultTestPort, ElectionTimeout: electionTimeout, Logger: log,
-		// A secondary pulling the oplog from a primary that froze or was cut off gives that
-		// sync source up after one network timeout instead of reconnecting to it first (the
-		// default 1 restart, whose handshake to a frozen member took another ~7 s): the set's
-		// own stall drops from 10-14 s to about 8 s. A production setting (docs/mongodb.md).
-		//
-		// oplogNetworkTimeoutBufferSeconds=1 (default 5): that network timeout is the getMore's
-		// await time (half the election timeout) plus this buffer, so the secondary leaves the
-		// dead source about when the election ends instead of ~6 s into the fault. Also a
-		// production setting (docs/mongodb.md).
-		ExtraArgs: []string{"--setParameter", "oplogFetcherSteadyStateMaxFetcherRestarts=0",
-			"--setParameter", "oplogNetworkTimeoutBufferSeconds=1"},
+		// The production settings that shorten a failover (docs/mongodb.md): no catch-up round
+		// (2 s here) before a new primary takes writes, and a secondary that leaves a frozen or
+		// cut-off sync source about when the election ends (instead of ~6 s into the fault,
+		// then reconnecting to it: the set's own stall was 10-14 s with neither).
+		NoCatchUp: true, ExtraArgs: launcher.FastFailoverParameters,
 	})
 	if err != nil {
 		// A failure, never a skip: the launcher fetches mongod itself and says what is missing.
@@ -74,13 +68,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop()
-	// A new primary takes writes at once instead of spending a heartbeat round (2 s) in
-	// catch-up: every write of the shop is w: majority, so what catch-up could save from a
-	// rollback was never acknowledged. A production setting (docs/mongodb.md).
-	if err := noCatchUp(ctx, s.URI()); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: set catchUpTimeoutMillis 0: %v\n", err)
-		return 1
-	}
 	fmt.Fprintf(os.Stderr, "faulttest: 3-member set up in %s (%s)\n", time.Since(start).Round(100*time.Millisecond), s.URI())
 	set = s
 	// The application's driver options, so the prober's view of the set's stall carries the
@@ -545,39 +532,4 @@ func budget(try int) time.Duration {
 		return time.Second
 	}
 	return 30 * time.Second
-}
-
-// noCatchUp sets the set's catchUpTimeoutMillis to 0 by a reconfig of the running set.
-func noCatchUp(ctx context.Context, uri string) error {
-	c, err := mongo.Connect(options.Client().ApplyURI(uri))
-	if err != nil {
-		return err
-	}
-	defer c.Disconnect(context.Background())
-	var got struct {
-		Config bson.M `bson:"config"`
-	}
-	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetConfig", Value: 1}}).Decode(&got); err != nil {
-		return fmt.Errorf("replSetGetConfig: %w", err)
-	}
-	cfg := got.Config
-	// Nested documents decode as bson.D: keep every other setting (the election timeout).
-	settings, ok := cfg["settings"].(bson.D)
-	if !ok {
-		return fmt.Errorf("replSetGetConfig: settings %T", cfg["settings"])
-	}
-	settings = slices.DeleteFunc(settings, func(e bson.E) bool { return e.Key == "catchUpTimeoutMillis" })
-	cfg["settings"] = append(settings, bson.E{Key: "catchUpTimeoutMillis", Value: 0})
-	switch v := cfg["version"].(type) {
-	case int32:
-		cfg["version"] = v + 1
-	case int64:
-		cfg["version"] = v + 1
-	default:
-		return fmt.Errorf("replSetGetConfig: version %v (%T)", v, v)
-	}
-	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetReconfig", Value: cfg}}).Err(); err != nil {
-		return fmt.Errorf("replSetReconfig: %w", err)
-	}
-	return nil
 }

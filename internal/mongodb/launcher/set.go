@@ -45,6 +45,10 @@ type Options struct {
 	OplogMB  int     // default 256
 	// ElectionTimeout is the set's electionTimeoutMillis; zero keeps MongoDB's 10 s.
 	ElectionTimeout time.Duration
+	// NoCatchUp sets catchUpTimeoutMillis to 0: a new primary takes writes at once instead of
+	// first waiting a heartbeat round for members that might have newer writes. What catch-up
+	// saves from a rollback was never majority-acknowledged, and every shardmart write is.
+	NoCatchUp bool
 	// ExtraArgs go to every mongod (e.g. --setParameter orphanCleanupDelaySecs=0 for shards).
 	ExtraArgs []string
 	// Security turns on access control (keyFile, admin user) and TLS; zero: neither.
@@ -538,8 +542,15 @@ func (s *Set) initiate(ctx context.Context) error {
 		cfg = append(cfg, bson.E{Key: "configsvr", Value: true})
 	}
 	cfg = append(cfg, bson.E{Key: "members", Value: members})
+	var settings bson.D
 	if s.opts.ElectionTimeout > 0 {
-		cfg = append(cfg, bson.E{Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: s.opts.ElectionTimeout.Milliseconds()}}})
+		settings = append(settings, bson.E{Key: "electionTimeoutMillis", Value: s.opts.ElectionTimeout.Milliseconds()})
+	}
+	if s.opts.NoCatchUp {
+		settings = append(settings, bson.E{Key: "catchUpTimeoutMillis", Value: 0})
+	}
+	if len(settings) > 0 {
+		cfg = append(cfg, bson.E{Key: "settings", Value: settings})
 	}
 	run := func(internal bool) error {
 		return s.withMemberAs(ctx, 0, internal, func(c *mongo.Client) error {

@@ -49,6 +49,15 @@ const (
 	RobustnessTestPort     = 28200 // internal/robustness: nemeses against a 3-member set (28200-28202)
 )
 
+// FastFailoverParameters are the server parameters that shorten a failover after a primary
+// freezes or is cut off (docs/mongodb.md "Production settings", where their costs are): a
+// secondary gives up a sync source that stopped answering after one network timeout, and that
+// timeout is the oplog query's await time plus 1 s instead of plus 5 s.
+var FastFailoverParameters = []string{
+	"--setParameter", "oplogFetcherSteadyStateMaxFetcherRestarts=0",
+	"--setParameter", "oplogNetworkTimeoutBufferSeconds=1",
+}
+
 // StartShared starts a set for a whole test binary, typically from TestMain, and returns stop,
 // which must run after m.Run. Every mongod dies with the test binary (DieWithParent), whatever
 // kills it; a cross-process lock on the port range makes a second test binary wanting the same
