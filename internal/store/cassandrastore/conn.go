@@ -162,13 +162,34 @@ func connectError(cfg Config, keyspace string, err error) error {
 		return fmt.Errorf("%w: cassandra at %s refused the client certificate %s: is it signed by a CA the nodes trust? (%s)", ErrTLS, hosts, cfg.TLS.CertFile, firstCause(msg))
 	case cfg.TLS.Enabled() && (strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "tls:")):
 		return fmt.Errorf("%w: cassandra at %s: TLS handshake failed (does the cluster have client encryption on?): %s", ErrTLS, hosts, firstCause(msg))
-	case !cfg.TLS.Enabled() && (strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset")):
+	case !cfg.TLS.Enabled() && closedAtFirstFrame(msg):
 		return fmt.Errorf("%w: cassandra at %s closed the connection at the handshake: does it require TLS (--cassandra-tls-ca)? (%s)", ErrTLS, hosts, firstCause(msg))
 	}
 	// The driver reports a missing keyspace only as "no connections were made".
-	return fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %s",
-		hosts, keyspace, keyspace, firstCause(msg))
+	return fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %w",
+		hosts, keyspace, keyspace, cause{msg: firstCause(msg), err: err})
 }
+
+// closedAtFirstFrame tells a node that hung up on the very first frame, the protocol version
+// probe, as a TLS-only node does with a plain-text client; a connection lost later (a node
+// stopping, a network reset) is not a sign of TLS.
+func closedAtFirstFrame(msg string) bool {
+	i := strings.Index(msg, "unable to discover protocol version: ")
+	if i < 0 {
+		return false
+	}
+	rest := msg[i:]
+	return strings.Contains(rest, "EOF") || strings.Contains(rest, "connection reset")
+}
+
+// cause keeps the one-line text of a driver error while errors.Is and errors.As still reach it.
+type cause struct {
+	msg string
+	err error
+}
+
+func (c cause) Error() string { return c.msg }
+func (c cause) Unwrap() error { return c.err }
 
 // ErrLogin and ErrTLS classify a refused connection.
 var (

@@ -207,8 +207,16 @@ func (st *Store) Levels() Levels { return st.p.levels() }
 func (st *Store) checkSchema(ctx context.Context) error {
 	var v int
 	err := st.p.idempotent(ctx, st.s.Query(`SELECT max(version) FROM schema_migrations`).Consistency(st.p.levels().one())).Scan(&v)
-	if err != nil || v < LatestVersion() {
+	if err != nil {
 		return fmt.Errorf("cassandra: schema version %d, want %d: run `shardmart cassandra schema apply` first (%w)", v, LatestVersion(), err)
+	}
+	return schemaBehind(v)
+}
+
+// schemaBehind fails when the applied version v is older than this build's.
+func schemaBehind(v int) error {
+	if v < LatestVersion() {
+		return fmt.Errorf("cassandra: schema version %d, want %d: run `shardmart cassandra schema apply` first", v, LatestVersion())
 	}
 	return nil
 }
