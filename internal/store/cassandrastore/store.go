@@ -52,6 +52,9 @@ type Config struct {
 	// ObserveStatement, when set, receives every statement's latency as "<verb>.<table>"
 	// (statementName): the detail below a repository operation (store metrics).
 	ObserveStatement func(statement string, d time.Duration, err error)
+	// ReadOnly skips the start-up proof of MODIFY (checkWrite) for callers that only read
+	// (migrate status): they need no grant to write and leave no tombstone.
+	ReadOnly bool
 	// EventRetention is how long events live after their time (TTL); 0: event.DefaultRetention.
 	EventRetention time.Duration
 	// Metrics, when set, receives the client's per-host metrics (clientmetrics.go).
@@ -156,6 +159,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, perr
 		}
 		return nil, err
+	}
+	if cfg.ReadOnly {
+		return st, nil
 	}
 	if err := st.checkWrite(ctx); err != nil {
 		s.Close()
