@@ -58,6 +58,7 @@ func Open(ctx context.Context, o Stores) (*Env, error) {
 	}
 	dst, closeDst := NewTarget(o.Session), func() {}
 	dst.Retention = o.EventRetention
+	dst.Levels = o.CassandraConn.Levels()
 	if o.Session == nil {
 		if dst, closeDst, err = OpenTarget(ctx, o); err != nil {
 			closeSrc()
@@ -75,6 +76,7 @@ func OpenTarget(ctx context.Context, o Stores) (*Target, func(), error) {
 	}
 	dst := NewTarget(st.Session())
 	dst.Retention = o.EventRetention
+	dst.Levels = st.Levels()
 	return dst, func() { st.Close() }, nil
 }
 

@@ -41,23 +41,54 @@ func (cn Connection) Apply(c *gocql.ClusterConfig) error {
 }
 
 // Levels are the consistency levels of one client, per family (CAS-1). One place decides them:
-// every statement of the store takes its level from here.
+// every statement of the store, and the migration's data statements, take their level from here.
 type Levels struct {
 	Carts, History, Catalog gocql.Consistency // read what was acknowledged: a quorum
 	Sessions, Events        gocql.Consistency // availability first: one replica
 	Serial                  gocql.Consistency // lightweight transactions
 }
 
-// LevelsFor are the levels of a client in localDC: with a local DC every quorum is the local
-// DC's, so a cut between DCs leaves each DC serving its own users (a quorum over every DC is
-// unreachable from a DC holding half the replicas); without one, the quorums span the cluster.
+// cas1 is the one table of levels, for a client without a local DC: carts and order history at
+// QUORUM so a read sees every acknowledged write and read repair runs on a mismatch; the
+// catalog read model at QUORUM too (it relies on read repair, which needs a read of more than
+// one replica); sessions and events at ONE (a lost click or a re-login is acceptable);
+// lightweight transactions at SERIAL.
+var cas1 = Levels{Carts: gocql.Quorum, History: gocql.Quorum, Catalog: gocql.Quorum,
+	Sessions: gocql.One, Events: gocql.One, Serial: gocql.Serial}
+
+// LevelsFor are the levels of a client in localDC: with a local DC every level of cas1 takes
+// its LOCAL_ form, so a cut between DCs leaves each DC serving its own users (a quorum over
+// every DC is unreachable from a DC holding half the replicas); without one, cas1.
 func LevelsFor(localDC string) Levels {
+	l := cas1
 	if localDC == "" {
-		return Levels{Carts: gocql.Quorum, History: gocql.Quorum, Catalog: gocql.Quorum,
-			Sessions: gocql.One, Events: gocql.One, Serial: gocql.Serial}
+		return l
 	}
-	return Levels{Carts: gocql.LocalQuorum, History: gocql.LocalQuorum, Catalog: gocql.LocalQuorum,
-		Sessions: gocql.LocalOne, Events: gocql.LocalOne, Serial: gocql.LocalSerial}
+	for _, c := range []*gocql.Consistency{&l.Carts, &l.History, &l.Catalog, &l.Sessions, &l.Events, &l.Serial} {
+		*c = localForm(*c)
+	}
+	return l
+}
+
+// localForm is the level restricted to the client's DC.
+func localForm(c gocql.Consistency) gocql.Consistency {
+	switch c {
+	case gocql.Quorum:
+		return gocql.LocalQuorum
+	case gocql.One:
+		return gocql.LocalOne
+	case gocql.Serial:
+		return gocql.LocalSerial
+	}
+	return c
+}
+
+// Levels are the connection's levels: its local DC's (LevelsFor), or cas1's with QuorumEveryDC.
+func (cn Connection) Levels() Levels {
+	if cn.QuorumEveryDC {
+		return LevelsFor("")
+	}
+	return LevelsFor(cn.Datacenter)
 }
 
 // quorum is the level of a statement that must see every acknowledged write of the client's

@@ -26,21 +26,6 @@ import (
 	"github.com/shardmart/shardmart/internal/session"
 )
 
-// Consistency levels per family (CAS-1), for a client without a local DC (LevelsFor says which
-// levels a client uses): carts and order history read and write at QUORUM so a read sees every
-// acknowledged write and read repair runs on a mismatch; sessions and events at ONE for speed
-// and availability (a lost click or a re-login is acceptable). The catalog read model writes
-// and reads at QUORUM: it relies on read repair, which only happens when a read consults more
-// than one replica. Lightweight transactions use SERIAL. With a local DC each is its LOCAL_ form.
-const (
-	CartsConsistency    = gocql.Quorum
-	HistoryConsistency  = gocql.Quorum
-	SessionsConsistency = gocql.One
-	EventsConsistency   = gocql.One
-	CatalogConsistency  = gocql.Quorum
-	SerialConsistency   = gocql.Serial
-)
-
 // Config locates the cluster.
 type Config struct {
 	Hosts    []string // contact points, e.g. 127.0.0.1 (port 9042 unless host:port)
@@ -97,10 +82,7 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy, error) {
 	if c.NumConns == 0 {
 		c.NumConns = 2
 	}
-	cl := LevelsFor(cfg.Datacenter)
-	if cfg.QuorumEveryDC {
-		cl = LevelsFor("")
-	}
+	cl := cfg.Connection.Levels()
 	p := &policy{health: newHostHealth(), latency: newRecentP99(), cl: cl}
 	fallback := gocql.RoundRobinHostPolicy()
 	if cfg.Datacenter != "" {
