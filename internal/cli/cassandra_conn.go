@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -44,6 +45,9 @@ func (c *cassandraConnFlags) register(f *pflag.FlagSet) {
 // connection resolves the flags, reading the password from its file or the environment.
 func (c cassandraConnFlags) connection() (cassandrastore.Connection, error) {
 	cn := cassandrastore.Connection{Datacenter: c.localDC, QuorumEveryDC: c.everyDC, Username: c.user, TLS: c.tls}
+	for _, f := range c.exposedFiles() {
+		slog.Warn("a Cassandra secret is readable by other users of the host: chmod 600 it", "file", f)
+	}
 	switch {
 	case c.passwordFile != "":
 		b, err := os.ReadFile(c.passwordFile)
@@ -58,4 +62,19 @@ func (c cassandraConnFlags) connection() (cassandrastore.Connection, error) {
 		return cn, fmt.Errorf("--cassandra-user %s: no password (set %s or --cassandra-password-file)", cn.Username, passwordEnv)
 	}
 	return cn, nil
+}
+
+// exposedFiles are the password and client key files that the file's group or every user may
+// read.
+func (c cassandraConnFlags) exposedFiles() []string {
+	var out []string
+	for _, f := range []string{c.passwordFile, c.tls.KeyFile} {
+		if f == "" {
+			continue
+		}
+		if st, err := os.Stat(f); err == nil && st.Mode().Perm()&0o077 != 0 {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -44,3 +44,27 @@ func TestCassandraPasswordFromFileOrEnvironmentOnly(t *testing.T) {
 		t.Errorf("a missing password file: %v", err)
 	}
 }
+
+func TestCassandraSecretsReadableByOthersAreNamed(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	c := cassandraConnFlags{passwordFile: write("pw", 0o644)}
+	c.tls.KeyFile = write("key.pem", 0o640)
+	if got := c.exposedFiles(); len(got) != 2 || got[0] != c.passwordFile || got[1] != c.tls.KeyFile {
+		t.Errorf("group/world-readable files: %v, want both", got)
+	}
+	c = cassandraConnFlags{passwordFile: write("pw-private", 0o600)}
+	c.tls.KeyFile = write("key-private.pem", 0o400)
+	if got := c.exposedFiles(); len(got) != 0 {
+		t.Errorf("owner-only files: %v, want none", got)
+	}
+}

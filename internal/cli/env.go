@@ -29,12 +29,17 @@ var deploymentEnv = []string{
 	"SHARDMART_CASSANDRA_KEYSPACE",
 	"SHARDMART_CASSANDRA_LOCAL_DC",
 	"SHARDMART_CASSANDRA_USER",
+	passwordEnv,
 	"SHARDMART_CASSANDRA_PASSWORD_FILE",
 	"SHARDMART_CASSANDRA_TLS_CA",
 	"SHARDMART_CASSANDRA_TLS_CERT",
 	"SHARDMART_CASSANDRA_TLS_KEY",
 	"SHARDMART_MIGRATIONS",
 }
+
+// flaglessEnv are the variables of deploymentEnv read directly, with no flag: secrets that must
+// not appear on a command line.
+var flaglessEnv = []string{passwordEnv}
 
 // envAnnotation is the flag annotation naming the variable that may set the flag.
 const envAnnotation = "shardmart/env"

@@ -28,6 +28,7 @@ func migrateStatus(ctx context.Context, stdio IO, o migrateStatusOptions) error 
 	if err != nil {
 		return err
 	}
+	stores.ReadOnly = true
 	dst, closeDst, err := migrate.OpenTarget(ctx, stores)
 	if err != nil {
 		return err

@@ -92,7 +92,7 @@ func (cartsFamily) write(ctx context.Context, t *Target, r Row, ttl int) error {
 	if err != nil {
 		return err
 	}
-	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
+	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(t.quorum())
 	cassandrastore.AddCartWrite(b, *r.Cart, id, r.Modified.UnixMicro(), ttl, true)
 	return b.ExecContext(ctx)
 }

@@ -48,7 +48,7 @@ func (sessionsFamily) stamp(r *Row, _ time.Duration) {
 func (sessionsFamily) holds(r Row) bool { return r.Session != nil }
 
 func (sessionsFamily) write(ctx context.Context, t *Target, r Row, ttl int) error {
-	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
+	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(t.quorum())
 	cassandrastore.AddSessionWrite(b, *r.Session, r.Modified.UnixMicro(), ttl)
 	return b.ExecContext(ctx)
 }
@@ -60,7 +60,7 @@ func (sessionsFamily) scan(ctx context.Context, t *Target, fn func(Row) error) e
 // replace: a tombstone at ts-1 over the session's old cells and its state at ts, in one
 // batch, so a session gone from the old store (revoked, purged) is deleted.
 func (sessionsFamily) replace(ctx context.Context, t *Target, key string, rows []Row, ts, now time.Time) error {
-	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
+	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(t.quorum())
 	cassandrastore.AddSessionDelete(b, key, ts.UnixMicro()-1)
 	for _, r := range rows {
 		if ttl := ttlLeft(r.Expires, now); ttl >= 0 {

@@ -131,7 +131,7 @@ func (m *Mirror) Carts(ctx context.Context, owner cart.Owner, ids ...string) err
 	ts := m.stamp()
 	tsv := ts.UnixMicro()
 	now := m.now()
-	b := m.Dst.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(gocql.Quorum)
+	b := m.Dst.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(m.Dst.quorum())
 	for _, id := range ids {
 		cid, err := TimeUUID(id)
 		if err != nil {

@@ -31,6 +31,9 @@ type Stores struct {
 	Session *gocql.Session
 	// EventRetention is the events' retention, for their TTL (0: event.DefaultRetention).
 	EventRetention time.Duration
+	// ReadOnly: the caller only reads the target (migrate status), so Cassandra's login needs
+	// no MODIFY grant.
+	ReadOnly bool
 }
 
 // Env is an open old store and target.
@@ -55,6 +58,7 @@ func Open(ctx context.Context, o Stores) (*Env, error) {
 	}
 	dst, closeDst := NewTarget(o.Session), func() {}
 	dst.Retention = o.EventRetention
+	dst.Levels = o.CassandraConn.Levels()
 	if o.Session == nil {
 		if dst, closeDst, err = OpenTarget(ctx, o); err != nil {
 			closeSrc()
@@ -66,12 +70,13 @@ func Open(ctx context.Context, o Stores) (*Env, error) {
 
 // OpenTarget connects to the shop's keyspace only (no old store).
 func OpenTarget(ctx context.Context, o Stores) (*Target, func(), error) {
-	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.Keyspace, Connection: o.CassandraConn})
+	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.Keyspace, Connection: o.CassandraConn, ReadOnly: o.ReadOnly})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open cassandra (apply the schema first: shardmart cassandra schema apply): %w", err)
 	}
 	dst := NewTarget(st.Session())
 	dst.Retention = o.EventRetention
+	dst.Levels = st.Levels()
 	return dst, func() { st.Close() }, nil
 }
 

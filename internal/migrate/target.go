@@ -20,12 +20,25 @@ import (
 // checkpoint follows writes a quorum acknowledged.
 type Target struct {
 	s *gocql.Session
+	// Levels are the consistency levels of the shop's client (cassandrastore.Store.Levels);
+	// zero: those of a client without a local DC.
+	Levels cassandrastore.Levels
 	// Retention is how long events live after their time (0: event.DefaultRetention).
 	Retention time.Duration
 }
 
 // NewTarget uses s, whose keyspace is the shop's.
 func NewTarget(s *gocql.Session) *Target { return &Target{s: s} }
+
+// quorum is the level of the migration's data statements (rows copied, checkpoints): the
+// client's quorum, LOCAL_QUORUM with a local DC, so a copy and its verification read each
+// other's writes in the DC they run in.
+func (t *Target) quorum() gocql.Consistency {
+	if t.Levels == (cassandrastore.Levels{}) {
+		return cassandrastore.LevelsFor("").Carts
+	}
+	return t.Levels.Carts
+}
 
 // ttlLeft is the seconds left until exp, rounded up so a row never dies before its expiry;
 // 0 (no TTL) for exp zero; -1 for a row already expired.
@@ -164,7 +177,7 @@ type Checkpoint struct {
 // Checkpoints returns run's copied ranges of f by range id.
 func (t *Target) Checkpoints(ctx context.Context, run string, f Family) (map[int]Checkpoint, error) {
 	iter := t.s.Query(`SELECT range_id, lo, hi, rows, skipped, done_at FROM migration_checkpoints WHERE run = ? AND family = ?`, run, string(f)).
-		WithContext(ctx).Consistency(gocql.Quorum).Iter()
+		WithContext(ctx).Consistency(t.quorum()).Iter()
 	out := map[int]Checkpoint{}
 	var c Checkpoint
 	for iter.Scan(&c.Range.ID, &c.Range.Lo, &c.Range.Hi, &c.Rows, &c.Skipped, &c.At) {
@@ -179,7 +192,7 @@ func (t *Target) Checkpoints(ctx context.Context, run string, f Family) (map[int
 func (t *Target) checkpoint(ctx context.Context, run string, f Family, c Checkpoint) error {
 	err := t.s.Query(`INSERT INTO migration_checkpoints (run, family, range_id, lo, hi, rows, skipped, done_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		run, string(f), c.Range.ID, c.Range.Lo, c.Range.Hi, c.Rows, c.Skipped, c.At).
-		WithContext(ctx).Consistency(gocql.Quorum).Idempotent(true).Exec()
+		WithContext(ctx).Consistency(t.quorum()).Idempotent(true).Exec()
 	if err != nil {
 		return fmt.Errorf("migrate: checkpoint %s range %d: %w", f, c.Range.ID, err)
 	}

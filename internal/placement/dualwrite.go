@@ -119,6 +119,7 @@ func (s *Stores) openDualWrite(ctx context.Context, cfg Config, o Options, opene
 	}
 	target := migrate.NewTarget(cb.st.Session())
 	target.Retention = o.EventRetention
+	target.Levels = cb.st.Levels()
 	m := &dualWrite{phases: map[Family]*familyPhase{}, target: target, onError: o.MigrationError}
 	mirrors := map[string]*migrate.Mirror{}
 	mirrorFor := func(backend string) (*migrate.Mirror, error) {

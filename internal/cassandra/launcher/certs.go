@@ -4,11 +4,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -154,37 +152,4 @@ func generatedTLS(dir string, nodes []Node) (TLSFiles, error) {
 		return f, fmt.Errorf("tls: %w", err)
 	}
 	return f, nil
-}
-
-// clientTLS is the launcher's own client configuration (its readiness pings and repair's
-// look-ups): the cluster's CA, the client certificate when there is one, and host
-// verification only for certificates the launcher made (a user's may name other hosts).
-func clientTLS(f TLSFiles, generated bool) (*tls.Config, error) {
-	pemCA, err := os.ReadFile(f.CA)
-	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pemCA) {
-		return nil, errors.New("tls: " + f.CA + " holds no PEM certificate")
-	}
-	c := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	if f.ClientCert != "" {
-		pair, err := tls.LoadX509KeyPair(f.ClientCert, f.ClientKey)
-		if err != nil {
-			return nil, fmt.Errorf("tls: client certificate: %w", err)
-		}
-		c.Certificates = []tls.Certificate{pair}
-	}
-	if !generated {
-		c.InsecureSkipVerify = true
-		c.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("no server certificate")
-			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool})
-			return err
-		}
-	}
-	return c, nil
 }

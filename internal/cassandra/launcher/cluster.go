@@ -95,6 +95,10 @@ func (o *Options) defaults() error {
 	if o.RequireClientCert && !o.TLS {
 		return errors.New("launcher: a required client certificate needs TLS")
 	}
+	if o.RequireClientCert && o.UserTLS != nil && o.UserTLS.ClientCert == "" {
+		// The launcher's readiness checks would be refused by the nodes until the boot timeout.
+		return errors.New("launcher: --require-client-cert with your own --tls-keystore/--tls-ca needs a client certificate for the launcher; use the generated files (--tls alone)")
+	}
 	if o.Nodes < 1 || o.Nodes > 9 {
 		return fmt.Errorf("launcher: %d nodes: want 1 to 9", o.Nodes)
 	}
@@ -176,8 +180,8 @@ type state struct {
 // ErrNoCluster means the directory holds no cluster written by Up.
 var ErrNoCluster = errors.New("no cluster in directory (run `shardmart cassandra up` first)")
 
-// ErrOtherTopology means the directory holds a cluster of another size or on other addresses:
-// its nodes keep the ring they had, so nothing starts.
+// ErrOtherTopology means the directory holds a cluster of another size, on other addresses or
+// with other login/TLS settings: its nodes keep the ring they had, so nothing starts.
 var ErrOtherTopology = errors.New("the directory holds another cluster's data")
 
 // readState reads the state file Up wrote into dir.
@@ -255,6 +259,10 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	case held.Nodes != c.opts.Nodes || held.BaseAddr != c.opts.BaseAddr || !slices.Equal(held.DCNodes, c.opts.DCNodes):
 		return fmt.Errorf("%w: %s holds a %d-node cluster from %s; asked for %d node(s) from %s (stop it with `shardmart cassandra down`, then move it away, or choose another --cassandra-dir)",
 			ErrOtherTopology, c.opts.Dir, held.Nodes, held.BaseAddr, c.opts.Nodes, c.opts.BaseAddr)
+	case held.Auth != c.opts.Auth || held.TLS != c.opts.TLS || held.RequireClientCert != c.opts.RequireClientCert:
+		// Starting without login or TLS would rewrite the state and open the data to anyone.
+		return fmt.Errorf("%w: %s holds a cluster with %s; asked for %s (give the same flags, or stop it with `shardmart cassandra down` and choose another --cassandra-dir)",
+			ErrOtherTopology, c.opts.Dir, securityFlags(held.Auth, held.TLS, held.RequireClientCert), securityFlags(c.opts.Auth, c.opts.TLS, c.opts.RequireClientCert))
 	}
 	if err := CheckPrerequisites(ctx); err != nil {
 		return err
@@ -289,6 +297,24 @@ func (c *Cluster) prepare(ctx context.Context) error {
 		return fmt.Errorf("cluster dir: %w", err)
 	}
 	return nil
+}
+
+// securityFlags names the `cassandra up` flags of a login/TLS setting.
+func securityFlags(auth, tls, clientCert bool) string {
+	var f []string
+	if auth {
+		f = append(f, "--auth")
+	}
+	if tls {
+		f = append(f, "--tls")
+	}
+	if clientCert {
+		f = append(f, "--require-client-cert")
+	}
+	if len(f) == 0 {
+		return "no --auth/--tls"
+	}
+	return strings.Join(f, " ")
 }
 
 // Up starts every node that is not running (the seed first, then the others together),

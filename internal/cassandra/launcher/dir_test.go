@@ -2,7 +2,9 @@ package launcher
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,5 +61,34 @@ func TestDirectoryOfAnotherClusterIsRefusedAndADyingNodeReported(t *testing.T) {
 	if !errors.Is(err, serverproc.ErrExited) || !strings.Contains(err.Error(), "node 1 ("+LauncherTestAddr+"), while starting (exit status") ||
 		!strings.Contains(err.Error(), "Saved cluster name launcher-a != configured name launcher-b") {
 		t.Fatalf("Up under another cluster name: %v; want ErrExited with Cassandra's ERROR line", err)
+	}
+}
+
+// A plain start on a directory of a cluster with login and TLS is refused before anything
+// runs, and the state file keeps the settings.
+func TestDirectoryWithLoginAndTLSRefusesAPlainStart(t *testing.T) {
+	dir := t.TempDir()
+	held := state{Nodes: 1, BaseAddr: LauncherTestAddr, Name: "launcher-a", Auth: true, TLS: true}
+	b, err := json.Marshal(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stateFile(dir), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []Options{{}, {Auth: true}, {Auth: true, TLS: true, RequireClientCert: true}} {
+		o.Dir, o.Nodes, o.BaseAddr, o.Name = dir, 1, LauncherTestAddr, "launcher-a"
+		c, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.prepare(context.Background())
+		if !errors.Is(err, ErrOtherTopology) || !strings.Contains(err.Error(), "holds a cluster with --auth --tls") {
+			t.Errorf("Auth %v TLS %v client cert %v: %v; want ErrOtherTopology naming --auth --tls", o.Auth, o.TLS, o.RequireClientCert, err)
+		}
+	}
+	got, err := readState(dir)
+	if err != nil || !got.Auth || !got.TLS {
+		t.Errorf("state after the refused starts: %+v, %v", got, err)
 	}
 }

@@ -91,6 +91,7 @@ func TestOptionsRejectBadDataCentresAndTLS(t *testing.T) {
 		{Dir: "/x", DCNodes: []int{2, 2}, Nodes: 3},
 		{Dir: "/x", RequireClientCert: true},
 		{Dir: "/x", UserTLS: &TLSFiles{CA: "/ca.pem"}},
+		{Dir: "/x", UserTLS: &TLSFiles{Keystore: "/ks.pem", CA: "/ca.pem"}, RequireClientCert: true},
 	} {
 		if err := o.defaults(); err == nil {
 			t.Errorf("Options %+v accepted", o)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cassandra/cqltls"
 )
 
 // SuperUser and SuperPassword are the login a cluster with Auth starts with: Cassandra's own
@@ -69,19 +71,19 @@ func (c *Cluster) DCs() map[string][]Node {
 	return m
 }
 
-// secure sets the superuser login and TLS on a session of the launcher's own.
+// secure sets the superuser login and TLS on a session of the launcher's own: the cluster's
+// CA, the client certificate when there is one, and host verification only for certificates
+// the launcher made (a user's may name other hosts).
 func (c *Cluster) secure(cfg *gocql.ClusterConfig) error {
+	user, password := "", ""
 	if c.opts.Auth {
-		cfg.Authenticator = gocql.PasswordAuthenticator{Username: SuperUser, Password: SuperPassword}
+		user, password = SuperUser, SuperPassword
 	}
+	var files cqltls.Files
 	if f := c.TLS(); f != nil {
-		t, err := clientTLS(*f, c.opts.UserTLS == nil)
-		if err != nil {
-			return err
-		}
-		cfg.SslOpts = &gocql.SslOptions{Config: t, EnableHostVerification: !t.InsecureSkipVerify}
+		files = cqltls.Files{CAFile: f.CA, CertFile: f.ClientCert, KeyFile: f.ClientKey, SkipHostVerification: c.opts.UserTLS != nil}
 	}
-	return nil
+	return cqltls.Apply(cfg, user, password, files)
 }
 
 // replicateAuth gives system_auth replicas in every data centre (up to 3 per DC) and repairs

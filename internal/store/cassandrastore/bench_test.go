@@ -66,11 +66,11 @@ func BenchmarkCarts(b *testing.B) {
 			return err
 		}, func(ctx context.Context, i int64) error {
 			u := users[i%owners].UserID
-			iter := s.Query(t.read, u).WithContext(ctx).Consistency(CartsConsistency).Idempotent(true).Iter()
+			iter := s.Query(t.read, u).WithContext(ctx).Consistency(cas1.Carts).Idempotent(true).Iter()
 			if err := drainCartRead(iter); err != nil {
 				return err
 			}
-			bt := s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
+			bt := s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(cas1.Carts).SerialConsistency(cas1.Serial)
 			bt.Query(t.putNew, 0, "c", i%9+1, now, u, ids[i%owners], fmt.Sprintf("p%d", i%8))
 			bt.Query(t.edit, 0, now, u, ids[i%owners], ids[i%owners])
 			return execRawCAS(bt)
@@ -85,16 +85,16 @@ func BenchmarkCarts(b *testing.B) {
 			return err
 		}, func(ctx context.Context, i int64) error {
 			u := fmt.Sprintf("%sd%d", fresh, i)
-			iter := s.Query(t.read, u).WithContext(ctx).Consistency(CartsConsistency).Idempotent(true).Iter()
+			iter := s.Query(t.read, u).WithContext(ctx).Consistency(cas1.Carts).Idempotent(true).Iter()
 			if err := drainCartRead(iter); err != nil {
 				return err
 			}
 			id := gocql.TimeUUID()
-			if _, err := s.Query(t.create, 0, id, now, now, nil, u, id, nil).WithContext(ctx).Consistency(CartsConsistency).
-				SerialConsistency(SerialConsistency).MapScanCAS(map[string]any{}); err != nil {
+			if _, err := s.Query(t.create, 0, id, now, now, nil, u, id, nil).WithContext(ctx).Consistency(cas1.Carts).
+				SerialConsistency(cas1.Serial).MapScanCAS(map[string]any{}); err != nil {
 				return err
 			}
-			bt := s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(CartsConsistency).SerialConsistency(SerialConsistency)
+			bt := s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(cas1.Carts).SerialConsistency(cas1.Serial)
 			bt.Query(t.putNew, 0, "c", int64(1), now, u, id, "p1")
 			bt.Query(t.edit, 0, now, u, id, id)
 			return execRawCAS(bt)
@@ -105,7 +105,7 @@ func BenchmarkCarts(b *testing.B) {
 			_, err := r.ActiveCart(ctx, users[i%owners], now)
 			return err
 		}, func(ctx context.Context, i int64) error {
-			iter := s.Query(t.read, users[i%owners].UserID).WithContext(ctx).Consistency(CartsConsistency).Idempotent(true).Iter()
+			iter := s.Query(t.read, users[i%owners].UserID).WithContext(ctx).Consistency(cas1.Carts).Idempotent(true).Iter()
 			return drainCartRead(iter)
 		})
 	})
@@ -144,7 +144,7 @@ func BenchmarkSessions(b *testing.B) {
 		}, func(ctx context.Context, i int64) error {
 			x := mk(-i)
 			return s.Query(sessionInsert, x.ID, nil, x.CreatedAt, x.LastActive, x.ExpiresAt, x.IP, x.UserAgent, string(x.Status), x.Data, 3600).
-				WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).Exec()
+				WithContext(ctx).Consistency(cas1.Sessions).Idempotent(true).Exec()
 		})
 	})
 	const n = 1000 // sessions to read, written once up front
@@ -161,7 +161,7 @@ func BenchmarkSessions(b *testing.B) {
 			var x session.Session
 			var user, status *string
 			var ip net.IP
-			return s.Query(sessionSelect, fmt.Sprintf("%s%d", prefix, 1+i%n)).WithContext(ctx).Consistency(SessionsConsistency).Idempotent(true).
+			return s.Query(sessionSelect, fmt.Sprintf("%s%d", prefix, 1+i%n)).WithContext(ctx).Consistency(cas1.Sessions).Idempotent(true).
 				Scan(&x.ID, &user, &x.CreatedAt, &x.LastActive, &x.ExpiresAt, &ip, &x.UserAgent, &status, &x.Data)
 		})
 	})
@@ -180,7 +180,7 @@ func BenchmarkEvents(b *testing.B) {
 				At: day.Add(time.Duration(i) * time.Millisecond), ProductID: "p1", Details: map[string]string{"src": "bench"}})
 		}, func(ctx context.Context, i int64) error {
 			return s.Query(eventInsert, fmt.Sprintf("%s%d", prefix, i%actors), day, day.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("r%d", i),
-				"view", "p1", map[string]string{"src": "bench"}).WithContext(ctx).Consistency(EventsConsistency).Idempotent(true).Exec()
+				"view", "p1", map[string]string{"src": "bench"}).WithContext(ctx).Consistency(cas1.Events).Idempotent(true).Exec()
 		})
 	})
 	b.Run("list20", func(b *testing.B) {
@@ -188,7 +188,7 @@ func BenchmarkEvents(b *testing.B) {
 			_, err := r.ListEvents(ctx, event.Query{Actor: fmt.Sprintf("%s%d", prefix, i%actors), Day: day, Page: paging.Request{Limit: 20}})
 			return err
 		}, func(ctx context.Context, i int64) error {
-			iter := s.Query(eventList, fmt.Sprintf("%s%d", prefix, i%actors), day).WithContext(ctx).Consistency(EventsConsistency).
+			iter := s.Query(eventList, fmt.Sprintf("%s%d", prefix, i%actors), day).WithContext(ctx).Consistency(cas1.Events).
 				Idempotent(true).PageSize(20).PageState(nil).Iter()
 			var e event.Event
 			var typ string

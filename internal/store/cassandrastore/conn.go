@@ -2,11 +2,9 @@ package cassandrastore
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,6 +12,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/shardmart/shardmart/internal/cassandra/cqltls"
 	storepkg "github.com/shardmart/shardmart/internal/store"
 )
 
@@ -34,99 +33,62 @@ type Connection struct {
 }
 
 // TLSFiles are PEM files; TLS is on when CAFile is set.
-type TLSFiles struct {
-	CAFile   string // the CA that signed the nodes' certificates
-	CertFile string // client certificate, for clusters that require one (mTLS)
-	KeyFile  string
-	// SkipHostVerification accepts a certificate signed by the CA for another host name or
-	// address; the chain is still verified.
-	SkipHostVerification bool
-}
-
-// Enabled tells whether TLS is asked for.
-func (f TLSFiles) Enabled() bool { return f.CAFile != "" }
-
-// Config is the Go TLS configuration of the files; nil when TLS is off.
-func (f TLSFiles) Config() (*tls.Config, error) {
-	if !f.Enabled() {
-		if f.CertFile != "" || f.KeyFile != "" {
-			return nil, errors.New("cassandra TLS: a client certificate needs the CA file too (--cassandra-tls-ca)")
-		}
-		return nil, nil
-	}
-	pem, err := os.ReadFile(f.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra TLS: CA file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("cassandra TLS: CA file %s holds no PEM certificate", f.CAFile)
-	}
-	c := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	if (f.CertFile == "") != (f.KeyFile == "") {
-		return nil, errors.New("cassandra TLS: give both the client certificate and its key (--cassandra-tls-cert, --cassandra-tls-key)")
-	}
-	if f.CertFile != "" {
-		pair, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("cassandra TLS: client certificate: %w", err)
-		}
-		c.Certificates = []tls.Certificate{pair}
-	}
-	if f.SkipHostVerification {
-		// Verify the chain ourselves, without the name: InsecureSkipVerify alone would accept any
-		// certificate at all.
-		c.InsecureSkipVerify = true
-		c.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("no server certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, ic := range cs.PeerCertificates[1:] {
-				inter.AddCert(ic)
-			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter})
-			return err
-		}
-	}
-	return c, nil
-}
+type TLSFiles = cqltls.Files
 
 // Apply sets the login and TLS on a driver configuration (the store and every raw session).
 func (cn Connection) Apply(c *gocql.ClusterConfig) error {
-	if cn.Username != "" {
-		c.Authenticator = gocql.PasswordAuthenticator{Username: cn.Username, Password: cn.Password}
-	} else if cn.Password != "" {
-		return errors.New("cassandra: a password without a user name (--cassandra-user)")
-	}
-	t, err := cn.TLS.Config()
-	if err != nil {
-		return err
-	}
-	if t != nil {
-		c.SslOpts = &gocql.SslOptions{Config: t, EnableHostVerification: !cn.TLS.SkipHostVerification}
-	}
-	return nil
+	return cqltls.Apply(c, cn.Username, cn.Password, cn.TLS)
 }
 
 // Levels are the consistency levels of one client, per family (CAS-1). One place decides them:
-// every statement of the store takes its level from here.
+// every statement of the store, and the migration's data statements, take their level from here.
 type Levels struct {
 	Carts, History, Catalog gocql.Consistency // read what was acknowledged: a quorum
 	Sessions, Events        gocql.Consistency // availability first: one replica
 	Serial                  gocql.Consistency // lightweight transactions
 }
 
-// LevelsFor are the levels of a client in localDC: with a local DC every quorum is the local
-// DC's, so a cut between DCs leaves each DC serving its own users (a quorum over every DC is
-// unreachable from a DC holding half the replicas); without one, the quorums span the cluster.
+// cas1 is the one table of levels, for a client without a local DC: carts and order history at
+// QUORUM so a read sees every acknowledged write and read repair runs on a mismatch; the
+// catalog read model at QUORUM too (it relies on read repair, which needs a read of more than
+// one replica); sessions and events at ONE (a lost click or a re-login is acceptable);
+// lightweight transactions at SERIAL.
+var cas1 = Levels{Carts: gocql.Quorum, History: gocql.Quorum, Catalog: gocql.Quorum,
+	Sessions: gocql.One, Events: gocql.One, Serial: gocql.Serial}
+
+// LevelsFor are the levels of a client in localDC: with a local DC every level of cas1 takes
+// its LOCAL_ form, so a cut between DCs leaves each DC serving its own users (a quorum over
+// every DC is unreachable from a DC holding half the replicas); without one, cas1.
 func LevelsFor(localDC string) Levels {
+	l := cas1
 	if localDC == "" {
-		return Levels{Carts: gocql.Quorum, History: gocql.Quorum, Catalog: gocql.Quorum,
-			Sessions: gocql.One, Events: gocql.One, Serial: gocql.Serial}
+		return l
 	}
-	return Levels{Carts: gocql.LocalQuorum, History: gocql.LocalQuorum, Catalog: gocql.LocalQuorum,
-		Sessions: gocql.LocalOne, Events: gocql.LocalOne, Serial: gocql.LocalSerial}
+	for _, c := range []*gocql.Consistency{&l.Carts, &l.History, &l.Catalog, &l.Sessions, &l.Events, &l.Serial} {
+		*c = localForm(*c)
+	}
+	return l
+}
+
+// localForm is the level restricted to the client's DC.
+func localForm(c gocql.Consistency) gocql.Consistency {
+	switch c {
+	case gocql.Quorum:
+		return gocql.LocalQuorum
+	case gocql.One:
+		return gocql.LocalOne
+	case gocql.Serial:
+		return gocql.LocalSerial
+	}
+	return c
+}
+
+// Levels are the connection's levels: its local DC's (LevelsFor), or cas1's with QuorumEveryDC.
+func (cn Connection) Levels() Levels {
+	if cn.QuorumEveryDC {
+		return LevelsFor("")
+	}
+	return LevelsFor(cn.Datacenter)
 }
 
 // quorum is the level of a statement that must see every acknowledged write of the client's
@@ -162,13 +124,34 @@ func connectError(cfg Config, keyspace string, err error) error {
 		return fmt.Errorf("%w: cassandra at %s refused the client certificate %s: is it signed by a CA the nodes trust? (%s)", ErrTLS, hosts, cfg.TLS.CertFile, firstCause(msg))
 	case cfg.TLS.Enabled() && (strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "tls:")):
 		return fmt.Errorf("%w: cassandra at %s: TLS handshake failed (does the cluster have client encryption on?): %s", ErrTLS, hosts, firstCause(msg))
-	case !cfg.TLS.Enabled() && (strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset")):
+	case !cfg.TLS.Enabled() && closedAtFirstFrame(msg):
 		return fmt.Errorf("%w: cassandra at %s closed the connection at the handshake: does it require TLS (--cassandra-tls-ca)? (%s)", ErrTLS, hosts, firstCause(msg))
 	}
 	// The driver reports a missing keyspace only as "no connections were made".
-	return fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %s",
-		hosts, keyspace, keyspace, firstCause(msg))
+	return fmt.Errorf("cassandra: connect to %s, keyspace %s (if it does not exist, run `shardmart cassandra schema apply --keyspace %s`): %w",
+		hosts, keyspace, keyspace, cause{msg: firstCause(msg), err: err})
 }
+
+// closedAtFirstFrame tells a node that hung up on the very first frame, the protocol version
+// probe, as a TLS-only node does with a plain-text client; a connection lost later (a node
+// stopping, a network reset) is not a sign of TLS.
+func closedAtFirstFrame(msg string) bool {
+	i := strings.Index(msg, "unable to discover protocol version: ")
+	if i < 0 {
+		return false
+	}
+	rest := msg[i:]
+	return strings.Contains(rest, "EOF") || strings.Contains(rest, "connection reset")
+}
+
+// cause keeps the one-line text of a driver error while errors.Is and errors.As still reach it.
+type cause struct {
+	msg string
+	err error
+}
+
+func (c cause) Error() string { return c.msg }
+func (c cause) Unwrap() error { return c.err }
 
 // ErrLogin and ErrTLS classify a refused connection.
 var (

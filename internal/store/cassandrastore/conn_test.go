@@ -2,6 +2,7 @@ package cassandrastore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,42 @@ func TestTLSFilesRefuseIncompleteSettings(t *testing.T) {
 	}
 	if err := (Connection{Password: "x"}).Apply(gocql.NewCluster("127.0.0.1")); err == nil {
 		t.Error("a password without a user accepted")
+	}
+}
+
+func TestConnectErrorClaimsTLSOnlyAtFirstFrame(t *testing.T) {
+	cfg := Config{Hosts: []string{"127.0.0.1"}}
+	first := errors.New("gocql: unable to create session: unable to discover protocol version: EOF")
+	if err := connectError(cfg, "ks", first); !errors.Is(err, ErrTLS) {
+		t.Errorf("a node that hangs up on the first frame: %v, want ErrTLS", err)
+	}
+	for _, later := range []error{
+		errors.New("gocql: unable to create session: unable to connect to initial hosts: EOF"),
+		errors.New("gocql: unable to create session: control: unable to connect to initial hosts: read tcp 127.0.0.1:9042: connection reset by peer"),
+	} {
+		if err := connectError(cfg, "ks", later); errors.Is(err, ErrTLS) || strings.Contains(err.Error(), "require TLS") {
+			t.Errorf("a connection lost after the handshake: %v, want no TLS claim", err)
+		}
+	}
+}
+
+func TestConnectErrorKeepsDriverError(t *testing.T) {
+	driver := fmt.Errorf("gocql: %w", gocql.ErrNoConnections)
+	err := connectError(Config{Hosts: []string{"127.0.0.1"}}, "ks", driver)
+	if !errors.Is(err, gocql.ErrNoConnections) {
+		t.Errorf("%v: errors.Is(ErrNoConnections) is false", err)
+	}
+	if strings.Contains(err.Error(), "\n") || !strings.HasSuffix(err.Error(), driver.Error()) {
+		t.Errorf("%q: not one line ending with the driver's reason", err)
+	}
+}
+
+func TestSchemaBehindWithoutError(t *testing.T) {
+	if err := schemaBehind(LatestVersion()); err != nil {
+		t.Errorf("latest version: %v", err)
+	}
+	err := schemaBehind(0)
+	if err == nil || strings.Contains(err.Error(), "%!") {
+		t.Errorf("version 0: %v, want a clean line", err)
 	}
 }

@@ -47,7 +47,7 @@ func TestInsertIfAbsentOutcomes(t *testing.T) {
 		{name: "timed out while another writer's row landed: not applied",
 			propose: func(_ int, p catalog.Product, _ *gocql.Query) (bool, error) {
 				if _, err := run(s.Query(`INSERT INTO products (`+productCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
-					productRow(otherWriter(p))...).SerialConsistency(SerialConsistency)); err != nil {
+					productRow(otherWriter(p))...).SerialConsistency(cas1.Serial)); err != nil {
 					return false, err
 				}
 				return false, timeout

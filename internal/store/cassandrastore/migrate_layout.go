@@ -129,7 +129,9 @@ func (row cartRow) addTo(c *cart.Cart) (header bool) {
 }
 
 // CartScan reads the carts of the guest or the user table, or with owner set only that
-// owner's partition, calling fn once per cart (ID: the Cassandra timeuuid) with its lines.
+// owner's partition, calling fn once per cart (ID: the Cassandra timeuuid) with its lines. It
+// reads at the session's default level, which clusterConfig sets to the client's quorum
+// (Levels), as do ActiveCartID and SearchScan.
 func CartScan(ctx context.Context, s *gocql.Session, guest bool, owner string, fn func(cart.Cart) error) error {
 	t := userCarts
 	if guest {
@@ -141,7 +143,7 @@ func CartScan(ctx context.Context, s *gocql.Session, guest bool, owner string, f
 		stmt += fmt.Sprintf(` WHERE %s = ?`, t.key)
 		args = append(args, owner)
 	}
-	iter := s.Query(stmt, args...).WithContext(ctx).Consistency(CartsConsistency).PageSize(1000).Iter()
+	iter := s.Query(stmt, args...).WithContext(ctx).PageSize(1000).Iter()
 	// Rows come partition by partition, a cart's rows together: emit a cart when the next begins.
 	var cur *cart.Cart
 	var curID gocql.UUID
@@ -182,12 +184,12 @@ func CartScan(ctx context.Context, s *gocql.Session, guest bool, owner string, f
 	return err
 }
 
-// ActiveCartID is the id of owner's active cart (nil: none), read at QUORUM.
+// ActiveCartID is the id of owner's active cart (nil: none), read at the session's quorum.
 func ActiveCartID(ctx context.Context, s *gocql.Session, owner cart.Owner) (*gocql.UUID, error) {
 	t, val := tableFor(owner)
 	var act *gocql.UUID
 	err := s.Query(fmt.Sprintf(`SELECT active_cart FROM %s WHERE %s = ? LIMIT 1`, t.name, t.key), val).
-		WithContext(ctx).Consistency(CartsConsistency).Scan(&act)
+		WithContext(ctx).Scan(&act)
 	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
 		return nil, fmt.Errorf("read %s active cart: %w", owner.Key(), err)
 	}
@@ -240,7 +242,7 @@ func SearchRows(p catalog.Product) []SearchRow {
 func SearchScan(ctx context.Context, s *gocql.Session, fn func(productID string, r SearchRow)) error {
 	for _, t := range searchTables {
 		iter := s.Query(fmt.Sprintf(`SELECT product_id, category, %s FROM %s`, t.col, t.name)).
-			WithContext(ctx).Consistency(CatalogConsistency).PageSize(5000).Iter()
+			WithContext(ctx).PageSize(5000).Iter()
 		var id, cat string
 		var price int64
 		var created time.Time

@@ -49,7 +49,7 @@ func ParseReplication(s string) (map[string]int, error) {
 		dc, n, ok := strings.Cut(part, ":")
 		rf, err := strconv.Atoi(strings.TrimSpace(n))
 		dc = strings.TrimSpace(dc)
-		if !ok || err != nil || dc == "" || rf < 1 || rf > 9 {
+		if !ok || err != nil || !validReplicas(dc, rf) {
 			return nil, fmt.Errorf("replication %q: want datacentre:factor pairs such as dc1:3,dc2:3 (factor 1 to 9)", part)
 		}
 		if _, dup := m[dc]; dup {
@@ -63,11 +63,21 @@ func ParseReplication(s string) (map[string]int, error) {
 	return m, nil
 }
 
+var (
+	keyspaceName   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
+	datacentreName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,48}$`)
+)
+
+// validReplicas tells a data centre name and a replication factor fit to go into CQL.
+func validReplicas(dc string, rf int) bool {
+	return datacentreName.MatchString(dc) && rf >= 1 && rf <= 9
+}
+
 func (o *SchemaOptions) defaults() error {
 	if o.Keyspace == "" {
 		o.Keyspace = DefaultKeyspace
 	}
-	if !regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`).MatchString(o.Keyspace) {
+	if !keyspaceName.MatchString(o.Keyspace) {
 		return fmt.Errorf("keyspace %q: want lower-case letters, digits and _ (up to 48)", o.Keyspace)
 	}
 	if o.RF == 0 {
@@ -83,7 +93,7 @@ func (o *SchemaOptions) defaults() error {
 		o.Replication = map[string]int{o.Datacenter: o.RF}
 	}
 	for dc, rf := range o.Replication {
-		if !regexp.MustCompile(`^[A-Za-z0-9_.-]{1,48}$`).MatchString(dc) || rf < 1 || rf > 9 {
+		if !validReplicas(dc, rf) {
 			return fmt.Errorf("replication %s:%d: want a data centre name and a factor 1 to 9", dc, rf)
 		}
 	}

@@ -27,21 +27,6 @@ import (
 	"github.com/shardmart/shardmart/internal/session"
 )
 
-// Consistency levels per family (CAS-1), for a client without a local DC (LevelsFor says which
-// levels a client uses): carts and order history read and write at QUORUM so a read sees every
-// acknowledged write and read repair runs on a mismatch; sessions and events at ONE for speed
-// and availability (a lost click or a re-login is acceptable). The catalog read model writes
-// and reads at QUORUM: it relies on read repair, which only happens when a read consults more
-// than one replica. Lightweight transactions use SERIAL. With a local DC each is its LOCAL_ form.
-const (
-	CartsConsistency    = gocql.Quorum
-	HistoryConsistency  = gocql.Quorum
-	SessionsConsistency = gocql.One
-	EventsConsistency   = gocql.One
-	CatalogConsistency  = gocql.Quorum
-	SerialConsistency   = gocql.Serial
-)
-
 // Config locates the cluster.
 type Config struct {
 	Hosts    []string // contact points, e.g. 127.0.0.1 (port 9042 unless host:port)
@@ -55,6 +40,9 @@ type Config struct {
 	ObserveStatement func(statement string, d time.Duration, err error)
 	// Tracer, when set, adds a span per statement attempt to the traced request that ran it.
 	Tracer trace.Tracer
+	// ReadOnly skips the start-up proof of MODIFY (checkWrite) for callers that only read
+	// (migrate status): they need no grant to write and leave no tombstone.
+	ReadOnly bool
 	// EventRetention is how long events live after their time (TTL); 0: event.DefaultRetention.
 	EventRetention time.Duration
 	// Metrics, when set, receives the client's per-host metrics (clientmetrics.go).
@@ -97,10 +85,7 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy, error) {
 	if c.NumConns == 0 {
 		c.NumConns = 2
 	}
-	cl := LevelsFor(cfg.Datacenter)
-	if cfg.QuorumEveryDC {
-		cl = LevelsFor("")
-	}
+	cl := cfg.Connection.Levels()
 	p := &policy{health: newHostHealth(), latency: newRecentP99(), cl: cl}
 	fallback := gocql.RoundRobinHostPolicy()
 	if cfg.Datacenter != "" {
@@ -160,6 +145,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		return nil, err
 	}
+	if cfg.ReadOnly {
+		return st, nil
+	}
 	if err := st.checkWrite(ctx); err != nil {
 		s.Close()
 		if perr := permissionError(cfg, "write to keyspace "+cc.Keyspace, err); perr != nil {
@@ -210,8 +198,16 @@ func (st *Store) Levels() Levels { return st.p.levels() }
 func (st *Store) checkSchema(ctx context.Context) error {
 	var v int
 	err := st.p.idempotent(ctx, st.s.Query(`SELECT max(version) FROM schema_migrations`).Consistency(st.p.levels().one())).Scan(&v)
-	if err != nil || v < LatestVersion() {
+	if err != nil {
 		return fmt.Errorf("cassandra: schema version %d, want %d: run `shardmart cassandra schema apply` first (%w)", v, LatestVersion(), err)
+	}
+	return schemaBehind(v)
+}
+
+// schemaBehind fails when the applied version v is older than this build's.
+func schemaBehind(v int) error {
+	if v < LatestVersion() {
+		return fmt.Errorf("cassandra: schema version %d, want %d: run `shardmart cassandra schema apply` first", v, LatestVersion())
 	}
 	return nil
 }
