@@ -32,6 +32,9 @@ const (
 	// TwoDCTestAddr: internal/cassandra/twodc, two data centres (dc1 .131-.133, dc2 .134) with
 	// login and TLS; .131-.136 reserved.
 	TwoDCTestAddr = "127.0.0.131"
+	// RobustnessTestAddr: internal/robustness, nemeses and recorded histories against 3 nodes
+	// (.151-.153).
+	RobustnessTestAddr = "127.0.0.151"
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns

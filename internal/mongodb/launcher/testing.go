@@ -47,6 +47,9 @@ const (
 	// 28120, shard 28130).
 	AuthCLIClusterTestPort = 28120
 	RobustnessTestPort     = 28200 // internal/robustness: nemeses against a 3-member set (28200-28202)
+	// RobustnessClusterTestPort: internal/robustness's router-less sharded cluster (config server
+	// 28300, shards from 28310).
+	RobustnessClusterTestPort = 28300
 )
 
 // FastFailoverParameters are the server parameters that shorten a failover after a primary
