@@ -74,16 +74,29 @@ func (t *Tail) poll(ctx context.Context) error {
 		t.parts, t.pos = parts, pos
 		return nil
 	}
+	// Where the partitions end, in one read when the log says (Positions); -1: each partition
+	// reads its own end.
+	upto, err := t.positions(ctx, len(t.parts))
+	if err != nil {
+		return fmt.Errorf("outbox tail: end: %w", err)
+	}
 	// Partitions are read at once: a poll then costs one round trip, not one per partition
 	// (16 on MongoDB), and each goroutine owns its partition's position.
 	gaps := make([]bool, len(t.parts))
 	errs := make([]error, len(t.parts))
 	var wg sync.WaitGroup
 	for i, part := range t.parts {
+		if upto != nil && t.pos[i] >= upto[i] {
+			continue // nothing new: no read
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			gaps[i], errs[i] = t.follow(ctx, part, i)
+			end := int64(-1)
+			if upto != nil {
+				end = upto[i]
+			}
+			gaps[i], errs[i] = t.follow(ctx, part, i, end)
 		}()
 	}
 	wg.Wait()
@@ -96,8 +109,37 @@ func (t *Tail) poll(ctx context.Context) error {
 	return nil
 }
 
+// positions is how far the tail may read each partition now, in one read when the log says
+// where its partitions stand (Positions), else nil.
+func (t *Tail) positions(ctx context.Context, n int) ([]int64, error) {
+	pos, ok := t.log.(Positions)
+	if !ok || n == 1 {
+		return nil, nil
+	}
+	var upto []int64
+	var err error
+	if t.ceiling != "" {
+		upto, err = pos.Checkpoints(ctx, t.ceiling)
+	} else {
+		upto, err = pos.LastSeqs(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(upto) != n {
+		return nil, fmt.Errorf("positions of %d partitions, want %d", len(upto), n)
+	}
+	return upto, nil
+}
+
 // ends is the position to start each partition from: its last seq, or the ceiling's checkpoint.
 func (t *Tail) ends(ctx context.Context, parts []Log) ([]int64, error) {
+	if pos, err := t.positions(ctx, len(parts)); err != nil || pos != nil {
+		if err != nil {
+			return nil, fmt.Errorf("outbox tail: start position: %w", err)
+		}
+		return pos, nil
+	}
 	pos := make([]int64, len(parts))
 	for i, part := range parts {
 		var err error
@@ -140,10 +182,11 @@ func (t *Tail) restart(ctx context.Context) error {
 // saw. Every seq up to the end was committed (and, with a ceiling, applied), so a read that
 // finds none of them, or starts past the next one, is a gap too: pruning deletes exactly
 // through the checkpoint, and the rows the tail had not read yet may be all that was there.
-func (t *Tail) follow(ctx context.Context, part Log, i int) (gap bool, err error) {
-	upto, err := t.end(ctx, part)
-	if err != nil {
-		return false, fmt.Errorf("outbox tail: end: %w", err)
+func (t *Tail) follow(ctx context.Context, part Log, i int, upto int64) (gap bool, err error) {
+	if upto < 0 {
+		if upto, err = t.end(ctx, part); err != nil {
+			return false, fmt.Errorf("outbox tail: end: %w", err)
+		}
 	}
 	for t.pos[i] < upto {
 		msgs, err := part.ReadOutbox(ctx, t.pos[i], 256)

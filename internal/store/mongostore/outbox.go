@@ -132,6 +132,8 @@ func (s *Store) appendOutboxMany(ctx context.Context, msgs []pendingMessage) err
 // outboxLog is the whole outbox: its partitions are what the projector reads.
 type outboxLog Store
 
+var _ outbox.Positions = (*outboxLog)(nil)
+
 var errPartitioned = errors.New("mongo: the outbox is partitioned: read each of outbox.Parts(log)")
 
 // Partitions returns one Log per partition.
@@ -164,15 +166,55 @@ func (l *outboxLog) SaveCheckpoint(context.Context, string, int64) error {
 // LastSeq is the number of messages ever appended (the sum of the partitions' counters), which
 // is what "is the store empty" and readiness ask.
 func (l *outboxLog) LastSeq(ctx context.Context) (int64, error) {
+	seqs, err := l.LastSeqs(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var total int64
-	for _, part := range l.Partitions() {
-		n, err := part.LastSeq(ctx)
-		if err != nil {
-			return 0, err
-		}
+	for _, n := range seqs {
 		total += n
 	}
 	return total, nil
+}
+
+// LastSeqs reads every partition's counter in one query (outbox.Positions), from the primary
+// at majority as each partition's LastSeq does.
+func (l *outboxLog) LastSeqs(ctx context.Context) ([]int64, error) {
+	return l.seqsByID(ctx, collCounters, func(p int32) string { return counterID(p) })
+}
+
+// Checkpoints reads consumer's checkpoint in every partition in one query (outbox.Positions).
+func (l *outboxLog) Checkpoints(ctx context.Context, consumer string) ([]int64, error) {
+	return l.seqsByID(ctx, collCheckpoints, func(p int32) string { return outboxPart{p: p}.checkpointID(consumer) })
+}
+
+// seqsByID reads the seq of the documents id(0)…id(partitions-1) of coll; a missing one is 0.
+func (l *outboxLog) seqsByID(ctx context.Context, coll string, id func(p int32) string) ([]int64, error) {
+	s := (*Store)(l)
+	ids := make(bson.A, s.partitions)
+	at := make(map[string]int, s.partitions)
+	for p := range s.partitions {
+		ids[p] = id(int32(p))
+		at[ids[p].(string)] = p
+	}
+	cur, err := s.outboxReader(coll).Find(ctx, d(e("_id", d(e("$in", ids)))))
+	if err != nil {
+		return nil, fmt.Errorf("mongo: read %s: %w", coll, err)
+	}
+	var docs []struct {
+		ID  string `bson:"_id"`
+		Seq int64  `bson:"seq"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("mongo: read %s: %w", coll, err)
+	}
+	out := make([]int64, s.partitions)
+	for _, doc := range docs {
+		if p, ok := at[doc.ID]; ok {
+			out[p] = doc.Seq
+		}
+	}
+	return out, nil
 }
 
 // outboxPart is one partition, read in seq order from the primary at majority.
