@@ -146,9 +146,9 @@ func (r *products) GetProduct(ctx context.Context, id string) (catalog.Product, 
 	s := r.store()
 	claims, dec := s.reader(collClaims, readrouting.OpProductPage)
 	prods := s.routed(collProducts, dec)
-	doc, err := getProduct(ctx, claims, prods, id)
+	doc, err := s.getProduct(ctx, claims, prods, id)
 	if errors.Is(err, catalog.ErrNotFound) && dec.Target == readrouting.Secondary {
-		doc, err = getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)
+		doc, err = s.getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)
 	}
 	if err != nil {
 		return catalog.Product{}, err
@@ -161,14 +161,29 @@ func (r *products) GetProduct(ctx context.Context, id string) (catalog.Product, 
 // until the product's next change.
 func (r *products) CurrentProduct(ctx context.Context, id string) (catalog.Product, error) {
 	s := r.store()
-	doc, err := getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)
+	doc, err := s.getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)
 	if err != nil {
 		return catalog.Product{}, err
 	}
 	return doc.product(), nil
 }
 
-func getProduct(ctx context.Context, claims, prods *mongo.Collection, id string) (productDoc, error) {
+// getProduct reads a product by its id alone. Behind a mongos the claim gives the category
+// first, so the read is targeted at one shard instead of sent to all. A replica set has one
+// copy of the collection and a unique _id index on it: the product is read by _id in one
+// round trip, half the time of a product page or a cart line's price.
+func (s *Store) getProduct(ctx context.Context, claims, prods *mongo.Collection, id string) (productDoc, error) {
+	if s.unsharded {
+		var doc productDoc
+		found, err := decodeOne(prods.FindOne(ctx, d(e("_id", id))), &doc)
+		if err != nil {
+			return doc, fmt.Errorf("mongo: read product %s: %w", id, err)
+		}
+		if !found {
+			return doc, catalog.ErrNotFound
+		}
+		return doc, nil
+	}
 	cat, err := categoryOf(ctx, claims, id)
 	if err != nil {
 		return productDoc{}, err

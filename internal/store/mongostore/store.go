@@ -115,6 +115,10 @@ type Store struct {
 	onRoute    func(readrouting.Decision)
 	ownsClient bool
 	partitions int
+	// unsharded: Open found a replica-set member, not a mongos; reads by _id alone then need
+	// no claim to target a shard. New (a client tests built) leaves it false: the claim path
+	// is right everywhere.
+	unsharded bool
 }
 
 // Open connects to o.URI, checks the primary answers, and creates what is missing of the
@@ -140,6 +144,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := client.Ping(ctx, readpref.Primary()); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("mongo: ping %s: %w", redact(o.URI), access.Explain(err))
+	}
+	// A set that later becomes a shard is reached through a mongos from then on: a new URI,
+	// so a new Open.
+	var h helloReply
+	if err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&h); err == nil {
+		kind, _ := lagTargetKind(h)
+		s.unsharded = kind == "replset"
 	}
 	rep, err := s.EnsureSchema(ctx, false)
 	if err != nil {
