@@ -214,6 +214,39 @@ func (l observedLeasedOutbox) ReleaseLease(ctx context.Context, consumer, holder
 	return l.next.(outbox.Leaser).ReleaseLease(ctx, consumer, holder)
 }
 
+// LastSeqs and Checkpoints keep outbox.Positions through the decorator, so the projector and
+// the tail still read only the partitions that moved. A partitioned log without them is asked
+// partition by partition.
+func (l observedPartitionedOutbox) LastSeqs(ctx context.Context) (seqs []int64, err error) {
+	ctx, sp := l.t.span(ctx, "outbox.last_seqs")
+	defer l.t.done("outbox.last_seqs", time.Now(), &err, sp)
+	if p, ok := l.next.(outbox.Positions); ok {
+		return p.LastSeqs(ctx)
+	}
+	return eachPartition(l.next, func(part outbox.Log) (int64, error) { return part.LastSeq(ctx) })
+}
+
+func (l observedPartitionedOutbox) Checkpoints(ctx context.Context, consumer string) (seqs []int64, err error) {
+	ctx, sp := l.t.span(ctx, "outbox.checkpoints")
+	defer l.t.done("outbox.checkpoints", time.Now(), &err, sp)
+	if p, ok := l.next.(outbox.Positions); ok {
+		return p.Checkpoints(ctx, consumer)
+	}
+	return eachPartition(l.next, func(part outbox.Log) (int64, error) { return part.Checkpoint(ctx, consumer) })
+}
+
+func eachPartition(l outbox.Log, read func(outbox.Log) (int64, error)) ([]int64, error) {
+	parts := outbox.Parts(l)
+	out := make([]int64, len(parts))
+	for i, part := range parts {
+		var err error
+		if out[i], err = read(part); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 func (l observedPartitionedOutbox) Partitions() []outbox.Log {
 	parts := l.next.(outbox.Partitioned).Partitions()
 	for i, p := range parts {

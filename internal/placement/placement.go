@@ -242,6 +242,7 @@ type Options struct {
 	CassandraHosts    []string // contact points, e.g. 127.0.0.1
 	CassandraKeyspace string
 	CassandraConn     cassandrastore.Connection // login, TLS, local DC
+	CassandraNumConns int                       // driver connections per node (0: the store's default)
 	MongoURI          string                    // a mongos
 	MongoDatabase     string
 	// MongoMonitorUser and MongoMonitorPassword, when set, are the replication-lag monitor's

@@ -20,7 +20,7 @@ type cassandraBackend struct{ st *cassandrastore.Store }
 func openCassandra(ctx context.Context, o Options) (backend, error) {
 	st, err := cassandrastore.Open(ctx, cassandrastore.Config{Hosts: o.CassandraHosts, Keyspace: o.CassandraKeyspace, Connection: o.CassandraConn,
 		ObserveStatement: o.statements(Cassandra), Tracer: o.Tracer,
-		EventRetention: o.EventRetention, Metrics: o.CassandraMetrics})
+		EventRetention: o.EventRetention, Metrics: o.CassandraMetrics, NumConns: o.CassandraNumConns})
 	if err != nil {
 		return nil, err
 	}
