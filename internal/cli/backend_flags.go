@@ -23,6 +23,7 @@ type backendFlags struct {
 	cassandraHosts    string
 	cassandraKeyspace string
 	cassandraConn     cassandraConnFlags
+	cassandraConns    int // connections per host (0: the store's default)
 	mongoURI          string
 	mongoDB           string
 	sessionTTL        time.Duration
@@ -54,6 +55,7 @@ func (b *backendFlags) registerStores(f *pflag.FlagSet) {
 	f.StringVar(&b.dataDir, "data-dir", "./data", "directory of the embedded store")
 	f.StringVar(&b.cassandraHosts, "cassandra-hosts", "127.0.0.1", "Cassandra contact points, comma-separated")
 	f.StringVar(&b.cassandraKeyspace, "cassandra-keyspace", "shardmart", "Cassandra keyspace")
+	f.IntVar(&b.cassandraConns, "cassandra-conns-per-host", 0, "Cassandra driver connections per node (0: the default, 2)")
 	f.StringVar(&b.mongoURI, "mongo-uri", "", "MongoDB connection string of a mongos")
 	f.StringVar(&b.mongoDB, "mongo-db", "shardmart", "MongoDB database")
 	f.DurationVar(&b.eventRetention, "event-retention", event.DefaultRetention, "how long click events are kept (Cassandra: the rows' TTL; elsewhere: deleted by the purge loop)")
@@ -88,6 +90,7 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 			CassandraHosts:    hosts,
 			CassandraKeyspace: b.cassandraKeyspace,
 			CassandraConn:     conn,
+			CassandraNumConns: b.cassandraConns,
 			MongoURI:          b.mongoURI,
 			MongoDatabase:     b.mongoDB,
 

@@ -27,6 +27,7 @@ type benchOptions struct {
 	// The in-process server's backends (without --url).
 	placement, cassandraHosts, cassandraKeyspace, mongoURI, mongoDB string
 	cassandraConn                                                   cassandraConnFlags
+	cassandraConns                                                  int
 
 	rate                   float64
 	duration, warmup       time.Duration
@@ -98,6 +99,7 @@ highest rate whose total p99 stays under --find-max-p99 with errors under --find
 	f.StringVar(&o.cassandraHosts, "cassandra-hosts", "127.0.0.1", "in-process server only: Cassandra contact points")
 	f.StringVar(&o.cassandraKeyspace, "cassandra-keyspace", "shardmart", "in-process server only: Cassandra keyspace (schema applied)")
 	o.cassandraConn.register(f)
+	f.IntVar(&o.cassandraConns, "cassandra-conns-per-host", 0, "in-process server only: Cassandra driver connections per node (0: the default, 2)")
 	f.StringVar(&o.mongoURI, "mongo-uri", "", "in-process server only: MongoDB connection string")
 	f.StringVar(&o.mongoDB, "mongo-db", "shardmart", "in-process server only: MongoDB database")
 	f.Float64Var(&o.rate, "rate", 200, "requests per second (with --find-max: the first step)")
@@ -262,7 +264,7 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), err
 	o.backend.dataDir = dir
 	o.backend.placement = bo.placement
 	o.backend.cassandraHosts, o.backend.cassandraKeyspace = bo.cassandraHosts, bo.cassandraKeyspace
-	o.backend.cassandraConn = bo.cassandraConn
+	o.backend.cassandraConn, o.backend.cassandraConns = bo.cassandraConn, bo.cassandraConns
 	o.backend.mongoURI, o.backend.mongoDB = bo.mongoURI, bo.mongoDB
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", benchAdminToken
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour

@@ -18,6 +18,8 @@ type cassandraUpOptions struct {
 	Nodes    int
 	BaseAddr string
 	HeapMB   int
+	// PaxosVariant is cassandra.yaml's paxos_variant ("": Cassandra's default).
+	PaxosVariant string
 	// DCs data centres of NodesPerDC nodes each ("3" or, per DC, "3,1").
 	DCs        int
 	NodesPerDC []int
@@ -76,13 +78,14 @@ func newCmdCassandraUp(stdio IO, cl *cassandraClusterOptions, runF func(context.
 	f.StringVar(&o.TLSKeystore, "tls-keystore", "", "your own PEM keystore for the nodes: unencrypted PKCS#8 key followed by the certificate chain (implies --tls)")
 	f.StringVar(&o.TLSCA, "tls-ca", "", "your own PEM CA the nodes trust (with --tls-keystore)")
 	f.BoolVar(&o.RequireClientCert, "require-client-cert", false, "require a client certificate signed by the CA (mTLS)")
+	f.StringVar(&o.PaxosVariant, "paxos-variant", "", "cassandra.yaml paxos_variant, v1 or v2 (default: Cassandra's, v1); a restart with another value rewrites it")
 	return cmd
 }
 
 func cassandraUp(ctx context.Context, stdio IO, o cassandraUpOptions) error {
 	// The launcher refuses a directory holding a cluster of another size or on other addresses.
 	lo := launcher.Options{Dir: o.Cluster.Dir, Nodes: o.Nodes, BaseAddr: o.BaseAddr, HeapMB: o.HeapMB, Logger: cassandraLogger(stdio),
-		Auth: o.Auth, TLS: o.TLS, RequireClientCert: o.RequireClientCert}
+		Auth: o.Auth, TLS: o.TLS, RequireClientCert: o.RequireClientCert, PaxosVariant: o.PaxosVariant}
 	if o.DCs > 1 {
 		lo.Nodes, lo.DCNodes = 0, o.NodesPerDC
 	}

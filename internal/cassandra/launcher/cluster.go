@@ -53,14 +53,20 @@ type Options struct {
 	UserTLS *TLSFiles
 	// RequireClientCert makes the nodes require a client certificate signed by the CA (mTLS).
 	RequireClientCert bool
-	BootTimeout       time.Duration // per node, default 3 minutes
-	StopTimeout       time.Duration // SIGTERM grace before SIGKILL, default 45 s
-	Logger            *slog.Logger  // default slog.Default()
+	// PaxosVariant is cassandra.yaml's paxos_variant ("v1" or "v2"); empty leaves Cassandra's
+	// default (v1 in 5.0).
+	PaxosVariant string
+	BootTimeout  time.Duration // per node, default 3 minutes
+	StopTimeout  time.Duration // SIGTERM grace before SIGKILL, default 45 s
+	Logger       *slog.Logger  // default slog.Default()
 }
 
 func (o *Options) defaults() error {
 	if o.Dir == "" {
 		return errors.New("launcher: Options.Dir is required")
+	}
+	if o.PaxosVariant != "" && o.PaxosVariant != "v1" && o.PaxosVariant != "v2" {
+		return fmt.Errorf("launcher: paxos variant %q: want v1 or v2", o.PaxosVariant)
 	}
 	abs, err := filepath.Abs(o.Dir)
 	if err != nil {

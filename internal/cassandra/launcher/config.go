@@ -159,7 +159,15 @@ range_request_timeout: 10000ms
 request_timeout: 20000ms
 `, c.opts.Name, n.Token, seeds(c), n.Addr, n.Addr, StoragePort, CQLPort,
 		filepath.Join(d, "data"), filepath.Join(d, "commitlog"), filepath.Join(d, "saved_caches"),
-		filepath.Join(d, "hints"), filepath.Join(d, "cdc_raw")) + securityYAML(c)
+		filepath.Join(d, "hints"), filepath.Join(d, "cdc_raw")) + paxosYAML(c) + securityYAML(c)
+}
+
+// paxosYAML is the paxos_variant line when Options.PaxosVariant chooses one.
+func paxosYAML(c *Cluster) string {
+	if c.opts.PaxosVariant == "" {
+		return ""
+	}
+	return "paxos_variant: " + c.opts.PaxosVariant + "\n"
 }
 
 // logbackXML keeps the server log at INFO in a file; without a config logback logs at DEBUG.
