@@ -75,6 +75,9 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 	if b.sessionTTL < time.Minute {
 		return shop.Config{}, fmt.Errorf("--session-ttl must be at least 1m, got %s", b.sessionTTL)
 	}
+	if b.cassandraConns < 0 {
+		return shop.Config{}, fmt.Errorf("--cassandra-conns-per-host must be 0 (the default) or more, got %d", b.cassandraConns)
+	}
 	if b.eventRetention < time.Hour {
 		return shop.Config{}, fmt.Errorf("--event-retention must be at least 1h, got %s", b.eventRetention)
 	}
