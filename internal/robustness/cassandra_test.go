@@ -277,30 +277,14 @@ func runCassandra(t *testing.T, c *launcher.Cluster, n cassNemesis, cfg settings
 			return
 		}
 		from := time.Now()
-		heal, err := n.inject(t, ctx, c)
-		var once sync.Once
-		var healErr error
-		healOnce := func(ctx context.Context) error {
-			once.Do(func() {
-				if heal != nil {
-					healErr = heal(ctx)
-				}
-			})
-			return healErr
-		}
-		t.Cleanup(func() {
-			hctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-			defer cancel()
-			if err := healOnce(hctx); err != nil {
-				t.Errorf("heal %s: %v", n.name, err)
-			}
-		})
+		h, err := n.inject(t, ctx, c)
+		heal := healOnce(t, n.name, h)
 		if err != nil {
 			t.Errorf("%s of %s did not take: %v", n.name, n.victims, err)
 			return
 		}
 		_ = wait(tctx, time.Until(from.Add(window)))
-		if err := healOnce(ctx); err != nil {
+		if err := heal(ctx); err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
 		f = &fault{name: n.name, from: from, to: time.Now(), annotation: n.name + " of " + n.victims}
@@ -320,6 +304,29 @@ func runCassandra(t *testing.T, c *launcher.Cluster, n cassNemesis, cfg settings
 	}
 	report(t, n.name, w.verify(t, ctx), faults)
 	x.report(t, n.name, x.verify(t, ctx, w))
+}
+
+// healOnce makes heal (nil: nothing to undo) run once however often it is called, and calls
+// it in t.Cleanup too, so that a failing test leaves no frozen node, dead node or rule behind.
+func healOnce(t *testing.T, name string, heal func(context.Context) error) func(context.Context) error {
+	var once sync.Once
+	var err error
+	h := func(ctx context.Context) error {
+		once.Do(func() {
+			if heal != nil {
+				err = heal(ctx)
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		defer cancel()
+		if err := h(ctx); err != nil {
+			t.Errorf("heal %s: %v", name, err)
+		}
+	})
+	return h
 }
 
 // checkCassEffect: the Cassandra-backed writes (cart edits, checkouts, sessions, history

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -19,7 +17,6 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/paging"
-	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/shop"
 )
@@ -454,12 +451,7 @@ func TestSQLiteSessionsCheckout(t *testing.T) {
 		t.Run(fmt.Sprintf("none/%d", r), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+2*time.Minute)
 			defer cancel()
-			sh, err := shop.Open(ctx, shop.Config{Placement: placement.Embedded(),
-				Backends: placement.Options{SQLitePath: filepath.Join(t.TempDir(), "shop.db")}, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = sh.Close() })
+			sh := embeddedShop(t, ctx)
 			x := newShopWorkload(sh, runName("x"), cfg.seed+uint64(r), cfg.duration)
 			if err := x.setup(ctx); err != nil {
 				t.Fatal(err)
