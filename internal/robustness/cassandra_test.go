@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/faultnet"
@@ -197,10 +199,26 @@ func TestCassandra(t *testing.T) {
 		t.Fatalf("schema: %v", err)
 	}
 	t.Logf("3-node cluster up with the schema (RF 3) in %s, per-node boot %v", time.Since(start).Round(100*time.Millisecond), c.BootTimes())
+	cl := gocql.NewCluster(c.Hosts()...)
+	cl.Timeout = 10 * time.Second
+	cs, err := cl.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Close)
+	// The session checker's second opinion: what a majority of the replicas holds.
+	quorum := func(ctx context.Context, id string) (bool, error) {
+		var got string
+		err := cs.Query(`SELECT session_id FROM `+cassKeyspace+`.sessions WHERE session_id = ?`, id).Consistency(gocql.Quorum).ScanContext(ctx, &got)
+		if errors.Is(err, gocql.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
 	for _, n := range cassNemeses {
 		for r := range cfg.repeat {
 			t.Run(fmt.Sprintf("%s/%d", n.name, r), func(t *testing.T) {
-				runCassandra(t, c, n, cfg, cfg.seed+uint64(r))
+				runCassandra(t, c, quorum, n, cfg, cfg.seed+uint64(r))
 			})
 		}
 	}
@@ -219,7 +237,7 @@ func restoreCluster(ctx context.Context, c *launcher.Cluster) error {
 // runCassandra: traffic for a quarter of cfg.duration, the nemesis for half of it (a pause:
 // cassPause; a kill lasts until its restart is done), traffic for the recovery period after
 // the heal, then the checks.
-func runCassandra(t *testing.T, c *launcher.Cluster, n cassNemesis, cfg settings, seed uint64) {
+func runCassandra(t *testing.T, c *launcher.Cluster, quorum func(context.Context, string) (bool, error), n cassNemesis, cfg settings, seed uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+8*time.Minute)
 	defer cancel()
 	if err := restoreCluster(ctx, c); err != nil {
@@ -249,6 +267,7 @@ func runCassandra(t *testing.T, c *launcher.Cluster, n cassNemesis, cfg settings
 	}
 	w := newWorkload(sh, run, seed, cfg.duration/4+window+recovery)
 	x := newShopWorkload(sh, run, seed, w.duration)
+	x.quorum = quorum
 	if err := w.setup(ctx); err != nil {
 		t.Fatal(err)
 	}
