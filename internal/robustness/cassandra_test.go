@@ -28,9 +28,9 @@ import (
 // cassKeyspace holds every Cassandra run's data; the runs' ids keep them apart.
 const cassKeyspace = "robustness"
 
-// cassPause is how long a node stays frozen: past the driver's per-attempt timeout and the
-// peers' failure detector (phi, a few seconds), within the 8-15 s a long GC pause or a stuck
-// disk lasts.
+// cassPause is how long a node stays frozen or cut off: past the driver's per-attempt timeout
+// and the peers' failure detector (phi, a few seconds), within the 8-15 s a long GC pause or a
+// stuck disk lasts.
 const cassPause = 10 * time.Second
 
 // cassNemesis injects one fault into the cluster for about window and returns heal, which
@@ -230,8 +230,8 @@ func restoreCluster(ctx context.Context, c *launcher.Cluster) error {
 	return c.WaitConverged(ctx)
 }
 
-// runCassandra: traffic for a quarter of cfg.duration, the nemesis for half of it (a pause:
-// cassPause; a kill lasts until its restart is done), traffic for the recovery period after
+// runCassandra: traffic for a quarter of cfg.duration, the nemesis for half of it, at least
+// cassPause (a kill lasts until its restart is done), traffic for the recovery period after
 // the heal, then the checks.
 func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Context, string) (bool, error), n cassNemesis, cfg settings, seed uint64) {
 	// A SIGKILLed node's restart took over 5 minutes at a load average of 80.
@@ -259,7 +259,7 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 	}
 	t.Cleanup(func() { _ = sh.Close() })
 	window := cfg.duration / 2
-	if n.name == "pause" {
+	if n.name != "kill" { // a kill lasts until its restart is done
 		window = max(window, cassPause)
 	}
 	w := newWorkload(sh, run, seed, cfg.duration/4+window+recovery)
