@@ -237,19 +237,18 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 	// A SIGKILLed node's restart took over 5 minutes at a load average of 80.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+15*time.Minute)
 	defer cancel()
-	// The cluster is whole here: fresh, or restored by the previous run before its checks (a
-	// run that failed restores it in its cleanup). Each wait for a converged ring runs
-	// nodetool on every node: seconds apiece on a loaded machine.
+	if err := restoreCluster(ctx, c); err != nil {
+		t.Fatalf("restore a healthy cluster: %v", err)
+	}
 	// Registered first, so it runs last: after the nemesis's own cleanup.
 	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		c.LogTails(t)
 		rctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
 		if err := restoreCluster(rctx, c); err != nil {
 			t.Errorf("restore a healthy cluster after the run: %v", err)
+		}
+		if t.Failed() {
+			c.LogTails(t)
 		}
 	})
 	run := runName("c")
