@@ -10,7 +10,9 @@
 //
 // Targets: a real 3-member MongoDB replica set (internal/mongodb/launcher,
 // launcher.RobustnessTestPort, loopback only) under each nemesis, and the embedded SQLite
-// store without one. Cassandra and the sharded cluster are not covered yet.
+// store without one; a real 3-node Cassandra cluster (internal/cassandra/launcher,
+// launcher.RobustnessTestAddr) holding carts, sessions and history under kill, pause, isolation
+// of one node and a bridge (cassandra_test.go). The sharded cluster is not covered yet.
 //
 // A failing linearizability check writes porcupine's HTML visualisation of the history into
 // $SHARDMART_ROBUSTNESS_OUT, or a fresh temporary directory, and names it in the test log. An

@@ -46,6 +46,20 @@ func describeInput(in any) string {
 			return "read price"
 		}
 		return fmt.Sprintf("set price %d", o.price)
+	case cartEditOp:
+		if o.qty == 0 {
+			return "remove " + o.product
+		}
+		return fmt.Sprintf("put %s=%d", o.product, o.qty)
+	case checkoutOp:
+		return "checkout " + o.key
+	case sessionOp:
+		if o.caller != "" {
+			return "login from session " + o.caller
+		}
+		return "start session"
+	case historyOp:
+		return "history entry " + o.order
 	}
 	return fmt.Sprint(in)
 }

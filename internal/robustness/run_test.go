@@ -72,12 +72,7 @@ func TestSQLite(t *testing.T) {
 		t.Run(fmt.Sprintf("none/%d", r), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+2*time.Minute)
 			defer cancel()
-			sh, err := shop.Open(ctx, shop.Config{Placement: placement.Embedded(),
-				Backends: placement.Options{SQLitePath: filepath.Join(t.TempDir(), "shop.db")}, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = sh.Close() })
+			sh := embeddedShop(t, ctx)
 			w := newWorkload(sh, runName("s"), cfg.seed+uint64(r), cfg.duration)
 			if err := w.setup(ctx); err != nil {
 				t.Fatal(err)
@@ -88,6 +83,18 @@ func TestSQLite(t *testing.T) {
 			report(t, "none", w.verify(t, ctx), 0)
 		})
 	}
+}
+
+// embeddedShop opens a shop on a fresh embedded store, closed when t ends.
+func embeddedShop(t *testing.T, ctx context.Context) *shop.Shop {
+	t.Helper()
+	sh, err := shop.Open(ctx, shop.Config{Placement: placement.Embedded(),
+		Backends: placement.Options{SQLitePath: filepath.Join(t.TempDir(), "shop.db")}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sh.Close() })
+	return sh
 }
 
 // report logs what a run checked, with the machine's load next to it.

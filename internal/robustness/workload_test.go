@@ -432,6 +432,18 @@ const stall = opTimeout / 2
 // phases splits the run at fault f: before it, while it lasted, after its heal. Final reads
 // are not traffic and are left out.
 func (w *workload) phases(f fault) [3]phase {
+	w.mu.Lock()
+	failures := slices.Clone(w.failures)
+	w.mu.Unlock()
+	return phasesOf(f, failures, func(in any) (bool, bool) {
+		_, order := in.(stockOp)
+		return isWrite(in), order
+	}, w.stock, w.status, w.price, w.pricePage, w.statusPage)
+}
+
+// phasesOf counts the operations of rs, and the failures of operations in no history, in
+// each phase of fault f; kind says whether an input is a write, and whether an order.
+func phasesOf(f fault, failures []time.Time, kind func(in any) (write, order bool), rs ...*recorder) [3]phase {
 	var p [3]phase
 	at := func(call time.Time) int {
 		switch {
@@ -442,7 +454,7 @@ func (w *workload) phases(f fault) [3]phase {
 		}
 		return 2
 	}
-	for _, r := range []*recorder{w.stock, w.status, w.price, w.pricePage, w.statusPage} {
+	for _, r := range rs {
 		for _, ops := range r.byKey() {
 			for _, o := range ops {
 				switch {
@@ -454,21 +466,19 @@ func (w *workload) phases(f fault) [3]phase {
 				case o.ret.Sub(o.call) >= stall:
 					p[at(o.ret)].stalled++
 				}
-				if isWrite(o.in) && !o.out.(result).refused {
+				if write, order := kind(o.in); write && !o.out.(result).refused {
 					i := at(o.call)
 					p[i].acked++
-					if _, ok := o.in.(stockOp); ok {
+					if order {
 						p[i].orders++
 					}
 				}
 			}
 		}
 	}
-	w.mu.Lock()
-	for _, when := range w.failures {
+	for _, when := range failures {
 		p[at(when)].failed++
 	}
-	w.mu.Unlock()
 	return p
 }
 

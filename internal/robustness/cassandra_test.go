@@ -1,0 +1,356 @@
+package robustness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/eventually"
+	"github.com/shardmart/shardmart/internal/faultnet"
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/serverproc"
+	"github.com/shardmart/shardmart/internal/shop"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
+)
+
+// cassKeyspace holds every Cassandra run's data; the runs' ids keep them apart.
+const cassKeyspace = "robustness"
+
+// cassPause is how long a node stays frozen or cut off: past the driver's per-attempt timeout
+// and the peers' failure detector (phi, a few seconds), within the 8-15 s a long GC pause or a
+// stuck disk lasts.
+const cassPause = 10 * time.Second
+
+// cassNemesis injects one fault into the cluster for about window and returns heal, which
+// undoes it (it may be called more than once; the run calls it again in t.Cleanup). victims
+// names the nodes it acts on, for the log and the visualisation.
+type cassNemesis struct {
+	name    string
+	victims string
+	inject  func(t *testing.T, ctx context.Context, c *launcher.Cluster) (heal func(context.Context) error, err error)
+}
+
+// Node indexes (0-based). Node 0 is the seed; the faults fall on the others so that a
+// restarted node always finds its seed.
+var cassNemeses = []cassNemesis{
+	{"kill", "node 3", func(t *testing.T, ctx context.Context, c *launcher.Cluster) (func(context.Context) error, error) {
+		return killNode(ctx, c, 2)
+	}},
+	{"pause", "node 2", func(t *testing.T, ctx context.Context, c *launcher.Cluster) (func(context.Context) error, error) {
+		return pauseNode(ctx, c, 1)
+	}},
+	// One node of three cut off from both peers: the minority side of a majority/minority split.
+	// The shop still reaches every node over CQL, so the isolated node keeps coordinating.
+	{"isolate", "node 2", func(t *testing.T, ctx context.Context, c *launcher.Cluster) (func(context.Context) error, error) {
+		return isolateNode(t, ctx, c, 1)
+	}},
+	// Node 1 and node 2 cannot talk; node 3 talks to both (a bridge).
+	{"bridge", "nodes 1 and 2 (node 3 sees both)", func(t *testing.T, ctx context.Context, c *launcher.Cluster) (func(context.Context) error, error) {
+		return bridge(t, ctx, c, 0, 1, 2)
+	}},
+}
+
+// killNode SIGKILLs node i (a crash) and restarts it on heal, until it answers CQL (the run
+// waits for the whole ring before its checks).
+func killNode(ctx context.Context, c *launcher.Cluster, i int) (func(context.Context) error, error) {
+	heal := func(ctx context.Context) error { return c.StartNode(ctx, i) }
+	if err := c.KillNode(ctx, i); err != nil {
+		return heal, err
+	}
+	if c.Running(i) {
+		return heal, fmt.Errorf("node %d still runs after SIGKILL", i+1)
+	}
+	return heal, nil
+}
+
+// nodePID is node i's JVM as the launcher recorded it.
+func nodePID(c *launcher.Cluster, i int) (int, error) {
+	b, err := os.ReadFile(filepath.Join(c.Nodes()[i].Dir, "cassandra.pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// pauseNode freezes node i (SIGSTOP to its process group) and resumes it on heal. It counts
+// only once the kernel reports every thread of the JVM stopped.
+func pauseNode(ctx context.Context, c *launcher.Cluster, i int) (func(context.Context) error, error) {
+	heal := func(context.Context) error {
+		if err := c.ResumeNode(i); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return nil
+	}
+	pid, err := nodePID(c, i)
+	if err != nil {
+		return heal, err
+	}
+	if err := c.PauseNode(i); err != nil {
+		return heal, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return heal, eventually.Until(sctx, func() error { return serverproc.Stopped(pid) })
+}
+
+// probe is one TCP connect that must (or must not) get through: from a process of group gid
+// (0: the test's own) to addr:port.
+type probe struct {
+	gid       int
+	addr      string
+	port      int
+	reachable bool
+}
+
+// verifyProbes counts on a cut only once every probe agrees: a path cut gets no answer within
+// a second (a DROP; a refusal proves nothing), a path left open connects.
+func verifyProbes(ctx context.Context, probes []probe) error {
+	for _, p := range probes {
+		err := faultnet.Dial(ctx, p.gid, p.addr, p.port, time.Second)
+		if p.reachable && err != nil || !p.reachable && !errors.Is(err, faultnet.ErrNoAnswer) {
+			return fmt.Errorf("probe %s:%d as gid %d: want reachable %v, got %v", p.addr, p.port, p.gid, p.reachable, err)
+		}
+	}
+	return nil
+}
+
+// isolateNode cuts node i off from its peers on the storage port (faultnet.CutOff: its JVM's
+// group and its address), verified from both ends; the CQL port stays open.
+func isolateNode(t *testing.T, ctx context.Context, c *launcher.Cluster, i int) (func(context.Context) error, error) {
+	chain := faultnet.New(t)
+	nodes := c.Nodes()
+	node, peer := nodes[i], nodes[(i+1)%len(nodes)]
+	if err := chain.CutOff(ctx, node.Addr, node.GID, launcher.StoragePort); err != nil {
+		return chain.Heal, err
+	}
+	return chain.Heal, verifyProbes(ctx, []probe{
+		{0, node.Addr, launcher.StoragePort, false},
+		{node.GID, peer.Addr, launcher.StoragePort, false},
+		{0, peer.Addr, launcher.StoragePort, true},
+		{0, node.Addr, launcher.CQLPort, true},
+	})
+}
+
+// bridge cuts the storage path between nodes a and b in both directions (each one's JVM, by
+// its group, towards the other's address), leaving both connected to node via.
+func bridge(t *testing.T, ctx context.Context, c *launcher.Cluster, a, b, via int) (func(context.Context) error, error) {
+	chain := faultnet.New(t)
+	nodes := c.Nodes()
+	na, nb, nv := nodes[a], nodes[b], nodes[via]
+	if na.GID <= 0 || nb.GID <= 0 {
+		return chain.Heal, fmt.Errorf("a bridge needs each node under a group of its own (gids %d, %d): run as root", na.GID, nb.GID)
+	}
+	port := strconv.Itoa(launcher.StoragePort)
+	for _, r := range [][2]launcher.Node{{na, nb}, {nb, na}} {
+		from, to := r[0], r[1]
+		if err := chain.Append(ctx, "-d", to.Addr, "-p", "tcp", "--dport", port, "-m", "owner", "--gid-owner", strconv.Itoa(from.GID), "-j", "DROP"); err != nil {
+			return chain.Heal, err
+		}
+	}
+	return chain.Heal, verifyProbes(ctx, []probe{
+		{na.GID, nb.Addr, launcher.StoragePort, false},
+		{nb.GID, na.Addr, launcher.StoragePort, false},
+		{na.GID, nv.Addr, launcher.StoragePort, true},
+		{nb.GID, nv.Addr, launcher.StoragePort, true},
+		{nv.GID, na.Addr, launcher.StoragePort, true},
+		{nv.GID, nb.Addr, launcher.StoragePort, true},
+	})
+}
+
+// cassPlacement is the hybrid placement of the issue: carts, sessions and history on the
+// cluster; orders, products, events and the catalog embedded in the test process.
+func cassPlacement() placement.Config {
+	cfg := placement.Embedded()
+	for _, f := range []placement.Family{placement.Carts, placement.Sessions, placement.History} {
+		cfg[f] = placement.Cassandra
+	}
+	return cfg
+}
+
+// TestCassandra runs the workloads on the hybrid placement against a real 3-node cluster
+// (RF 3) under each nemesis.
+func TestCassandra(t *testing.T) {
+	t.Parallel()
+	cfg := runSettings(t)
+	start := time.Now()
+	c := launcher.ForTest(t, launcher.Options{Nodes: 3, BaseAddr: launcher.RobustnessTestAddr, Name: "shardmart-robustness",
+		HeapMB: 384, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// A SIGKILLed node replays its commit log on restart: minutes on a loaded machine.
+		BootTimeout: 6 * time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := cassandrastore.ApplySchema(ctx, c.Hosts(), cassandrastore.SchemaOptions{Keyspace: cassKeyspace, RF: 3}); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	t.Logf("3-node cluster up with the schema (RF 3) in %s, per-node boot %v", time.Since(start).Round(100*time.Millisecond), c.BootTimes())
+	cl := gocql.NewCluster(c.Hosts()...)
+	cl.Timeout = 10 * time.Second
+	cs, err := cl.CreateSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Close)
+	// The session checker's second opinion: every replica's copy, merged.
+	allReplicas := func(ctx context.Context, id string) (bool, error) {
+		var got string
+		err := cs.Query(`SELECT session_id FROM `+cassKeyspace+`.sessions WHERE session_id = ?`, id).Consistency(gocql.All).ScanContext(ctx, &got)
+		if errors.Is(err, gocql.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	for _, n := range cassNemeses {
+		for r := range cfg.repeat {
+			t.Run(fmt.Sprintf("%s/%d", n.name, r), func(t *testing.T) {
+				runCassandra(t, c, allReplicas, n, cfg, cfg.seed+uint64(r))
+			})
+		}
+	}
+}
+
+// restoreCluster starts every node that is down and waits until the ring is whole.
+func restoreCluster(ctx context.Context, c *launcher.Cluster) error {
+	for i := range c.Nodes() {
+		if err := c.StartNode(ctx, i); err != nil {
+			return err
+		}
+	}
+	return c.WaitConverged(ctx)
+}
+
+// runCassandra: traffic for a quarter of cfg.duration, the nemesis for half of it, at least
+// cassPause (a kill lasts until its restart is done), traffic for the recovery period after
+// the heal, then the checks.
+func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Context, string) (bool, error), n cassNemesis, cfg settings, seed uint64) {
+	// A SIGKILLed node's restart took over 5 minutes at a load average of 80.
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+15*time.Minute)
+	defer cancel()
+	if err := restoreCluster(ctx, c); err != nil {
+		t.Fatalf("restore a healthy cluster: %v", err)
+	}
+	// Registered first, so it runs last: after the nemesis's own cleanup.
+	t.Cleanup(func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		defer cancel()
+		if err := restoreCluster(rctx, c); err != nil {
+			t.Errorf("restore a healthy cluster after the run: %v", err)
+		}
+		if t.Failed() {
+			c.LogTails(t)
+		}
+	})
+	run := runName("c")
+	sh, err := shop.Open(ctx, shop.Config{Placement: cassPlacement(), Logger: slog.New(slog.DiscardHandler),
+		Backends: placement.Options{SQLitePath: filepath.Join(t.TempDir(), "shop.db"), CassandraHosts: c.Hosts(), CassandraKeyspace: cassKeyspace}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sh.Close() })
+	window := cfg.duration / 2
+	if n.name != "kill" { // a kill lasts until its restart is done
+		window = max(window, cassPause)
+	}
+	w := newWorkload(sh, run, seed, cfg.duration/4+window+recovery)
+	x := newShopWorkload(sh, run, seed, w.duration)
+	x.allReplicas = allReplicas
+	if err := w.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Traffic ends the recovery period after the heal, however long the fault took.
+	tctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); w.traffic(tctx) }()
+		go func() { defer wg.Done(); x.traffic(tctx) }()
+		wg.Wait()
+	}()
+	var f *fault
+	func() {
+		defer func() {
+			_ = wait(tctx, recovery)
+			stop()
+		}()
+		if err := wait(tctx, cfg.duration/4); err != nil {
+			return
+		}
+		from := time.Now()
+		h, err := n.inject(t, ctx, c)
+		heal := healOnce(t, n.name, h)
+		if err != nil {
+			t.Errorf("%s of %s did not take: %v", n.name, n.victims, err)
+			return
+		}
+		_ = wait(tctx, time.Until(from.Add(window)))
+		if err := heal(ctx); err != nil {
+			t.Errorf("heal %s: %v", n.name, err)
+		}
+		f = &fault{name: n.name, from: from, to: time.Now(), annotation: n.name + " of " + n.victims}
+		for _, r := range []*recorder{w.stock, x.checkout} {
+			r.addFault(*f)
+		}
+		t.Logf("%s of %s from +%s to +%s", n.name, n.victims, f.from.Sub(w.stock.start).Round(time.Millisecond), f.to.Sub(w.stock.start).Round(time.Millisecond))
+	}()
+	<-done
+	faults := 0
+	if f != nil {
+		faults = 1
+		checkCassEffect(t, n.name, x.phases(*f, w))
+	}
+	if err := restoreCluster(ctx, c); err != nil {
+		t.Fatalf("the cluster did not heal: %v", err)
+	}
+	report(t, n.name, w.verify(t, ctx), faults)
+	x.report(t, n.name, x.verify(t, ctx, w))
+}
+
+// healOnce makes heal (nil: nothing to undo) run once however often it is called, and calls
+// it in t.Cleanup too, so that a failing test leaves no frozen node, dead node or rule behind.
+func healOnce(t *testing.T, name string, heal func(context.Context) error) func(context.Context) error {
+	var once sync.Once
+	var err error
+	h := func(ctx context.Context) error {
+		once.Do(func() {
+			if heal != nil {
+				err = heal(ctx)
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		defer cancel()
+		if err := h(ctx); err != nil {
+			t.Errorf("heal %s: %v", name, err)
+		}
+	})
+	return h
+}
+
+// checkCassEffect: the Cassandra-backed writes (cart edits, checkouts, sessions, history
+// entries, orders through a Cassandra cart) were acknowledged before the fault, during it and
+// after the heal, orders among them during and after. Whether a client noticed the fault is
+// logged, not required: the client policy exists to hide one sick node of three.
+func checkCassEffect(t *testing.T, name string, p [3]phase) {
+	t.Helper()
+	checkEffect(t, nemesis{name: name}, p)
+}
