@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
 )
@@ -62,16 +63,7 @@ type Routed struct {
 
 // writeReply is the part of an insert, update or delete reply a versioned write reads.
 type writeReply struct {
-	N           int64 `bson:"n"`
-	NModified   int64 `bson:"nModified"`
-	WriteErrors []struct {
-		Code   int32  `bson:"code"`
-		ErrMsg string `bson:"errmsg"`
-	} `bson:"writeErrors"`
-	WriteConcernError *struct {
-		Code   int32  `bson:"code"`
-		ErrMsg string `bson:"errmsg"`
-	} `bson:"writeConcernError"`
+	N int64 `bson:"n"`
 }
 
 // VersionedWrite sends cmd, an insert, update or delete on ns's collection of one document
@@ -99,22 +91,24 @@ func (r *Router) VersionedWrite(ctx context.Context, ns string, key, cmd bson.D)
 		full := append(append(bson.D{}, cmd...), bson.E{Key: "shardVersion", Value: info.ShardVersion(routed.Shard)}, majority())
 		var reply writeReply
 		err = cl.Database(db).RunCommand(ctx, full).Decode(&reply)
-		if isStale(err) || len(reply.WriteErrors) > 0 && reply.WriteErrors[0].Code == codeStaleConfig {
+		if isStale(err) { // a command error, or the first write error (a WriteException)
 			routed.Stale++
 			if err := serverproc.Sleep(ctx, min(time.Duration(routed.Stale)*20*time.Millisecond, 500*time.Millisecond)); err != nil {
 				return routed, 0, fmt.Errorf("shardtest: still stale after %d answers: %w", routed.Stale, err)
 			}
 			continue
 		}
+		// The driver turns a reply's writeErrors and writeConcernError into a WriteException.
+		var wex mongo.WriteException
 		switch {
+		case errors.As(err, &wex) && len(wex.WriteErrors) > 0:
+			we := wex.WriteErrors[0]
+			return routed, 0, &WriteError{Shard: routed.Shard, Code: int32(we.Code), Message: we.Message}
+		case errors.As(err, &wex) && wex.WriteConcernError != nil:
+			wc := wex.WriteConcernError
+			return routed, reply.N, &WriteError{Shard: routed.Shard, Code: int32(wc.Code), Message: wc.Message, Concern: true}
 		case err != nil:
 			return routed, 0, fmt.Errorf("shardtest: write on %s: %w", routed.Shard, err)
-		case len(reply.WriteErrors) > 0:
-			we := reply.WriteErrors[0]
-			return routed, 0, &WriteError{Shard: routed.Shard, Code: we.Code, Message: we.ErrMsg}
-		case reply.WriteConcernError != nil:
-			wc := reply.WriteConcernError
-			return routed, reply.N, &WriteError{Shard: routed.Shard, Code: wc.Code, Message: wc.ErrMsg, Concern: true}
 		}
 		return routed, reply.N, nil
 	}
