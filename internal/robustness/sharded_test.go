@@ -250,7 +250,8 @@ type shardedWorkload struct {
 	ops []shardedOp
 }
 
-// client 0-3 insert new documents, 4-5 increment counted seed documents, until ctx ends.
+// client 0-3 insert new documents (3 above shardedSplit only), 4-5 increment counted seed
+// documents, until ctx ends.
 func (w *shardedWorkload) client(ctx context.Context, c int, rng *rand.Rand) {
 	_, coll, _ := strings.Cut(w.ns, ".")
 	for seq := 0; ctx.Err() == nil; seq++ {
@@ -266,8 +267,13 @@ func (w *shardedWorkload) client(ctx context.Context, c int, rng *rand.Rand) {
 				{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(1)}}}}},
 			}}}}
 		} else {
-			// Keys anywhere in the seed's range: inserts land on chunks being migrated.
-			key, id = rng.Int64N(shardedKeys), fmt.Sprintf("c%d-%d", c, seq)
+			// Keys anywhere: most inserts land on chunks being migrated. Client 3 keeps to shard
+			// B's range, so that some writes are acknowledged however long shard A stalls.
+			lo := int64(0)
+			if c == 3 {
+				lo = shardedSplit
+			}
+			key, id = lo+rng.Int64N(shardedKeys-lo), fmt.Sprintf("c%d-%d", c, seq)
 			cmd = bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: bson.A{
 				bson.D{{Key: "_id", Value: id}, {Key: "k", Value: key}}}}}
 		}
