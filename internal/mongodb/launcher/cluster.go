@@ -25,6 +25,11 @@ type ClusterOptions struct {
 	Dir             string // cluster directory (one subdirectory per set); required
 	Shards          int    // 1..8, default 2
 	MembersPerShard int    // 1 or 3, default 1
+	// ShardMembers, when set, is each shard's member count (1 or 3) in shard order, overriding
+	// MembersPerShard: a fault test needs a 3-member shard to fail over, not every shard.
+	ShardMembers []int
+	// ElectionTimeout is every shard set's electionTimeoutMillis; zero keeps MongoDB's 10 s.
+	ElectionTimeout time.Duration
 	// BasePort: the config server listens from BasePort, shard i from BasePort+10*(i+1).
 	BasePort int
 	Addr     string // default 127.0.0.1
@@ -55,6 +60,9 @@ func NewCluster(o ClusterOptions) (*Cluster, error) {
 	}
 	if o.Shards == 0 {
 		o.Shards = 2
+		if len(o.ShardMembers) > 0 {
+			o.Shards = len(o.ShardMembers)
+		}
 	}
 	if o.Shards < 1 || o.Shards > 8 {
 		return nil, fmt.Errorf("launcher: %d shards: want 1 to 8", o.Shards)
@@ -62,8 +70,16 @@ func NewCluster(o ClusterOptions) (*Cluster, error) {
 	if o.MembersPerShard == 0 {
 		o.MembersPerShard = 1
 	}
-	if o.MembersPerShard != 1 && o.MembersPerShard != 3 {
-		return nil, fmt.Errorf("launcher: %d members per shard: want 1 or 3", o.MembersPerShard)
+	if len(o.ShardMembers) == 0 {
+		o.ShardMembers = slices.Repeat([]int{o.MembersPerShard}, o.Shards)
+	}
+	if len(o.ShardMembers) != o.Shards {
+		return nil, fmt.Errorf("launcher: %d shards but members given for %d", o.Shards, len(o.ShardMembers))
+	}
+	for _, n := range o.ShardMembers {
+		if n != 1 && n != 3 {
+			return nil, fmt.Errorf("launcher: %d members per shard: want 1 or 3", n)
+		}
 	}
 	if o.BasePort == 0 {
 		o.BasePort = UserPort
@@ -73,8 +89,12 @@ func NewCluster(o ClusterOptions) (*Cluster, error) {
 	}
 	keys := o.Security.fill(o.Dir)
 	set := func(name string, role Role, port, members int, extra []string) (*Set, error) {
+		var election time.Duration
+		if role == RoleShard {
+			election = o.ElectionTimeout
+		}
 		return New(Options{Dir: filepath.Join(o.Dir, name), Name: name, Members: members, Addr: o.Addr,
-			BasePort: port, Role: role, CacheGB: o.CacheGB, ExtraArgs: extra, DieWithParent: o.DieWithParent,
+			BasePort: port, Role: role, CacheGB: o.CacheGB, ExtraArgs: extra, DieWithParent: o.DieWithParent, ElectionTimeout: election,
 			CacheDir: o.CacheDir, BootTimeout: o.BootTimeout, Logger: o.Logger, Security: o.Security})
 	}
 	c := &Cluster{opts: o, keys: keys}
@@ -85,7 +105,7 @@ func NewCluster(o ClusterOptions) (*Cluster, error) {
 	for i := range o.Shards {
 		// Without it a range moved back to a shard that recently gave it away waits up to 15
 		// minutes for the old copy's deletion.
-		s, err := set(fmt.Sprintf("sh%d", i), RoleShard, o.BasePort+10*(i+1), o.MembersPerShard,
+		s, err := set(fmt.Sprintf("sh%d", i), RoleShard, o.BasePort+10*(i+1), o.ShardMembers[i],
 			[]string{"--setParameter", "orphanCleanupDelaySecs=0"})
 		if err != nil {
 			return nil, err

@@ -20,6 +20,8 @@ type Chunk struct {
 	Max   bson.D `bson:"max"`
 	Shard string `bson:"shard"`
 	Jumbo bool   `bson:"jumbo"`
+	// Lastmod is the chunk's version (major = migrations, minor = splits and merges).
+	Lastmod bson.Timestamp `bson:"lastmod"`
 }
 
 // CollectionInfo is what the config server knows of a collection: its shard key and chunks
@@ -29,6 +31,9 @@ type CollectionInfo struct {
 	Sharded bool
 	Key     bson.D
 	Chunks  []Chunk
+	// Epoch and Timestamp name the collection's incarnation, part of every shard version.
+	Epoch     bson.ObjectID
+	Timestamp bson.Timestamp
 }
 
 // Owners lists the shards that own chunks, the owner of the first chunk first.
@@ -69,9 +74,11 @@ func (r *Router) Collection(ctx context.Context, ns string) (CollectionInfo, err
 	info := CollectionInfo{NS: ns}
 	cfg := r.Config.Database("config")
 	var entry struct {
-		Key          bson.D        `bson:"key"`
-		UUID         bson.RawValue `bson:"uuid"`
-		Unsplittable bool          `bson:"unsplittable"`
+		Key          bson.D         `bson:"key"`
+		UUID         bson.RawValue  `bson:"uuid"`
+		Unsplittable bool           `bson:"unsplittable"`
+		Epoch        bson.ObjectID  `bson:"lastmodEpoch"`
+		Timestamp    bson.Timestamp `bson:"timestamp"`
 	}
 	err := cfg.Collection("collections").FindOne(ctx, bson.D{{Key: "_id", Value: ns}}).Decode(&entry)
 	if errors.Is(err, mongo.ErrNoDocuments) || err == nil && entry.Unsplittable {
@@ -80,7 +87,7 @@ func (r *Router) Collection(ctx context.Context, ns string) (CollectionInfo, err
 	if err != nil {
 		return info, fmt.Errorf("shardtest: read config.collections %s: %w", ns, err)
 	}
-	info.Sharded, info.Key = true, entry.Key
+	info.Sharded, info.Key, info.Epoch, info.Timestamp = true, entry.Key, entry.Epoch, entry.Timestamp
 	cur, err := cfg.Collection("chunks").Find(ctx, bson.D{{Key: "uuid", Value: entry.UUID}})
 	if err != nil {
 		return info, fmt.Errorf("shardtest: read config.chunks %s: %w", ns, err)

@@ -44,6 +44,9 @@ type Router struct {
 	Seed  uint64
 	rngMu sync.Mutex
 	rng   *rand.Rand
+
+	routesMu    sync.Mutex
+	routesCache map[string]CollectionInfo // VersionedWrite's routing tables, by namespace
 }
 
 // Reseed restarts the $sample merge's draws from seed.

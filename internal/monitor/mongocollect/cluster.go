@@ -91,7 +91,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 func (c *Cluster) Collectors() []monitor.Collector {
 	cs := []monitor.Collector{
 		shardsCollector{c}, chunksCollector{c}, collStatsCollector{c}, currentOpCollector{c},
-		serverStatusCollector{c}, balancerCollector{c}, chunkMovesCollector{c},
+		serverStatusCollector{c}, balancerCollector{c}, chunkMovesCollector{c}, membersCollector{c},
 	}
 	for i, col := range cs {
 		cs[i] = explained{col}
@@ -293,7 +293,17 @@ func onUpShards(ctx context.Context, v *view, fn func(ctx context.Context, s sha
 			continue
 		}
 		wg.Go(func() {
-			if err := fn(ctx, s); err != nil && !isDown(ctx, err) {
+			// A primary cut off or frozen after the ping answers nothing, not an error: its
+			// queries would hang until the scrape's deadline and fail the collector. They get
+			// half of what is left, and running out of it while the scrape still has time is
+			// the shard going down, as a network error is.
+			sctx, cancel := context.WithTimeout(ctx, remaining(ctx)/2)
+			defer cancel()
+			err := fn(sctx, s)
+			if sctx.Err() != nil && ctx.Err() == nil {
+				return
+			}
+			if err != nil && !isDown(ctx, err) {
 				errs[i] = fmt.Errorf("shard %s: %w", s.id, access.Explain(err))
 			}
 		})
