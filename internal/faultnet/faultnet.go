@@ -232,13 +232,9 @@ func removeOrphanCgroups() {
 // lifts the rules at once. Nothing is verified here: the caller probes.
 func (c *Chain) CutProcess(ctx context.Context, t testing.TB, pid, port int) error {
 	t.Helper()
-	group, err := c.cgroup(t, pid)
+	group, conns, err := c.moved(t, pid)
 	if err != nil {
 		return err
-	}
-	conns, err := connections(pid)
-	if err != nil {
-		return fmt.Errorf("faultnet: connections of pid %d: %w", pid, err)
 	}
 	p := strconv.Itoa(port)
 	rules := [][]string{
@@ -266,13 +262,9 @@ func (c *Chain) CutBetween(ctx context.Context, t testing.TB, pidA, portA, pidB,
 	var rules [][]string
 	for _, side := range [][4]int{{pidA, portA, pidB, portB}, {pidB, portB, pidA, portA}} {
 		pid, peer := side[0], strconv.Itoa(side[3])
-		group, err := c.cgroup(t, pid)
+		group, conns, err := c.moved(t, pid)
 		if err != nil {
 			return err
-		}
-		conns, err := connections(pid)
-		if err != nil {
-			return fmt.Errorf("faultnet: connections of pid %d: %w", pid, err)
 		}
 		rules = append(rules, []string{"-p", "tcp", "--dport", peer, "-m", "cgroup", "--path", group, "-j", "DROP"})
 		for _, cn := range conns {
@@ -293,6 +285,21 @@ func (c *Chain) DialFrom(ctx context.Context, pid int, addr string, port int, ti
 	}
 	// The probe joins the cgroup before it creates its socket, which then carries the cgroup.
 	return dial(ctx, 0, fmt.Sprintf("echo $$ > %s/%s/cgroup.procs && ", cgroupRoot, group), addr, port, timeout)
+}
+
+// moved moves pid into the chain's cgroup for it, then lists its open connections: those
+// opened before the move keep their old cgroup and need rules of their own.
+func (c *Chain) moved(t testing.TB, pid int) (string, [][2]string, error) {
+	t.Helper()
+	group, err := c.cgroup(t, pid)
+	if err != nil {
+		return "", nil, err
+	}
+	conns, err := connections(pid)
+	if err != nil {
+		return "", nil, fmt.Errorf("faultnet: connections of pid %d: %w", pid, err)
+	}
+	return group, conns, nil
 }
 
 // connRules drop both directions of one open connection, given as its two ports.
