@@ -43,11 +43,12 @@ func (w *workload) historyReader(ctx context.Context, c int, rng *rand.Rand) {
 func statusUser(run string, i int) string { return fmt.Sprintf("status-%s-%d", run, i) }
 
 // checkHistory checks every history read against the 10 s budget. The history starts without
-// the entry ("") and setup's order placed it as "created" before traffic began; the status
-// moves after that are the ones the status clients recorded (acknowledged or unknown).
+// the entry ("") and setup's order placed it as "created" before traffic began (both times
+// taken as traffic's start); the status moves after that are the ones the status clients
+// recorded (acknowledged or unknown).
 func (w *workload) checkHistory(t *testing.T) int {
 	t.Helper()
-	placed := []written{{value: order.Created, ret: w.from}}
+	placed := []written{{value: order.Created, call: w.from, ret: w.from}}
 	n := checkStaleWithin(t, "history", w.status, w.historyPage, order.Status(""), func(in any) (any, bool) {
 		o := in.(statusOp)
 		return o.to, o.to != ""
@@ -76,7 +77,7 @@ func (w *workload) historyReadsLagging(f fault) int {
 func TestHistoryStalenessCheck(t *testing.T) {
 	t0 := time.Now()
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
-	writes := []written{{value: order.Created, ret: t0}, {value: order.Paid, call: ms(1000), ret: ms(1010)}}
+	writes := []written{{value: order.Created, call: t0, ret: t0}, {value: order.Paid, call: ms(1000), ret: ms(1010)}}
 	cases := []struct {
 		name  string
 		at    int
