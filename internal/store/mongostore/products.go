@@ -158,10 +158,12 @@ func (r *products) GetProduct(ctx context.Context, id string) (catalog.Product, 
 
 // CurrentProduct reads a product from the primary, whatever the read table allows a product
 // page: the projector copies it into a read model, where a secondary's older copy would stay
-// until the product's next change.
+// until the product's next change. At majority read concern, as the projector reads the
+// outbox: a primary cut from its peers, not yet stepped down, answers a local read with writes
+// that are rolled back once it rejoins (seen as a stock the history never had).
 func (r *products) CurrentProduct(ctx context.Context, id string) (catalog.Product, error) {
 	s := r.store()
-	doc, err := getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)
+	doc, err := getProduct(ctx, s.outboxReader(collClaims), s.outboxReader(collProducts), id)
 	if err != nil {
 		return catalog.Product{}, err
 	}
