@@ -45,6 +45,9 @@ const failoverWindow = 15 * time.Second
 // held 3-5 orders). The checks still want at least one in each phase.
 const minOrders = 3
 
+// serveProjectorInterval is how often `shardmart serve` drains the outbox (internal/cli).
+const serveProjectorInterval = time.Second
+
 // maxHold bounds each hold for orders: past it the fault is healed (or traffic stopped) and
 // the checks judge what was taken.
 const maxHold = 45 * time.Second
@@ -299,8 +302,9 @@ func TestMongoDB(t *testing.T) {
 }
 
 // runMongo: traffic for a quarter of cfg.duration, the nemesis on the primary for half of it
-// (at least its minWindow) or on a secondary past the staleness budget, traffic for the
-// recovery period after the heal, then the checks once the set is healthy again.
+// (at least its minWindow) or on a secondary past its staleness budget, and until the shop took
+// orders inside it; traffic after the heal until the set is whole and the shop took orders
+// again (at least the recovery period), then the checks once the set is healthy.
 func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+6*time.Minute)
 	defer cancel()
@@ -355,6 +359,15 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 		defer close(done)
 		w.traffic(tctx)
 	}()
+	// The projector runs in the background as serve runs it: an order's or a status move's
+	// follow-ups (its history entry) that the caller's own Sync could not apply during the
+	// fault are applied within its interval once the store answers again.
+	projected := make(chan struct{})
+	go func() {
+		defer close(projected)
+		sh.Projector.Run(tctx, serveProjectorInterval)
+	}()
+	defer func() { stop(); <-projected }()
 	var f *fault
 	func() {
 		defer func() {
