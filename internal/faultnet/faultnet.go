@@ -32,9 +32,13 @@ import (
 // chainPrefix names every chain this package creates: SHARDMART_FAULT_<pid>_<n>.
 const chainPrefix = "SHARDMART_FAULT_"
 
-// Chain is an iptables chain of this test process, jumped to from OUTPUT.
+// Chain is an iptables chain of this test process, jumped to from OUTPUT. Its methods are
+// for one goroutine at a time.
 type Chain struct {
 	name string
+	// groups are the cgroups this chain moved processes into, by pid: a process cut from
+	// several peers stays in one, and goes home once.
+	groups map[int]string
 }
 
 var chains atomic.Int64
@@ -53,7 +57,7 @@ func New(t testing.TB) *Chain {
 	if err := removeOrphans(ctx); err != nil {
 		t.Fatalf("faultnet: %v", err)
 	}
-	c := &Chain{name: fmt.Sprintf("%s%d_%d", chainPrefix, os.Getpid(), chains.Add(1))}
+	c := &Chain{name: fmt.Sprintf("%s%d_%d", chainPrefix, os.Getpid(), chains.Add(1)), groups: map[int]string{}}
 	if _, err := iptables(ctx, "-N", c.name); err != nil {
 		t.Fatalf("faultnet needs root to create an iptables chain: %v", err)
 	}
@@ -117,10 +121,15 @@ var ErrNoAnswer = errors.New("no answer")
 // group gid, so the rules that match that group apply; gid 0 dials from this process's own
 // group. It returns nil when the connection was established.
 func Dial(ctx context.Context, gid int, addr string, port int, timeout time.Duration) error {
+	return dial(ctx, gid, "", addr, port, timeout)
+}
+
+// dial runs prefix (shell commands) and then the connect in one bash child.
+func dial(ctx context.Context, gid int, prefix, addr string, port int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// bash's /dev/tcp: a connect(2) in a child that can carry another group id.
-	cmd := exec.CommandContext(ctx, "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", addr, port))
+	cmd := exec.CommandContext(ctx, "bash", "-c", fmt.Sprintf("%sexec 3<>/dev/tcp/%s/%d", prefix, addr, port))
 	if gid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
 			Uid: uint32(os.Getuid()), Gid: uint32(gid), Groups: []uint32{}}}
@@ -223,33 +232,9 @@ func removeOrphanCgroups() {
 // lifts the rules at once. Nothing is verified here: the caller probes.
 func (c *Chain) CutProcess(ctx context.Context, t testing.TB, pid, port int) error {
 	t.Helper()
-	if _, err := os.Stat(cgroupRoot + "/cgroup.procs"); err != nil {
-		return fmt.Errorf("faultnet: cutting a process off needs cgroup v2 at %s: %w", cgroupRoot, err)
-	}
-	removeOrphanCgroups()
-	home, err := cgroupOf(pid)
+	group, conns, err := c.moved(t, pid)
 	if err != nil {
-		return fmt.Errorf("faultnet: %w", err)
-	}
-	group := fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroups.Add(1))
-	dir := cgroupRoot + "/" + group
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return fmt.Errorf("faultnet: %w", err)
-	}
-	t.Cleanup(func() {
-		// A dead process has left already; a live one goes back where it was.
-		_ = os.WriteFile(cgroupRoot+home+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644)
-		if err := os.Remove(dir); err != nil {
-			t.Errorf("faultnet: remove cgroup %s: %v", dir, err)
-		}
-	})
-	// New sockets of the process belong to its new cgroup; those it has keep theirs.
-	if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		return fmt.Errorf("faultnet: move pid %d into cgroup %s: %w", pid, group, err)
-	}
-	conns, err := connections(pid)
-	if err != nil {
-		return fmt.Errorf("faultnet: connections of pid %d: %w", pid, err)
+		return err
 	}
 	p := strconv.Itoa(port)
 	rules := [][]string{
@@ -259,16 +244,116 @@ func (c *Chain) CutProcess(ctx context.Context, t testing.TB, pid, port int) err
 	}
 	for _, cn := range conns {
 		if cn[0] != p { // one it opened: both directions of exactly that connection
-			rules = append(rules, []string{"-p", "tcp", "--sport", cn[0], "--dport", cn[1], "-j", "DROP"},
-				[]string{"-p", "tcp", "--sport", cn[1], "--dport", cn[0], "-j", "DROP"})
+			rules = append(rules, connRules(cn)...)
 		}
 	}
+	return c.appendAll(ctx, rules)
+}
+
+// CutBetween cuts two running servers that share their address and group (two local mongods)
+// apart from each other only: neither reaches the other's listening port, the connections
+// between them that are open are dropped both ways, and each stays reachable by everyone else
+// (clients, a third server). New connections are told apart by a cgroup v2 of the chain's own
+// per process, as in CutProcess; the processes go back in t.Cleanup, and Heal lifts the rules
+// at once. A cut of one server from every peer while its clients still reach it is one
+// CutBetween per peer. Nothing is verified here: the caller probes (DialFrom).
+func (c *Chain) CutBetween(ctx context.Context, t testing.TB, pidA, portA, pidB, portB int) error {
+	t.Helper()
+	var rules [][]string
+	for _, side := range [][4]int{{pidA, portA, pidB, portB}, {pidB, portB, pidA, portA}} {
+		pid, peer := side[0], strconv.Itoa(side[3])
+		group, conns, err := c.moved(t, pid)
+		if err != nil {
+			return err
+		}
+		rules = append(rules, []string{"-p", "tcp", "--dport", peer, "-m", "cgroup", "--path", group, "-j", "DROP"})
+		for _, cn := range conns {
+			if cn[1] == peer { // one it opened to the other: the other's accepted side is its mirror
+				rules = append(rules, connRules(cn)...)
+			}
+		}
+	}
+	return c.appendAll(ctx, rules)
+}
+
+// DialFrom is Dial from a probe process placed in the cgroup this chain moved pid into, so
+// the rules that match that process's new connections apply to the probe too.
+func (c *Chain) DialFrom(ctx context.Context, pid int, addr string, port int, timeout time.Duration) error {
+	group, ok := c.groups[pid]
+	if !ok {
+		return fmt.Errorf("faultnet: pid %d was not moved into a cgroup of chain %s", pid, c.name)
+	}
+	// The probe joins the cgroup before it creates its socket, which then carries the cgroup.
+	return dial(ctx, 0, fmt.Sprintf("echo $$ > %s/%s/cgroup.procs && ", cgroupRoot, group), addr, port, timeout)
+}
+
+// moved moves pid into the chain's cgroup for it, then lists its open connections: those
+// opened before the move keep their old cgroup and need rules of their own.
+func (c *Chain) moved(t testing.TB, pid int) (string, [][2]string, error) {
+	t.Helper()
+	group, err := c.cgroup(t, pid)
+	if err != nil {
+		return "", nil, err
+	}
+	conns, err := connections(pid)
+	if err != nil {
+		return "", nil, fmt.Errorf("faultnet: connections of pid %d: %w", pid, err)
+	}
+	return group, conns, nil
+}
+
+// connRules drop both directions of one open connection, given as its two ports.
+func connRules(cn [2]string) [][]string {
+	return [][]string{{"-p", "tcp", "--sport", cn[0], "--dport", cn[1], "-j", "DROP"},
+		{"-p", "tcp", "--sport", cn[1], "--dport", cn[0], "-j", "DROP"}}
+}
+
+func (c *Chain) appendAll(ctx context.Context, rules [][]string) error {
 	for _, r := range rules {
 		if err := c.Append(ctx, r...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// cgroup moves pid into a cgroup v2 of the chain's own (once per pid) and registers its return
+// to the cgroup it was in, and the cgroup's removal, in t.Cleanup. It returns the cgroup's path
+// below cgroupRoot, as `-m cgroup --path` takes it.
+func (c *Chain) cgroup(t testing.TB, pid int) (string, error) {
+	t.Helper()
+	if g, ok := c.groups[pid]; ok {
+		return g, nil
+	}
+	if _, err := os.Stat(cgroupRoot + "/cgroup.procs"); err != nil {
+		return "", fmt.Errorf("faultnet: cutting a process off needs cgroup v2 at %s: %w", cgroupRoot, err)
+	}
+	removeOrphanCgroups()
+	home, err := cgroupOf(pid)
+	if err != nil {
+		return "", fmt.Errorf("faultnet: %w", err)
+	}
+	group := fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroups.Add(1))
+	dir := cgroupRoot + "/" + group
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", fmt.Errorf("faultnet: %w", err)
+	}
+	t.Cleanup(func() {
+		// A dead process has left already; a live one (and a probe still there) goes back.
+		b, _ := os.ReadFile(dir + "/cgroup.procs")
+		for _, p := range strings.Fields(string(b)) {
+			_ = os.WriteFile(cgroupRoot+home+"/cgroup.procs", []byte(p), 0o644)
+		}
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("faultnet: remove cgroup %s: %v", dir, err)
+		}
+	})
+	// New sockets of the process belong to its new cgroup; those it has keep theirs.
+	if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return "", fmt.Errorf("faultnet: move pid %d into cgroup %s: %w", pid, group, err)
+	}
+	c.groups[pid] = group
+	return group, nil
 }
 
 // cgroupOf is pid's cgroup v2 path below cgroupRoot ("/" for the root), from /proc/pid/cgroup.

@@ -1,6 +1,7 @@
 package faultnet
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -139,4 +140,76 @@ func TestOrphanCgroupsRemoved(t *testing.T) {
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the live process's cgroup %s was removed: %v", live, err)
 	}
+}
+
+// Two local servers on one address and group (as mongods are) are cut apart from each other
+// only: neither reaches the other's port, both stay reachable from this process, and one still
+// reaches a third server. Healing restores the path; cleanup puts both back in their cgroup.
+func TestCutBetweenCutsTwoServersApartOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pidA, portA := listener(t)
+	pidB, portB := listener(t)
+	third := listenPair(t, "127.0.0.1", "127.0.0.93")
+	home, err := cgroupOf(pidA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("cut", func(t *testing.T) {
+		c := New(t)
+		if err := c.CutBetween(ctx, t, pidA, portA, pidB, portB); err != nil {
+			t.Fatal(err)
+		}
+		probe := func(from, port int, want bool) {
+			t.Helper()
+			err := c.DialFrom(ctx, from, "127.0.0.1", port, time.Second)
+			if got := err == nil; got != want || (!want && !errors.Is(err, ErrNoAnswer)) {
+				t.Fatalf("dial :%d from pid %d's cgroup: %v, want reachable %v", port, from, err, want)
+			}
+		}
+		probe(pidA, portB, false)
+		probe(pidB, portA, false)
+		probe(pidA, third, true)
+		reach(t, ctx, 0, "127.0.0.1", portA, true)
+		reach(t, ctx, 0, "127.0.0.1", portB, true)
+		if err := c.Heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		probe(pidA, portB, true)
+		probe(pidB, portA, true)
+	})
+	if got, err := cgroupOf(pidA); err != nil || got != home {
+		t.Errorf("after cleanup pid %d is in cgroup %q (%v), want %q", pidA, got, err, home)
+	}
+}
+
+// listener starts a process (not this one: it is moved between cgroups) that accepts and
+// drops connections on a free loopback port; it is killed in t.Cleanup.
+func listener(t *testing.T) (pid, port int) {
+	t.Helper()
+	cmd := exec.Command("python3", "-c", `import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+while True:
+    s.accept()[0].close()
+`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("a listener needs python3: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err = strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid, port
 }

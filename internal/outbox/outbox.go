@@ -413,13 +413,25 @@ func (p *Projector) Notify() {
 	}
 }
 
-// Run drains on every Notify and at least every interval until ctx ends. Errors are logged
-// and retried on the next tick, so a failing follow-up store delays, but never loses, work.
+// RunDrainTimeout bounds each drain Run starts. A drain holds the projector while it runs, and
+// every Sync waits for it; one stuck on a primary that a partition cut off (its packets dropped,
+// no answer until the heal and the TCP retransmission after it) held up every follow-up of the
+// process — history entries 19 s behind in the robustness tests, past ORD-2's 10 s. Abandoned,
+// the next drain selects the new primary; a drain checkpoints every batch, so a long one keeps
+// its progress and goes on at the next tick.
+const RunDrainTimeout = 5 * time.Second
+
+// Run drains on every Notify and at least every interval until ctx ends, each drain bounded
+// by RunDrainTimeout. Errors are logged and retried on the next tick, so a failing follow-up
+// store delays, but never loses, work.
 func (p *Projector) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := p.Drain(ctx); err != nil && ctx.Err() == nil {
+		dctx, cancel := context.WithTimeout(ctx, RunDrainTimeout)
+		_, err := p.Drain(dctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			p.logger.Warn("projector drain failed; will retry", "consumer", p.consumer, "err", err)
 		}
 		select {

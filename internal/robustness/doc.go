@@ -1,12 +1,13 @@
 // Package robustness checks the shop's consistency claims the way Jepsen and etcd's
 // robustness tests do: clients drive the shop's real services while a nemesis injects a fault
-// (kill -9 and restart, SIGSTOP/SIGCONT, a primary stepdown, an iptables partition), every
+// (kill -9 and restart, SIGSTOP/SIGCONT, a primary stepdown, iptables partitions: one member
+// from everyone, a primary from its peers only, a bridge; a secondary made to lag), every
 // operation is recorded with its call and return time, its input and its output — or "unknown"
 // when a timeout or a lost connection leaves its outcome open — and the recorded history is
 // checked afterwards: per key against a porcupine model for linearizability (the stock
 // counter, an order's status, a product's price), as a set (every acknowledged order and cart
 // line is present after the heal, nothing refused is), and, for reads the read table lets lag,
-// against their 5 s staleness budget.
+// against their 5 s or 10 s staleness budget.
 //
 // Targets: a real 3-member MongoDB replica set (internal/mongodb/launcher,
 // launcher.RobustnessTestPort, loopback only) under each nemesis, and the embedded SQLite
@@ -22,8 +23,8 @@
 // fails unless writes were acknowledged in each of the three phases and (kill, pause,
 // partition) some client saw the fault — a run whose nemesis changed nothing proves nothing.
 //
-// SHARDMART_ROBUSTNESS_DURATION (default 8s: a quarter of it before the fault, half of it —
-// at least 8 s — for a fault on the primary),
+// SHARDMART_ROBUSTNESS_DURATION (default 8s: a quarter of it before the fault, half of it at
+// least for the fault, which is held until the shop took orders inside it),
 // SHARDMART_ROBUSTNESS_REPEAT (default 1: runs per workload × nemesis pair) and
 // SHARDMART_ROBUSTNESS_SEED (default: the time) make the longer run; docs/robustness.md has
 // the command. The package has only tests.

@@ -59,6 +59,9 @@ type workload struct {
 	// pricePage and statusPage are reads the read table lets lag (5 s): a product page, an
 	// order status that is not "created". They are checked for staleness, not linearizability.
 	pricePage, statusPage *recorder
+	// historyPage is order-history reads (ORD-2, 10 s budget): the status each order's entry
+	// shows, checked for staleness against the status moves.
+	historyPage *recorder
 
 	bank      []string // products sold (stock) and repriced (price)
 	items     []string // products the cart users put
@@ -84,7 +87,7 @@ type placed struct {
 func newWorkload(sh *shop.Shop, run string, seed uint64, d time.Duration) *workload {
 	return &workload{sh: sh, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, initialStock: int64(d.Seconds()+1) * unitsPerSecond,
 		stock: newRecorder(maxOpsPerKey), status: newRecorder(maxOpsPerKey),
-		price: newRecorder(maxOpsPerKey), pricePage: newRecorder(maxOpsPerKey), statusPage: newRecorder(maxOpsPerKey), cartPuts: map[string]puts{}, nextPrice: bankPrice}
+		price: newRecorder(maxOpsPerKey), pricePage: newRecorder(maxOpsPerKey), statusPage: newRecorder(maxOpsPerKey), historyPage: newRecorder(maxOpsPerKey), cartPuts: map[string]puts{}, nextPrice: bankPrice}
 }
 
 // setup creates the products and the orders the clients work on. It is not recorded: it runs
@@ -116,7 +119,7 @@ func (w *workload) setup(ctx context.Context) error {
 		return fmt.Errorf("create products: %w", err)
 	}
 	for i := range 2 * w.keys {
-		user := fmt.Sprintf("status-%s-%d", w.run, i)
+		user := statusUser(w.run, i)
 		var o order.Order
 		if err := retry(ctx, func(ctx context.Context) error {
 			if _, err := w.sh.Carts.Put(ctx, cart.User(user), time.Time{}, statusProduct, 1); err != nil {
@@ -154,6 +157,7 @@ func (w *workload) traffic(ctx context.Context) {
 	for i := range cartUsers {
 		clients = append(clients, func(ctx context.Context, c int, rng *rand.Rand) { w.cartClient(ctx, c, rng, i) })
 	}
+	clients = append(clients, w.historyReader)
 	for c, client := range clients {
 		wg.Add(1)
 		go func() {
@@ -595,6 +599,13 @@ const stalenessBudget = 5 * time.Second
 // checkStale checks every page read of a key against the writes in that key's strong history.
 func checkStale(t *testing.T, name string, strong, page *recorder, initial any, value func(in any) (any, bool)) int {
 	t.Helper()
+	return checkStaleWithin(t, name, strong, page, initial, value, nil, stalenessBudget)
+}
+
+// checkStaleWithin is checkStale with another budget, and with writes made before the
+// history began (setup) added to every key's.
+func checkStaleWithin(t *testing.T, name string, strong, page *recorder, initial any, value func(in any) (any, bool), before []written, budget time.Duration) int {
+	t.Helper()
 	writes := strong.byKey()
 	n := 0
 	for key, reads := range page.byKey() {
@@ -603,7 +614,7 @@ func checkStale(t *testing.T, name string, strong, page *recorder, initial any, 
 				n++
 			}
 		}
-		errs := stale(initial, writesOf(writes[key], value), reads, stalenessBudget)
+		errs := stale(initial, append(slices.Clone(before), writesOf(writes[key], value)...), reads, budget)
 		for i, err := range errs {
 			if i == 5 {
 				t.Errorf("%s %s: %d more stale reads", name, key, len(errs)-i)
@@ -653,6 +664,7 @@ func (w *workload) verify(t *testing.T, ctx context.Context) summary {
 		o := in.(statusOp)
 		return o.to, o.to != ""
 	})
+	w.checkHistory(t)
 	w.checkOrders(t, ctx, &s)
 	w.checkCarts(t, ctx, &s)
 	return s

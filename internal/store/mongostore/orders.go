@@ -94,6 +94,10 @@ func (r *orders) Place(ctx context.Context, p order.Placement) (order.Order, boo
 		}
 		return existing, false, nil
 	}
+	var short *catalog.InsufficientStockError
+	if errors.As(err, &short) {
+		err = s.confirmShort(ctx, short, err)
+	}
 	if err != nil {
 		return order.Order{}, false, err
 	}
@@ -229,6 +233,9 @@ func (r *orders) Transition(ctx context.Context, id string, to order.Status, at 
 		}
 		return s.appendOrderEvent(ctx, outbox.TopicOrderStatus, o)
 	})
+	if errors.Is(err, order.ErrIllegalTransition) {
+		err = s.confirmIllegal(ctx, id, to, at, err)
+	}
 	if err != nil {
 		return order.Order{}, err
 	}

@@ -158,10 +158,14 @@ func (r *products) GetProduct(ctx context.Context, id string) (catalog.Product, 
 
 // CurrentProduct reads a product from the primary, whatever the read table allows a product
 // page: the projector copies it into a read model, where a secondary's older copy would stay
-// until the product's next change.
+// until the product's next change. Linearizable, for the same reason: at read concern local a
+// primary cut from its peers, not yet stepped down, answered with writes that were rolled back
+// once it rejoined (a stock the history never had), and at majority a primary elected a moment
+// ago answered with a price older than one already acknowledged (it had not yet learnt the
+// commit point); either would stay in the read model. Costs a majority round trip per read.
 func (r *products) CurrentProduct(ctx context.Context, id string) (catalog.Product, error) {
 	s := r.store()
-	doc, err := s.getProduct(ctx, s.coll(collClaims), s.coll(collProducts), id)
+	doc, err := s.getProduct(ctx, s.linearizable(collClaims), s.linearizable(collProducts), id)
 	if err != nil {
 		return catalog.Product{}, err
 	}
