@@ -38,6 +38,7 @@ type backendFlags struct {
 func (b *backendFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	b.registerStores(f)
+	f.IntVar(&b.cassandraConns, "cassandra-conns-per-host", 0, "Cassandra driver connections per node (0: the default, 2)")
 	f.StringVar(&b.placement, "placement", "", `which backend holds which family, over the embedded default, e.g. "carts=cassandra,sessions=cassandra" (families: orders, carts, sessions, events, history, catalog)`)
 	f.StringVar(&b.mongoMonitorUser, "mongo-monitor-user", "", "user the read-routing lag monitor logs in with on each shard replica set behind the mongos (or on the replica set --mongo-uri names), instead of --mongo-uri's: mongos users do not exist on the shards. A shard-local user in admin (authSource from --mongo-uri, else admin) with clusterMonitor and readWrite on shardmart_monitor; empty: --mongo-uri's credentials")
 	f.StringVar(&b.mongoMonitorPassword, "mongo-monitor-password", "", "password of --mongo-monitor-user; prefer the environment to the command line")
@@ -55,7 +56,6 @@ func (b *backendFlags) registerStores(f *pflag.FlagSet) {
 	f.StringVar(&b.dataDir, "data-dir", "./data", "directory of the embedded store")
 	f.StringVar(&b.cassandraHosts, "cassandra-hosts", "127.0.0.1", "Cassandra contact points, comma-separated")
 	f.StringVar(&b.cassandraKeyspace, "cassandra-keyspace", "shardmart", "Cassandra keyspace")
-	f.IntVar(&b.cassandraConns, "cassandra-conns-per-host", 0, "Cassandra driver connections per node (0: the default, 2)")
 	f.StringVar(&b.mongoURI, "mongo-uri", "", "MongoDB connection string of a mongos")
 	f.StringVar(&b.mongoDB, "mongo-db", "shardmart", "MongoDB database")
 	f.DurationVar(&b.eventRetention, "event-retention", event.DefaultRetention, "how long click events are kept (Cassandra: the rows' TTL; elsewhere: deleted by the purge loop)")

@@ -452,8 +452,10 @@ func (p *Projector) Lag(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
+		// The two reads run concurrently: a checkpoint read after a drain passed the last seq
+		// read must not cancel out another partition's lag.
 		for i := range n {
-			lag += last[i] - cps[i]
+			lag += max(last[i]-cps[i], 0)
 		}
 		return lag, nil
 	}
