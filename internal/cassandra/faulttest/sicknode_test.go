@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	sessionpkg "github.com/shardmart/shardmart/internal/session"
+	store "github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // One sick node of three (RF 3) must not stop the shop. Each test runs steady shop traffic
@@ -66,11 +68,32 @@ const (
 
 var kinds = []string{kindCart, kindSession, kindTouch, kindHistory}
 
-// outcome is one request of the load.
+// outcome is one request of the load, with the attempts of its statements as the store's
+// driver observer reported them.
 type outcome struct {
 	kind       string
 	start, end time.Time
 	err        error
+	attempts   *attemptLog
+}
+
+// attemptLog collects one request's attempts; a speculative execution that lost may report
+// after the request returned.
+type attemptLog struct {
+	mu  sync.Mutex
+	all []store.Attempt
+}
+
+func (a *attemptLog) add(at store.Attempt) {
+	a.mu.Lock()
+	a.all = append(a.all, at)
+	a.mu.Unlock()
+}
+
+func (a *attemptLog) list() []store.Attempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.all)
 }
 
 // shopLoad is the traffic of one test and what it recorded.
@@ -139,6 +162,8 @@ func (l *shopLoad) do(ctx context.Context, kind string, write func(context.Conte
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, opTimeout)
+	attempts := &attemptLog{}
+	wctx = store.WithAttemptLog(wctx, attempts.add)
 	start := time.Now()
 	err := write(wctx)
 	end := time.Now()
@@ -148,15 +173,16 @@ func (l *shopLoad) do(ctx context.Context, kind string, write func(context.Conte
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.out = append(l.out, outcome{kind: kind, start: start, end: end, err: err})
+	l.out = append(l.out, outcome{kind: kind, start: start, end: end, err: err, attempts: attempts})
 	if err == nil && acked != nil {
 		acked()
 	}
 }
 
 // longestGap is the longest time within [from, to] during which no write of kind was
-// acknowledged, counting from `from` to the first acknowledgement and from the last to `to`.
-func (l *shopLoad) longestGap(kind string, from, to time.Time) time.Duration {
+// acknowledged, counting from `from` to the first acknowledgement and from the last to `to`,
+// and where it began.
+func (l *shopLoad) longestGap(kind string, from, to time.Time) (time.Duration, time.Time) {
 	l.mu.Lock()
 	var acks []time.Time
 	for _, o := range l.out {
@@ -166,12 +192,49 @@ func (l *shopLoad) longestGap(kind string, from, to time.Time) time.Duration {
 	}
 	l.mu.Unlock()
 	slices.SortFunc(acks, func(a, b time.Time) int { return a.Compare(b) })
-	prev, gap := from, time.Duration(0)
+	prev, gap, at := from, time.Duration(0), from
 	for _, a := range append(acks, to) {
-		gap = max(gap, a.Sub(prev))
+		if d := a.Sub(prev); d > gap {
+			gap, at = d, prev
+		}
 		prev = a
 	}
-	return gap
+	return gap, at
+}
+
+// explainGap logs, for the requests of kind in flight during [from, to], every attempt of
+// their statements: which statement on which coordinator took the time, what it answered,
+// whether the policy speculated or retried and held the host suspect. At most maxLogged
+// requests, the longest first.
+func (l *shopLoad) explainGap(t *testing.T, kind string, from, to time.Time) {
+	t.Helper()
+	const maxLogged = 12
+	var in []outcome
+	for _, o := range l.overlapping(from, to) {
+		if o.kind == kind {
+			in = append(in, o)
+		}
+	}
+	slices.SortFunc(in, func(a, b outcome) int { return cmp.Compare(b.end.Sub(b.start), a.end.Sub(a.start)) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s requests in flight during the gap %s-%s", len(in), kind, from.Format("15:04:05.000"), to.Format("15:04:05.000"))
+	if len(in) > maxLogged {
+		fmt.Fprintf(&b, " (the %d longest shown)", maxLogged)
+		in = in[:maxLogged]
+	}
+	for _, o := range in {
+		res := "ok"
+		if o.err != nil {
+			res = o.err.Error()
+		}
+		fmt.Fprintf(&b, "\n  %s %s +%s: %s", kind, o.start.Format("15:04:05.000"), o.end.Sub(o.start).Round(time.Millisecond), res)
+		attempts := o.attempts.list()
+		slices.SortFunc(attempts, func(a, b store.Attempt) int { return a.Start.Compare(b.Start) })
+		for _, a := range attempts {
+			fmt.Fprintf(&b, "\n    %s", a)
+		}
+	}
+	t.Log(b.String())
 }
 
 // started returns the requests started within [from, to).
@@ -281,8 +344,11 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 	var gaps []string
 	var worst time.Duration
 	for _, k := range kinds {
-		g := load.longestGap(k, faultAt, endAt)
+		g, gapAt := load.longestGap(k, faultAt, endAt)
 		worst = max(worst, g)
+		if g > stallTarget {
+			load.explainGap(t, k, gapAt, gapAt.Add(g))
+		}
 		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
 		switch {
 		case g > maxStall:
