@@ -39,12 +39,13 @@ import (
 // asserted.
 const (
 	// stallTarget is the longest a write kind should go unacknowledged; a run over it is
-	// reported. maxStall is what is asserted: on this 2-core machine under a CI run's parallel
-	// packages the cut-off and kill-and-restart faults stalled 2.2-3.0 s in some runs while
-	// most stay under 1.7 s (docs/robustness.md), so the assertion allows that spread and the
-	// report shows which runs missed the target.
+	// reported with the attempts of the requests in the gap. maxStall is what is asserted:
+	// with the replicas' read speculation capped every run at load below 45 stayed under
+	// 1.2 s, but at 49 on this 2-core machine a healthy cart put alone took 0.8-1.4 s and one
+	// run with a node cut off stalled 2.16 s (docs/robustness.md), so the assertion keeps that
+	// margin and the report shows which runs missed the target.
 	stallTarget = 2 * time.Second
-	maxStall    = 5 * time.Second
+	maxStall    = 3 * time.Second
 	faultHold   = 15 * time.Second // how long a node stays frozen or cut off
 	clients     = 6
 	// pace is each client's time per iteration (one write of each kind): steady load, not
