@@ -62,10 +62,12 @@ func run(m *testing.M) int {
 	defer stop()
 	fmt.Fprintf(os.Stderr, "faulttest: 3-node cluster up in %s, per-node boot %v\n", time.Since(start).Round(time.Second), c.BootTimes())
 	cluster = c
+	schemaStart := time.Now()
 	if err := applySchema(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: schema: %v\n", err)
 		return 1
 	}
+	fmt.Fprintf(os.Stderr, "faulttest: schema applied in %s\n", time.Since(schemaStart).Round(100*time.Millisecond))
 	// The store as the shop opens it: its driver configuration and client policy (routing,
 	// speculation, retries, host health). Its session also runs the tests' pinned CQL checks.
 	st, err := store.Open(ctx, store.Config{Hosts: cluster.Hosts(), Keyspace: keyspace})

@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	sessionpkg "github.com/shardmart/shardmart/internal/session"
+	store "github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // One sick node of three (RF 3) must not stop the shop. Each test runs steady shop traffic
@@ -37,12 +39,13 @@ import (
 // asserted.
 const (
 	// stallTarget is the longest a write kind should go unacknowledged; a run over it is
-	// reported. maxStall is what is asserted: on this 2-core machine under a CI run's parallel
-	// packages the cut-off and kill-and-restart faults stalled 2.2-3.0 s in some runs while
-	// most stay under 1.7 s (docs/robustness.md), so the assertion allows that spread and the
-	// report shows which runs missed the target.
+	// reported with the attempts of the requests in the gap. maxStall is what is asserted:
+	// with the replicas' read speculation capped every run at load below 45 stayed under
+	// 1.2 s, but at 49 on this 2-core machine a healthy cart put alone took 0.8-1.4 s and one
+	// run with a node cut off stalled 2.16 s (docs/robustness.md), so the assertion keeps that
+	// margin and the report shows which runs missed the target.
 	stallTarget = 2 * time.Second
-	maxStall    = 5 * time.Second
+	maxStall    = 3 * time.Second
 	faultHold   = 15 * time.Second // how long a node stays frozen or cut off
 	clients     = 6
 	// pace is each client's time per iteration (one write of each kind): steady load, not
@@ -66,11 +69,32 @@ const (
 
 var kinds = []string{kindCart, kindSession, kindTouch, kindHistory}
 
-// outcome is one request of the load.
+// outcome is one request of the load, with the attempts of its statements as the store's
+// driver observer reported them.
 type outcome struct {
 	kind       string
 	start, end time.Time
 	err        error
+	attempts   *attemptLog
+}
+
+// attemptLog collects one request's attempts; a speculative execution that lost may report
+// after the request returned.
+type attemptLog struct {
+	mu  sync.Mutex
+	all []store.Attempt
+}
+
+func (a *attemptLog) add(at store.Attempt) {
+	a.mu.Lock()
+	a.all = append(a.all, at)
+	a.mu.Unlock()
+}
+
+func (a *attemptLog) list() []store.Attempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.all)
 }
 
 // shopLoad is the traffic of one test and what it recorded.
@@ -139,6 +163,8 @@ func (l *shopLoad) do(ctx context.Context, kind string, write func(context.Conte
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, opTimeout)
+	attempts := &attemptLog{}
+	wctx = store.WithAttemptLog(wctx, attempts.add)
 	start := time.Now()
 	err := write(wctx)
 	end := time.Now()
@@ -148,15 +174,16 @@ func (l *shopLoad) do(ctx context.Context, kind string, write func(context.Conte
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.out = append(l.out, outcome{kind: kind, start: start, end: end, err: err})
+	l.out = append(l.out, outcome{kind: kind, start: start, end: end, err: err, attempts: attempts})
 	if err == nil && acked != nil {
 		acked()
 	}
 }
 
 // longestGap is the longest time within [from, to] during which no write of kind was
-// acknowledged, counting from `from` to the first acknowledgement and from the last to `to`.
-func (l *shopLoad) longestGap(kind string, from, to time.Time) time.Duration {
+// acknowledged, counting from `from` to the first acknowledgement and from the last to `to`,
+// and where it began.
+func (l *shopLoad) longestGap(kind string, from, to time.Time) (time.Duration, time.Time) {
 	l.mu.Lock()
 	var acks []time.Time
 	for _, o := range l.out {
@@ -166,12 +193,49 @@ func (l *shopLoad) longestGap(kind string, from, to time.Time) time.Duration {
 	}
 	l.mu.Unlock()
 	slices.SortFunc(acks, func(a, b time.Time) int { return a.Compare(b) })
-	prev, gap := from, time.Duration(0)
+	prev, gap, at := from, time.Duration(0), from
 	for _, a := range append(acks, to) {
-		gap = max(gap, a.Sub(prev))
+		if d := a.Sub(prev); d > gap {
+			gap, at = d, prev
+		}
 		prev = a
 	}
-	return gap
+	return gap, at
+}
+
+// explainGap logs, for the requests of kind in flight during [from, to], every attempt of
+// their statements: which statement on which coordinator took the time, what it answered,
+// whether the policy speculated or retried and held the host suspect. At most maxLogged
+// requests, the longest first.
+func (l *shopLoad) explainGap(t *testing.T, kind string, from, to time.Time) {
+	t.Helper()
+	const maxLogged = 12
+	var in []outcome
+	for _, o := range l.overlapping(from, to) {
+		if o.kind == kind {
+			in = append(in, o)
+		}
+	}
+	slices.SortFunc(in, func(a, b outcome) int { return cmp.Compare(b.end.Sub(b.start), a.end.Sub(a.start)) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s requests in flight during the gap %s-%s", len(in), kind, from.Format("15:04:05.000"), to.Format("15:04:05.000"))
+	if len(in) > maxLogged {
+		fmt.Fprintf(&b, " (the %d longest shown)", maxLogged)
+		in = in[:maxLogged]
+	}
+	for _, o := range in {
+		res := "ok"
+		if o.err != nil {
+			res = o.err.Error()
+		}
+		fmt.Fprintf(&b, "\n  %s %s +%s: %s", kind, o.start.Format("15:04:05.000"), o.end.Sub(o.start).Round(time.Millisecond), res)
+		attempts := o.attempts.list()
+		slices.SortFunc(attempts, func(a, b store.Attempt) int { return a.Start.Compare(b.Start) })
+		for _, a := range attempts {
+			fmt.Fprintf(&b, "\n    %s", a)
+		}
+	}
+	t.Log(b.String())
 }
 
 // started returns the requests started within [from, to).
@@ -252,6 +316,7 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 	if n, _, first := failures(load.started(time.Time{}, time.Now())); n > 0 {
 		t.Logf("%d requests failed before any fault (first: %v); load %s", n, first, loadavg())
 	}
+	logReadLatency(t, ctx)
 	faultAt := time.Now()
 	if err := f.inject(ctx); err != nil {
 		t.Fatalf("inject %s: %v", f.name, err)
@@ -281,8 +346,11 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 	var gaps []string
 	var worst time.Duration
 	for _, k := range kinds {
-		g := load.longestGap(k, faultAt, endAt)
+		g, gapAt := load.longestGap(k, faultAt, endAt)
 		worst = max(worst, g)
+		if g > stallTarget {
+			load.explainGap(t, k, gapAt, gapAt.Add(g))
+		}
 		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
 		switch {
 		case g > maxStall:
@@ -304,6 +372,28 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 	if lost > 0 {
 		t.Errorf("%s: %d acknowledged writes not found at ALL", f.name, lost)
 	}
+}
+
+// logReadLatency logs each node's recent coordinator read latency of the cart table, from
+// which the tables' speculative_retry threshold (MIN(99p,cap)) takes its percentile: how far
+// under load a healthy read is from the cap.
+func logReadLatency(t *testing.T, ctx context.Context) {
+	t.Helper()
+	var parts []string
+	for i := range cluster.Nodes() {
+		id, err := hostID(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p50, p99, maxMS float64
+		if err := session.Query(`SELECT p50th_ms, p99th_ms, max_ms FROM system_views.coordinator_read_latency WHERE keyspace_name = ? AND table_name = ?`,
+			keyspace, "user_carts").SetHostID(id).Consistency(gocql.One).ScanContext(ctx, &p50, &p99, &maxMS); err != nil {
+			t.Logf("node %d read latency: %v", i+1, err)
+			return
+		}
+		parts = append(parts, fmt.Sprintf("node %d p50 %.1f ms p99 %.1f ms max %.0f ms", i+1, p50, p99, maxMS))
+	}
+	t.Logf("cart reads before the fault, as coordinators: %s; load %s", strings.Join(parts, ", "), loadavg())
 }
 
 // startSick is start for a sick-node test, on the tables as the shop has them. Called first,
@@ -425,10 +515,23 @@ func lostWrites(t *testing.T, ctx context.Context, l *shopLoad) int {
 	var missing atomic.Int64
 	forEach(t, checks, func(check func() (int, error)) error {
 		n, err := check()
+		// A read at ALL waits for every replica; a node just restarted on a starved machine
+		// (load 48: a 5-minute restart, then hints and compactions) let one pass the driver's
+		// timeout. A timeout says nothing about the data: the read is repeated, a few times.
+		for try := 1; try < 4 && timedOut(err) && ctx.Err() == nil; try++ {
+			t.Logf("read-back at ALL timed out (try %d, load %s): %v", try, loadavg(), err)
+			n, err = check()
+		}
 		missing.Add(int64(n))
 		return err
 	})
 	return int(missing.Load())
+}
+
+// timedOut reports a read that ran out of time on a replica or in the driver.
+func timedOut(err error) bool {
+	var rt *gocql.RequestErrReadTimeout
+	return errors.Is(err, gocql.ErrTimeoutNoResponse) || errors.As(err, &rt)
 }
 
 // TestSickNodeFrozen: node 2 frozen (SIGSTOP) for 15 s, as a long GC pause or a stuck disk

@@ -105,6 +105,9 @@ func (w attemptWatch) record(ctx context.Context, host *gocql.HostInfo, err erro
 
 func (w attemptWatch) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	w.record(ctx, q.Host, q.Err)
+	if q.Query != nil {
+		w.logAttempt(ctx, q.Statement, q.Query.GetConsistency(), tracing.IsConditional(q.Statement), q.Host, q.Start, q.End, q.Attempt, q.Err)
+	}
 	if q.Err == nil && w.latency != nil && q.Query != nil {
 		w.latency.observe(kindOf(q.Statement, q.Query.GetConsistency()), q.End.Sub(q.Start))
 	}
@@ -123,6 +126,9 @@ func (w attemptWatch) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 
 func (w attemptWatch) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
 	w.record(ctx, b.Host, b.Err)
+	if b.Batch != nil {
+		w.logAttempt(ctx, "batch", b.Batch.GetConsistency(), slices.ContainsFunc(b.Statements, tracing.IsConditional), b.Host, b.Start, b.End, b.Attempt, b.Err)
+	}
 	if b.Err == nil && w.latency != nil && b.Batch != nil {
 		w.latency.observe(kindOf("batch", b.Batch.GetConsistency()), b.End.Sub(b.Start))
 	}

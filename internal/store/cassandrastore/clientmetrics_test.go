@@ -68,7 +68,7 @@ shardmart_cassandra_speculative_executions_total 1
 func TestNextHostRetry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	p := &policy{metrics: newClientMetrics(reg, nil)}
-	r := p.retry(context.Background()).(*nextHostRetry)
+	r := p.retry(context.Background(), nil).(*nextHostRetry)
 	for i := 0; i < maxRetries; i++ {
 		if got := r.GetRetryType(gocql.ErrTimeoutNoResponse); got != gocql.RetryNextHost {
 			t.Fatalf("retry %d of a timeout: %v, want RetryNextHost", i+1, got)
@@ -77,12 +77,12 @@ func TestNextHostRetry(t *testing.T) {
 	if got := r.GetRetryType(&gocql.RequestErrUnavailable{}); got != gocql.Rethrow {
 		t.Errorf("retry %d: %v, want Rethrow", maxRetries+1, got)
 	}
-	if got := p.retry(context.Background()).GetRetryType(&gocql.RequestErrSyntax{}); got != gocql.Rethrow {
+	if got := p.retry(context.Background(), nil).GetRetryType(&gocql.RequestErrSyntax{}); got != gocql.Rethrow {
 		t.Errorf("a syntax error: %v, want Rethrow", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got := p.retry(ctx).GetRetryType(gocql.ErrConnectionClosed); got != gocql.Rethrow {
+	if got := p.retry(ctx, nil).GetRetryType(gocql.ErrConnectionClosed); got != gocql.Rethrow {
 		t.Errorf("after the context ended: %v, want Rethrow", got)
 	}
 	if got := testutil.ToFloat64(p.metrics.retries); got != maxRetries {

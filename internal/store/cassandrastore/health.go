@@ -133,8 +133,11 @@ type sentTo struct {
 
 type sentToKey struct{}
 
-// abandonIfStalled cancels an attempt whose host stalls, until done; not with a single host
-// up, where the next attempt would wait on the same node.
+// abandonIfStalled cancels an attempt whose host stalls, until done; only while another host
+// is up and not suspect. Without one the next attempt would wait on a host no better: measured,
+// in the first seconds after a node was killed every healthy coordinator took over a second per
+// read, so each looked stalled, and abandoning their LWTs added a SERIAL read and a new Paxos
+// round to every cart put.
 func (h *hostHealth) abandonIfStalled(sent *sentTo, cancel context.CancelFunc, done <-chan struct{}) {
 	t := time.NewTicker(stallAfter / 4)
 	defer t.Stop()
@@ -143,12 +146,30 @@ func (h *hostHealth) abandonIfStalled(sent *sentTo, cancel context.CancelFunc, d
 		case <-done:
 			return
 		case <-t.C:
-			if host := sent.host.Load(); host != nil && h.stalled(host) && h.upHosts() >= 2 {
+			if host := sent.host.Load(); host != nil && h.stalled(host) && h.healthyBesides(host) {
 				cancel()
 				return
 			}
 		}
 	}
+}
+
+// healthyBesides reports whether a host other than host is up and not suspect.
+func (h *hostHealth) healthyBesides(host *gocql.HostInfo) bool {
+	h.mu.Lock()
+	var others []*gocql.HostInfo
+	for k, hi := range h.known {
+		if k != hostKey(host) && hi.IsUp() {
+			others = append(others, hi)
+		}
+	}
+	h.mu.Unlock()
+	for _, o := range others {
+		if !h.suspect(o) {
+			return true
+		}
+	}
+	return false
 }
 
 // suspect reports whether host should be tried only after the healthy ones.

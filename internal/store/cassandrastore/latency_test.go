@@ -79,3 +79,26 @@ func TestAbandonIfStalled(t *testing.T) {
 		t.Errorf("stalled after an answer")
 	}
 }
+
+// An LWT attempt on a stalled host is abandoned only for a host that is up and not suspect:
+// when every host stalls, the next attempt would wait on one no better.
+func TestHealthyBesides(t *testing.T) {
+	h, c := newClockHealth()
+	a, b := testHost(t, 1), testHost(t, 2)
+	p := &tieredHosts{HostSelectionPolicy: gocql.RoundRobinHostPolicy(), health: h}
+	p.AddHost(a)
+	if h.healthyBesides(a) {
+		t.Errorf("a healthy other host with none known")
+	}
+	p.AddHost(b)
+	h.sent(a)
+	h.sent(b)
+	c.add(stallAfter + time.Millisecond)
+	if h.healthyBesides(a) {
+		t.Errorf("a healthy other host while both stall")
+	}
+	h.answered(b)
+	if !h.healthyBesides(a) {
+		t.Errorf("no healthy other host once b answered")
+	}
+}

@@ -59,24 +59,28 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 // and send it to the next replica when a coordinator fails. Never for LWTs, counters or
 // appends: a repeat could apply twice.
 func (p *policy) idempotent(ctx context.Context, q *gocql.Query) *gocql.Query {
-	return q.WithContext(ctx).Idempotent(true).SetSpeculativeExecutionPolicy(p.speculation(kindOf(q.Statement(), q.GetConsistency()))).
-		RetryPolicy(p.retry(ctx))
+	ctx, counts := withCounts(ctx)
+	return q.WithContext(ctx).Idempotent(true).SetSpeculativeExecutionPolicy(p.speculation(kindOf(q.Statement(), q.GetConsistency()), counts)).
+		RetryPolicy(p.retry(ctx, counts))
 }
 
 // idempotentBatch is idempotent for a batch every entry of which is idempotent.
 func (p *policy) idempotentBatch(ctx context.Context, b *gocql.Batch) *gocql.Batch {
-	return b.WithContext(ctx).SpeculativeExecutionPolicy(p.speculation(kindOf("batch", b.GetConsistency()))).RetryPolicy(p.retry(ctx))
+	ctx, counts := withCounts(ctx)
+	return b.WithContext(ctx).SpeculativeExecutionPolicy(p.speculation(kindOf("batch", b.GetConsistency()), counts)).RetryPolicy(p.retry(ctx, counts))
 }
 
-func (p *policy) speculation(kind string) gocql.SpeculativeExecutionPolicy {
+// counts, when not nil, receives the statement's speculative executions and retries for its
+// attempt log.
+func (p *policy) speculation(kind string, counts *stmtCounts) gocql.SpeculativeExecutionPolicy {
 	if p == nil || p.health == nil {
 		return gocql.NonSpeculativeExecution{}
 	}
-	return &speculation{p: p, kind: kind}
+	return &speculation{p: p, kind: kind, counts: counts}
 }
 
-func (p *policy) retry(ctx context.Context) gocql.RetryPolicy {
-	r := &nextHostRetry{ctx: ctx}
+func (p *policy) retry(ctx context.Context, counts *stmtCounts) gocql.RetryPolicy {
+	r := &nextHostRetry{ctx: ctx, counts: counts}
 	r.left.Store(maxRetries)
 	if p != nil {
 		r.m = p.metrics
@@ -90,14 +94,20 @@ func (p *policy) retry(ctx context.Context) gocql.RetryPolicy {
 // wins. One value per statement, because it counts its executions: the driver asks Attempts
 // once before speculating, once before waiting, and once more after each execution it starts.
 type speculation struct {
-	p     *policy
-	kind  string
-	calls atomic.Int32
+	p      *policy
+	kind   string
+	calls  atomic.Int32
+	counts *stmtCounts
 }
 
 func (s *speculation) Attempts() int {
-	if s.calls.Add(1) >= 3 && s.p.metrics != nil {
-		s.p.metrics.speculative.Inc()
+	if s.calls.Add(1) >= 3 {
+		if s.p.metrics != nil {
+			s.p.metrics.speculative.Inc()
+		}
+		if s.counts != nil {
+			s.counts.speculative.Add(1)
+		}
 	}
 	if s.p.health.upHosts() < 2 {
 		return 0
@@ -120,9 +130,10 @@ func (s *speculation) Delay() time.Duration {
 // never past the statement's context. The driver's ExponentialBackoffRetryPolicy sleeps with
 // time.Sleep, ignoring the context. One value per statement, because it counts.
 type nextHostRetry struct {
-	ctx  context.Context
-	left atomic.Int32
-	m    *clientMetrics
+	ctx    context.Context
+	left   atomic.Int32
+	m      *clientMetrics
+	counts *stmtCounts
 }
 
 func (r *nextHostRetry) Attempt(q gocql.RetryableQuery) bool { return q.Context().Err() == nil }
@@ -134,6 +145,9 @@ func (r *nextHostRetry) GetRetryType(err error) gocql.RetryType {
 	}
 	if r.m != nil {
 		r.m.retries.Inc()
+	}
+	if r.counts != nil {
+		r.counts.retries.Add(1)
 	}
 	return gocql.RetryNextHost
 }
