@@ -144,14 +144,20 @@ const checkoutWait = 2 * time.Second
 // cart.CheckoutLease, so a lease never runs out while a commit is still being decided.
 const CheckoutPlaceTimeout = cart.CheckoutLease / 3
 
+// nothingCommitted is a store error that knows its operation took no effect although its
+// outcome is open (store.UnavailableError after an aborted transaction): a retry decides it,
+// and that retry needs the cart.
+type nothingCommitted interface{ NothingCommitted() bool }
+
 // definite reports whether a failed Place certainly committed nothing, so the cart can be
 // released at once. Anything else (a timeout, a lost connection) may have committed: the cart
 // stays frozen and the lease, then FenceCart, decide.
 func definite(err error) bool {
 	var short *catalog.InsufficientStockError
 	var verr *validation.Error
+	var nc nothingCommitted
 	return errors.As(err, &short) || errors.As(err, &verr) || errors.Is(err, catalog.ErrNotFound) ||
-		errors.Is(err, ErrEmptyCart)
+		errors.Is(err, ErrEmptyCart) || (errors.As(err, &nc) && nc.NothingCommitted())
 }
 
 // replay answers a retry with the order its key placed, if the request is the same one.

@@ -149,7 +149,7 @@ func (p *Projector) Sync(ctx context.Context) (err error) {
 		p.started++
 		gen := p.started
 		p.syncMu.Unlock()
-		_, derr := p.drainAll(ctx, true)
+		_, derr := p.drainAll(ctx, true, 0)
 		p.syncMu.Lock()
 		p.drained, p.finished, p.syncErr = nil, gen, derr
 		close(done)
@@ -170,15 +170,21 @@ func (p *Projector) Handle(topic string, h Handler) { p.handlers[topic] = append
 //
 // On a log several processes share (Leaser) it drains under the consumer's lease; when
 // another process holds it, that process's drain does the work and Drain returns 0 at once.
-func (p *Projector) Drain(ctx context.Context) (int, error) { return p.drainAll(ctx, false) }
+func (p *Projector) Drain(ctx context.Context) (int, error) { return p.drainAll(ctx, false, 0) }
 
 // drainAll is Drain; with wait it waits for the lease instead of leaving the work to its
-// holder: Sync must know its own commit is applied.
-func (p *Projector) drainAll(ctx context.Context, wait bool) (int, error) {
+// holder: Sync must know its own commit is applied. A limit > 0 bounds the drain from when it
+// holds the projector: time spent waiting behind a Sync's drain is not the drain's.
+func (p *Projector) drainAll(ctx context.Context, wait bool, limit time.Duration) (int, error) {
 	endWait := tracing.Wait(ctx, "projector.wait_drain_lock")
 	p.mu.Lock()
 	endWait()
 	defer p.mu.Unlock()
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 	var ls *lease
 	if l, ok := p.log.(Leaser); ok {
 		if !wait {
@@ -329,17 +335,23 @@ func (p *Projector) drain(ctx context.Context, pd partDrain, ls *lease) (int, er
 		if err != nil {
 			if done > 0 {
 				// Keep the progress made even when ctx is what failed the handler.
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				_ = log.SaveCheckpoint(sctx, p.consumer, after)
-				cancel()
+				_ = p.saveCheckpoint(ctx, log, after)
 			}
 			return applied, err
 		}
-		if err := log.SaveCheckpoint(ctx, p.consumer, after); err != nil {
+		if err := p.saveCheckpoint(ctx, log, after); err != nil {
 			return applied, fmt.Errorf("outbox: save checkpoint %d: %w", after, err)
 		}
 	}
 	return applied, nil
+}
+
+// saveCheckpoint records the progress of applied messages even when ctx ended meanwhile (the
+// drain's deadline, a stop): lost, the batch would be applied again by the next drain.
+func (p *Projector) saveCheckpoint(ctx context.Context, log Log, after int64) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	return log.SaveCheckpoint(sctx, p.consumer, after)
 }
 
 // applyBatch applies msgs (in seq order) and returns how long a prefix of them is applied: all
@@ -428,9 +440,7 @@ func (p *Projector) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		dctx, cancel := context.WithTimeout(ctx, RunDrainTimeout)
-		_, err := p.Drain(dctx)
-		cancel()
+		_, err := p.drainAll(ctx, false, RunDrainTimeout)
 		if err != nil && ctx.Err() == nil {
 			p.logger.Warn("projector drain failed; will retry", "consumer", p.consumer, "err", err)
 		}

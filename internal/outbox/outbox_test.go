@@ -57,7 +57,11 @@ func (l *memLog) Checkpoint(_ context.Context, c string) (int64, error) {
 	return l.cp[c], nil
 }
 
-func (l *memLog) SaveCheckpoint(_ context.Context, c string, seq int64) error {
+// SaveCheckpoint refuses an ended ctx, as a store's write does.
+func (l *memLog) SaveCheckpoint(ctx context.Context, c string, seq int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cp[c] = seq
@@ -215,6 +219,33 @@ func TestCancelledDrainKeepsProgress(t *testing.T) {
 	}
 	if cp, _ := log.Checkpoint(context.Background(), "c"); cp != 3 {
 		t.Errorf("checkpoint after cancellation: %d, want 3 (messages 1-3 applied)", cp)
+	}
+}
+
+// A drain whose deadline passes after its batch is applied but before the checkpoint is saved
+// still saves it: the next drain goes on after the batch instead of applying it again.
+func TestDrainCutAfterItsBatchKeepsTheCheckpoint(t *testing.T) {
+	log := &memLog{cp: map[string]int64{}}
+	for i := 0; i < 5; i++ {
+		log.commit("t")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := NewProjector(log, "c", nil)
+	applied := 0
+	p.Handle("t", func(_ context.Context, m Message) error {
+		applied++
+		if m.Seq == 5 {
+			cancel() // the whole batch is applied; the drain's ctx ends before the checkpoint
+		}
+		return nil
+	})
+	_, _ = p.Drain(ctx)
+	if cp, _ := log.Checkpoint(context.Background(), "c"); cp != 5 {
+		t.Fatalf("checkpoint after a drain cut past its batch: %d, want 5", cp)
+	}
+	if n, err := p.Drain(context.Background()); err != nil || n != 0 || applied != 5 {
+		t.Errorf("next drain applied %d (%v); handler ran %d times, want 0 and 5", n, err, applied)
 	}
 }
 

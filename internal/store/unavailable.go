@@ -21,7 +21,14 @@ type UnavailableError struct {
 	Reason     string        // "no writable primary (election in progress)", …: no secrets, shown to clients
 	RetryAfter time.Duration // when a retry is worth making; at least a second
 	Err        error
+	// Aborted says the operation certainly took no effect (its transaction aborted before any
+	// commit), so what it held for the request may be released at once; the outcome of the
+	// request itself is still open to a retry.
+	Aborted bool
 }
+
+// NothingCommitted reports Aborted, for callers that release what a failed request held.
+func (e *UnavailableError) NothingCommitted() bool { return e.Aborted }
 
 func (e *UnavailableError) Error() string {
 	return "storage temporarily unavailable (" + e.Reason + "): " + e.Err.Error()

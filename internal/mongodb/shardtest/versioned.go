@@ -71,8 +71,10 @@ type writeReply struct {
 // attached and majority write concern, as mongos routes a write. A StaleConfig answer (a
 // migration moved the range, or the shard has not loaded its metadata yet) refreshes the
 // routing table and sends again, until ctx ends. It returns the reply's n (documents inserted,
-// or matched by an update); a refusal is a *WriteError, an unsatisfied write concern a
-// *WriteError with Concern set, and any other error (the network, the deadline) leaves the outcome unknown.
+// or matched by an update) on success, and 0 with every error: the driver returns a reply
+// it turned into an error undecoded. A refusal is a *WriteError, an unsatisfied write concern
+// a *WriteError with Concern set, and any other error (the network, the deadline) leaves the
+// outcome unknown.
 func (r *Router) VersionedWrite(ctx context.Context, ns string, key, cmd bson.D) (Routed, int64, error) {
 	db, _, _ := strings.Cut(ns, ".")
 	var routed Routed
@@ -106,7 +108,7 @@ func (r *Router) VersionedWrite(ctx context.Context, ns string, key, cmd bson.D)
 			return routed, 0, &WriteError{Shard: routed.Shard, Code: int32(we.Code), Message: we.Message}
 		case errors.As(err, &wex) && wex.WriteConcernError != nil:
 			wc := wex.WriteConcernError
-			return routed, reply.N, &WriteError{Shard: routed.Shard, Code: int32(wc.Code), Message: wc.Message, Concern: true}
+			return routed, 0, &WriteError{Shard: routed.Shard, Code: int32(wc.Code), Message: wc.Message, Concern: true}
 		case err != nil:
 			return routed, 0, fmt.Errorf("shardtest: write on %s: %w", routed.Shard, err)
 		}

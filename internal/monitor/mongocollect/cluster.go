@@ -284,8 +284,9 @@ func (c *Cluster) shardOptions(host string) *options.ClientOptions {
 
 // onUpShards runs fn on each shard that answered this scrape's ping, concurrently. A shard
 // that went down since is skipped like one that was down already (shard_up says which);
-// other errors are joined, naming the shard.
-func onUpShards(ctx context.Context, v *view, fn func(ctx context.Context, s shard) error) error {
+// other errors are joined, naming the shard. A shard cut by its budget is logged, so a slow
+// shard can be told from one the scrape could not reach.
+func onUpShards(ctx context.Context, logger *slog.Logger, v *view, fn func(ctx context.Context, s shard) error) error {
 	errs := make([]error, len(v.shards))
 	var wg sync.WaitGroup
 	for i, s := range v.shards {
@@ -297,10 +298,13 @@ func onUpShards(ctx context.Context, v *view, fn func(ctx context.Context, s sha
 			// queries would hang until the scrape's deadline and fail the collector. They get
 			// half of what is left, and running out of it while the scrape still has time is
 			// the shard going down, as a network error is.
-			sctx, cancel := context.WithTimeout(ctx, remaining(ctx)/2)
+			budget := remaining(ctx) / 2
+			sctx, cancel := context.WithTimeout(ctx, budget)
 			defer cancel()
 			err := fn(sctx, s)
 			if sctx.Err() != nil && ctx.Err() == nil {
+				logger.Warn("shard did not answer within its half of the scrape budget; its series are left out",
+					"shard", s.id, "budget", budget, "err", err)
 				return
 			}
 			if err != nil && !isDown(ctx, err) {

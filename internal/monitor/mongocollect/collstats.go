@@ -56,7 +56,7 @@ func (cs collStatsCollector) Update(ctx context.Context, ch chan<- prometheus.Me
 		return err
 	}
 	namespaces := v.namespaces()
-	return onUpShards(ctx, v, func(ctx context.Context, s shard) error {
+	return onUpShards(ctx, cs.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		var errs []error
 		for _, ns := range namespaces {
 			st, err := readCollStats(ctx, s.client, ns)

@@ -29,7 +29,7 @@ func (co currentOpCollector) Update(ctx context.Context, ch chan<- prometheus.Me
 		return err
 	}
 	namespaces := v.namespaces()
-	return onUpShards(ctx, v, func(ctx context.Context, s shard) error {
+	return onUpShards(ctx, co.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		cur, err := s.client.Database("admin").Aggregate(ctx, bson.A{
 			bson.D{{Key: "$currentOp", Value: bson.D{{Key: "allUsers", Value: true}, {Key: "idleConnections", Value: false}}}},
 			bson.D{{Key: "$match", Value: bson.D{{Key: "secs_running", Value: bson.D{{Key: "$gt", Value: longOpSeconds}}}, {Key: "ns", Value: bson.D{{Key: "$nin", Value: bson.A{nil, ""}}}}}}},

@@ -28,7 +28,7 @@ func (mc membersCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 	if err != nil {
 		return err
 	}
-	return onUpShards(ctx, v, func(ctx context.Context, s shard) error {
+	return onUpShards(ctx, mc.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		var st struct {
 			Members []struct {
 				Name   string  `bson:"name"`

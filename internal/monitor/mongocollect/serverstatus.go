@@ -42,7 +42,7 @@ func (sc serverStatusCollector) Update(ctx context.Context, ch chan<- prometheus
 	if err != nil {
 		return err
 	}
-	return onUpShards(ctx, v, func(ctx context.Context, s shard) error {
+	return onUpShards(ctx, sc.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		st, err := s.client.Database("admin").RunCommand(ctx, serverStatusCmd).Raw()
 		if err != nil {
 			return fmt.Errorf("serverStatus: %w", err)

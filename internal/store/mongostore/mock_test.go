@@ -27,6 +27,7 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/readrouting"
+	"github.com/shardmart/shardmart/internal/store"
 )
 
 const mockDB = "mockdb"
@@ -211,23 +212,53 @@ func TestPlaceRetriesTransientErrorThenUnknownCommit(t *testing.T) {
 	}
 }
 
-func TestPlaceShortStockAbortsWithoutRetry(t *testing.T) {
+// placeShort places placeReq against a transaction that sees 1 left where 2 are requested and
+// aborts; the linearizable confirmation then reads committed.
+func placeShort(t *testing.T, committed productDoc) (*recorder, error) {
 	short := widget
 	short.Stock = map[string]int64{"eu": 1}
+	claim := claimDoc{ID: productClaimID("p1"), Category: "tools"}
 	s, rec := mockStore(t, Options{},
 		inserted(3),
 		notModified(),              // the guard refused
 		batch(collProducts, short), // the diagnosis read: the product is there, with 1 left
 		ok(),                       // abortTransaction
+		batch(collClaims, claim),   // the confirmation: the claim gives the category,
+		batch(collProducts, committed),
 	)
 	_, _, err := s.Orders().Place(context.Background(), placeReq)
+	wantNames(t, rec, "insert", "findAndModify", "find", "abortTransaction", "find", "find")
+	return rec, err
+}
+
+func TestPlaceShortStockAbortsWithoutRetry(t *testing.T) {
+	committed := widget
+	committed.Stock = map[string]int64{"eu": 1}
+	rec, err := placeShort(t, committed)
 	var se *catalog.InsufficientStockError
 	if !errors.As(err, &se) || se.ProductID != "p1" || se.Available != 1 || se.Requested != 2 || se.Zone != "eu" {
 		t.Fatalf("got %v, want InsufficientStockError p1 eu requested 2 available 1", err)
 	}
-	wantNames(t, rec, "insert", "findAndModify", "find", "abortTransaction")
+	if errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("a confirmed shortage is reported as unavailable: %v", err)
+	}
 	if q := lookup(t, rec.cmd(2), "filter").Document(); q.Lookup("category").StringValue() != "tools" {
 		t.Errorf("diagnosis read is not targeted: %s", q)
+	}
+	for _, i := range []int{4, 5} {
+		if lvl := lookup(t, rec.cmd(i), "readConcern", "level").StringValue(); lvl != "linearizable" {
+			t.Errorf("confirmation read %d: read concern %q, want linearizable", i, lvl)
+		}
+	}
+}
+
+// The transaction saw too little stock, but the linearizable read finds enough committed: the
+// aborted transaction read writes no majority holds, so the outcome is open, not a refusal.
+func TestPlaceShortStockUnconfirmedIsUnavailable(t *testing.T) {
+	_, err := placeShort(t, widget) // 3 committed cover the 2 requested
+	var se *catalog.InsufficientStockError
+	if !errors.Is(err, store.ErrUnavailable) || errors.As(err, &se) {
+		t.Fatalf("got %v, want store.ErrUnavailable and no InsufficientStockError", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package mongostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,7 +56,16 @@ func (s *Store) confirmShort(ctx context.Context, short *catalog.InsufficientSto
 	return refusal
 }
 
+// unconfirmed answers a refusal the confirming read did not uphold. A read that finds the
+// product or order gone is itself a linearizable answer: that sentinel alone is returned, not
+// ErrUnavailable too (callers test not-found first and would refuse on an open outcome).
+// Either way the transaction aborted, so the error says nothing committed.
 func unconfirmed(refusal, err error) error {
+	for _, gone := range []error{catalog.ErrNotFound, order.ErrNotFound} {
+		if errors.Is(err, gone) {
+			return fmt.Errorf("mongo: %v: %w", refusal, gone)
+		}
+	}
 	return &store.UnavailableError{Reason: "a refusal not confirmed by a majority (the primary may be cut off)",
-		RetryAfter: time.Second, Err: fmt.Errorf("mongo: %v: %w", refusal, err)}
+		RetryAfter: time.Second, Err: fmt.Errorf("mongo: %v: %w", refusal, err), Aborted: true}
 }
