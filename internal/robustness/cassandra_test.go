@@ -33,6 +33,10 @@ const cassKeyspace = "robustness"
 // stuck disk lasts.
 const cassPause = 10 * time.Second
 
+// cassBootTimeout bounds a node's start: a SIGKILLed node replays its commit log on restart,
+// minutes on a loaded machine.
+const cassBootTimeout = 6 * time.Minute
+
 // cassNemesis injects one fault into the cluster for about window and returns heal, which
 // undoes it (it may be called more than once; the run calls it again in t.Cleanup). victims
 // names the nodes it acts on, for the log and the visualisation.
@@ -187,8 +191,7 @@ func TestCassandra(t *testing.T) {
 	start := time.Now()
 	c := launcher.ForTest(t, launcher.Options{Nodes: 3, BaseAddr: launcher.RobustnessTestAddr, Name: "shardmart-robustness",
 		HeapMB: 384, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		// A SIGKILLed node replays its commit log on restart: minutes on a loaded machine.
-		BootTimeout: 6 * time.Minute})
+		BootTimeout: cassBootTimeout})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := cassandrastore.ApplySchema(ctx, c.Hosts(), cassandrastore.SchemaOptions{Keyspace: cassKeyspace, RF: 3}); err != nil {
@@ -262,7 +265,16 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 	if n.name != "kill" { // a kill lasts until its restart is done
 		window = max(window, cassPause)
 	}
-	w := newWorkload(sh, run, seed, cfg.duration/4+window+recovery)
+	planned := window
+	if n.name == "kill" {
+		// Traffic runs on through the restart: the stock and the keys are sized for the
+		// longest one the launcher waits for, so that no product sells out and no key fills
+		// up before the orders after the heal.
+		planned += cassBootTimeout
+	}
+	// The fault and the recovery are held for orders (holdFor), so traffic may run up to
+	// maxHold longer than planned.
+	w := newWorkload(sh, run, seed, cfg.duration/4+max(planned, failoverWindow)+recovery)
 	x := newShopWorkload(sh, run, seed, w.duration)
 	x.allReplicas = allReplicas
 	if err := w.setup(ctx); err != nil {
@@ -284,10 +296,23 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 		go func() { defer wg.Done(); x.traffic(tctx) }()
 		wg.Wait()
 	}()
+	// The projector runs in the background as serve runs it: an order's history entry that the
+	// caller's own Sync could not write during the fault is written within its interval once
+	// the cluster answers again, as the history check expects.
+	projected := make(chan struct{})
+	go func() {
+		defer close(projected)
+		sh.Projector.Run(tctx, serveProjectorInterval)
+	}()
+	defer func() { stop(); <-projected }()
 	var f *fault
 	func() {
 		defer func() {
-			_ = wait(tctx, recovery)
+			healed := time.Now()
+			if f != nil {
+				healed = f.to
+			}
+			w.holdFor(tctx, healed, healed.Add(recovery))
 			stop()
 		}()
 		if err := wait(tctx, cfg.duration/4); err != nil {
@@ -300,12 +325,12 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 			t.Errorf("%s of %s did not take: %v", n.name, n.victims, err)
 			return
 		}
-		_ = wait(tctx, time.Until(from.Add(window)))
+		w.holdFor(tctx, from, from.Add(window))
 		if err := heal(ctx); err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
 		f = &fault{name: n.name, from: from, to: time.Now(), annotation: n.name + " of " + n.victims}
-		for _, r := range []*recorder{w.stock, x.checkout} {
+		for _, r := range []*recorder{w.stock, w.status, w.price, w.historyPage, x.checkout, x.sessions, x.history} {
 			r.addFault(*f)
 		}
 		t.Logf("%s of %s from +%s to +%s", n.name, n.victims, f.from.Sub(w.stock.start).Round(time.Millisecond), f.to.Sub(w.stock.start).Round(time.Millisecond))
