@@ -37,6 +37,18 @@ const cassPause = 10 * time.Second
 // minutes on a loaded machine.
 const cassBootTimeout = 6 * time.Minute
 
+// afterConviction is how long a fault lasts at least once inject confirmed it: for a partition,
+// past the failure detector's conviction, so that the coordinators route around the victim.
+const afterConviction = 5 * time.Second
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // cassNemesis injects one fault into the cluster for about window and returns heal, which
 // undoes it (it may be called more than once; the run calls it again in t.Cleanup). victims
 // names the nodes it acts on, for the log and the visualisation.
@@ -139,12 +151,59 @@ func isolateNode(t *testing.T, ctx context.Context, c *launcher.Cluster, i int) 
 	if err := chain.CutOff(ctx, node.Addr, node.GID, launcher.StoragePort); err != nil {
 		return chain.Heal, err
 	}
-	return chain.Heal, verifyProbes(ctx, []probe{
+	if err := verifyProbes(ctx, []probe{
 		{0, node.Addr, launcher.StoragePort, false},
 		{node.GID, peer.Addr, launcher.StoragePort, false},
 		{0, peer.Addr, launcher.StoragePort, true},
 		{0, node.Addr, launcher.CQLPort, true},
+	}); err != nil {
+		return chain.Heal, err
+	}
+	return chain.Heal, awaitStatus(ctx, c, []seen{{(i + 1) % len(nodes), i, "DN"}})
+}
+
+// seen is one node's view of another in `nodetool status` ("UN", "DN", ...).
+type seen struct {
+	by, of int
+	state  string
+}
+
+// convictionTimeout bounds the wait for the peers' failure detector (phi) to convict a cut-off
+// node: a few seconds on an idle machine, plus one nodetool JVM start per poll at our load.
+const convictionTimeout = time.Minute
+
+// awaitStatus polls `nodetool status` until every view holds: the proof that a cut took effect
+// inside Cassandra (gossip convicted the node), not only at the sockets.
+func awaitStatus(ctx context.Context, c *launcher.Cluster, views []seen) error {
+	sctx, cancel := context.WithTimeout(ctx, convictionTimeout)
+	defer cancel()
+	nodes := c.Nodes()
+	err := eventually.Until(sctx, func() error {
+		for _, v := range views {
+			out, err := c.Nodetool(sctx, v.by, "status")
+			if err != nil {
+				return err
+			}
+			if got := statusOf(out, nodes[v.of].Addr); got != v.state {
+				return fmt.Errorf("node %d sees node %d as %q, want %q", v.by+1, v.of+1, got, v.state)
+			}
+		}
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("nodetool status within %s: %w", convictionTimeout, err)
+	}
+	return nil
+}
+
+// statusOf is addr's state column ("UN", "DN", ...) in `nodetool status` output, "" if absent.
+func statusOf(status, addr string) string {
+	for _, line := range strings.Split(status, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[1] == addr && len(f[0]) == 2 {
+			return f[0]
+		}
+	}
+	return ""
 }
 
 // bridge cuts the storage path between nodes a and b in both directions (each one's JVM, by
@@ -163,14 +222,17 @@ func bridge(t *testing.T, ctx context.Context, c *launcher.Cluster, a, b, via in
 			return chain.Heal, err
 		}
 	}
-	return chain.Heal, verifyProbes(ctx, []probe{
+	if err := verifyProbes(ctx, []probe{
 		{na.GID, nb.Addr, launcher.StoragePort, false},
 		{nb.GID, na.Addr, launcher.StoragePort, false},
 		{na.GID, nv.Addr, launcher.StoragePort, true},
 		{nb.GID, nv.Addr, launcher.StoragePort, true},
 		{nv.GID, na.Addr, launcher.StoragePort, true},
 		{nv.GID, nb.Addr, launcher.StoragePort, true},
-	})
+	}); err != nil {
+		return chain.Heal, err
+	}
+	return chain.Heal, awaitStatus(ctx, c, []seen{{a, b, "DN"}, {b, a, "DN"}, {via, a, "UN"}, {via, b, "UN"}})
 }
 
 // cassPlacement is the hybrid placement of the issue: carts, sessions and history on the
@@ -323,9 +385,16 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 		heal := healOnce(t, n.name, h)
 		if err != nil {
 			t.Errorf("%s of %s did not take: %v", n.name, n.victims, err)
+			// Heal now: the recovery and the checks need a whole cluster, not one left
+			// half-faulted until t.Cleanup.
+			if err := heal(ctx); err != nil {
+				t.Errorf("heal %s: %v", n.name, err)
+			}
 			return
 		}
-		w.holdFor(tctx, from, from.Add(window))
+		// A partition counts once the failure detector convicted the victim, which may come
+		// late in the window: the fault lasts afterConviction past it at least.
+		w.holdFor(tctx, from, later(from.Add(window), time.Now().Add(afterConviction)))
 		if err := heal(ctx); err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
