@@ -268,13 +268,13 @@ func TestCassandra(t *testing.T) {
 	}
 	t.Cleanup(cs.Close)
 	// The session checker's second opinion: every replica's copy, merged.
-	allReplicas := func(ctx context.Context, id string) (bool, error) {
-		var got string
-		err := cs.Query(`SELECT session_id FROM `+cassKeyspace+`.sessions WHERE session_id = ?`, id).Consistency(gocql.All).ScanContext(ctx, &got)
+	allReplicas := func(ctx context.Context, id string) (string, bool, error) {
+		var user string
+		err := cs.Query(`SELECT user_id FROM `+cassKeyspace+`.sessions WHERE session_id = ?`, id).Consistency(gocql.All).ScanContext(ctx, &user)
 		if errors.Is(err, gocql.ErrNotFound) {
-			return false, nil
+			return "", false, nil
 		}
-		return err == nil, err
+		return user, err == nil, err
 	}
 	for _, n := range cassNemeses {
 		for r := range cfg.repeat {
@@ -298,7 +298,7 @@ func restoreCluster(ctx context.Context, c *launcher.Cluster) error {
 // runCassandra: traffic for a quarter of cfg.duration, the nemesis for half of it, at least
 // cassPause (a kill lasts until its restart is done), traffic for the recovery period after
 // the heal, then the checks.
-func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Context, string) (bool, error), n cassNemesis, cfg settings, seed uint64) {
+func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Context, string) (string, bool, error), n cassNemesis, cfg settings, seed uint64) {
 	// A SIGKILLed node's restart took over 5 minutes at a load average of 80.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+15*time.Minute)
 	defer cancel()
