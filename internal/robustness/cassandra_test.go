@@ -199,7 +199,8 @@ func awaitStatus(ctx context.Context, c *launcher.Cluster, views []seen) error {
 // statusOf is addr's state column ("UN", "DN", ...) in `nodetool status` output, "" if absent.
 func statusOf(status, addr string) string {
 	for _, line := range strings.Split(status, "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[1] == addr && len(f[0]) == 2 {
+		// A node's line starts with U or D (up/down) and N, L, J or M (its state).
+		if f := strings.Fields(line); len(f) >= 2 && f[1] == addr && len(f[0]) == 2 && strings.ContainsRune("UD", rune(f[0][0])) {
 			return f[0]
 		}
 	}
@@ -447,4 +448,21 @@ func healOnce(t *testing.T, name string, heal func(context.Context) error) func(
 func checkCassEffect(t *testing.T, name string, p [3]phase) {
 	t.Helper()
 	checkEffect(t, nemesis{name: name}, p)
+}
+
+func TestNodetoolStatusOf(t *testing.T) {
+	out := `Datacenter: datacenter1
+=======================
+Status=Up/Down
+|/ State=Normal/Leaving/Joining/Moving
+--  Address     Load        Tokens  Owns (effective)  Host ID                               Rack
+UN  127.0.42.1  412.3 KiB   16      100.0%            0b7e3c1e-6f0a-4c43-9d0e-1f7d3c2b9a10  rack1
+DN  127.0.42.2  398.1 KiB   16      100.0%            5c1d2e3f-7a8b-4c9d-8e0f-1a2b3c4d5e6f  rack1
+UJ  127.0.42.3  ?           16      ?                 9f8e7d6c-5b4a-4392-8170-6e5d4c3b2a19  rack1
+`
+	for addr, want := range map[string]string{"127.0.42.1": "UN", "127.0.42.2": "DN", "127.0.42.3": "UJ", "127.0.42.4": "", "Address": ""} {
+		if got := statusOf(out, addr); got != want {
+			t.Errorf("statusOf(%s) = %q, want %q", addr, got, want)
+		}
+	}
 }
