@@ -236,8 +236,8 @@ func bridge(t *testing.T, ctx context.Context, c *launcher.Cluster, a, b, via in
 		return chain.Heal, err
 	}
 	// Nodes a and b do not convict each other: gossip carries each one's heartbeat to the other
-	// through via, so their failure detectors keep them up (a run that waited a minute for DN
-	// saw none). The probes prove the cut; via must still see both up.
+	// through via, so their failure detectors keep them up (node 1 still showed node 2 UN with
+	// the cut in place). The probes prove the cut; via must still see both up.
 	if err := awaitStatus(ctx, c, []seen{{via, a, "UN"}, {via, b, "UN"}}); err != nil {
 		return chain.Heal, err
 	}
