@@ -14,7 +14,8 @@
 // store without one; a real 3-node Cassandra cluster (internal/cassandra/launcher,
 // launcher.RobustnessTestAddr) holding carts, sessions and history under kill, pause, isolation
 // of one node and a bridge (cassandra_test.go), each partition counted only once `nodetool
-// status` shows the cut nodes down to their peers; the router-less sharded MongoDB cluster
+// status` agrees (a peer sees the isolated node down; across the bridge, the node in between
+// sees both ends up); the router-less sharded MongoDB cluster
 // with the balancer migrating chunks while the donor shard's primary is cut off
 // (sharded_test.go).
 //
