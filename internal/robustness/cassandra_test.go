@@ -33,6 +33,22 @@ const cassKeyspace = "robustness"
 // stuck disk lasts.
 const cassPause = 10 * time.Second
 
+// cassBootTimeout bounds a node's start: a SIGKILLed node replays its commit log on restart,
+// minutes on a loaded machine.
+const cassBootTimeout = 6 * time.Minute
+
+// afterConviction is how long a fault lasts at least once inject confirmed it: for a partition,
+// past the failure detector's conviction, so that the coordinators route around the victim.
+const afterConviction = 5 * time.Second
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // cassNemesis injects one fault into the cluster for about window and returns heal, which
 // undoes it (it may be called more than once; the run calls it again in t.Cleanup). victims
 // names the nodes it acts on, for the log and the visualisation.
@@ -135,12 +151,62 @@ func isolateNode(t *testing.T, ctx context.Context, c *launcher.Cluster, i int) 
 	if err := chain.CutOff(ctx, node.Addr, node.GID, launcher.StoragePort); err != nil {
 		return chain.Heal, err
 	}
-	return chain.Heal, verifyProbes(ctx, []probe{
+	if err := verifyProbes(ctx, []probe{
 		{0, node.Addr, launcher.StoragePort, false},
 		{node.GID, peer.Addr, launcher.StoragePort, false},
 		{0, peer.Addr, launcher.StoragePort, true},
 		{0, node.Addr, launcher.CQLPort, true},
+	}); err != nil {
+		return chain.Heal, err
+	}
+	return chain.Heal, awaitStatus(ctx, c, []seen{{(i + 1) % len(nodes), i, "DN"}})
+}
+
+// seen is one node's view of another in `nodetool status` ("UN", "DN", ...).
+type seen struct {
+	by, of int
+	state  string
+}
+
+// convictionTimeout bounds the wait for the peers' failure detector (phi) to convict a cut-off
+// node: a few seconds on an idle machine, plus one nodetool JVM start per poll at our load.
+const convictionTimeout = time.Minute
+
+// awaitStatus polls `nodetool status` until every view holds: the proof that a cut took effect
+// inside Cassandra (gossip convicted the node), not only at the sockets.
+func awaitStatus(ctx context.Context, c *launcher.Cluster, views []seen) error {
+	sctx, cancel := context.WithTimeout(ctx, convictionTimeout)
+	defer cancel()
+	nodes := c.Nodes()
+	var mismatch error // the last view seen wrong: what the deadline's error would hide
+	err := eventually.Until(sctx, func() error {
+		for _, v := range views {
+			out, err := c.Nodetool(sctx, v.by, "status")
+			if err != nil {
+				return err
+			}
+			if got := statusOf(out, nodes[v.of].Addr); got != v.state {
+				mismatch = fmt.Errorf("node %d sees node %d as %q, want %q", v.by+1, v.of+1, got, v.state)
+				return mismatch
+			}
+		}
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("nodetool status within %s: %w (last seen: %v)", convictionTimeout, err, mismatch)
+	}
+	return nil
+}
+
+// statusOf is addr's state column ("UN", "DN", ...) in `nodetool status` output, "" if absent.
+func statusOf(status, addr string) string {
+	for _, line := range strings.Split(status, "\n") {
+		// A node's line starts with U or D (up/down) and N, L, J or M (its state).
+		if f := strings.Fields(line); len(f) >= 2 && f[1] == addr && len(f[0]) == 2 && strings.ContainsRune("UD", rune(f[0][0])) {
+			return f[0]
+		}
+	}
+	return ""
 }
 
 // bridge cuts the storage path between nodes a and b in both directions (each one's JVM, by
@@ -159,14 +225,26 @@ func bridge(t *testing.T, ctx context.Context, c *launcher.Cluster, a, b, via in
 			return chain.Heal, err
 		}
 	}
-	return chain.Heal, verifyProbes(ctx, []probe{
+	if err := verifyProbes(ctx, []probe{
 		{na.GID, nb.Addr, launcher.StoragePort, false},
 		{nb.GID, na.Addr, launcher.StoragePort, false},
 		{na.GID, nv.Addr, launcher.StoragePort, true},
 		{nb.GID, nv.Addr, launcher.StoragePort, true},
 		{nv.GID, na.Addr, launcher.StoragePort, true},
 		{nv.GID, nb.Addr, launcher.StoragePort, true},
-	})
+	}); err != nil {
+		return chain.Heal, err
+	}
+	// Nodes a and b do not convict each other: gossip carries each one's heartbeat to the other
+	// through via, so their failure detectors keep them up (node 1 still showed node 2 UN with
+	// the cut in place). The probes prove the cut; via must still see both up.
+	if err := awaitStatus(ctx, c, []seen{{via, a, "UN"}, {via, b, "UN"}}); err != nil {
+		return chain.Heal, err
+	}
+	if out, err := c.Nodetool(ctx, a, "status"); err == nil {
+		t.Logf("bridge: node %d sees node %d as %q", a+1, b+1, statusOf(out, nb.Addr))
+	}
+	return chain.Heal, nil
 }
 
 // cassPlacement is the hybrid placement of the issue: carts, sessions and history on the
@@ -187,8 +265,7 @@ func TestCassandra(t *testing.T) {
 	start := time.Now()
 	c := launcher.ForTest(t, launcher.Options{Nodes: 3, BaseAddr: launcher.RobustnessTestAddr, Name: "shardmart-robustness",
 		HeapMB: 384, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		// A SIGKILLed node replays its commit log on restart: minutes on a loaded machine.
-		BootTimeout: 6 * time.Minute})
+		BootTimeout: cassBootTimeout})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := cassandrastore.ApplySchema(ctx, c.Hosts(), cassandrastore.SchemaOptions{Keyspace: cassKeyspace, RF: 3}); err != nil {
@@ -203,13 +280,13 @@ func TestCassandra(t *testing.T) {
 	}
 	t.Cleanup(cs.Close)
 	// The session checker's second opinion: every replica's copy, merged.
-	allReplicas := func(ctx context.Context, id string) (bool, error) {
-		var got string
-		err := cs.Query(`SELECT session_id FROM `+cassKeyspace+`.sessions WHERE session_id = ?`, id).Consistency(gocql.All).ScanContext(ctx, &got)
+	allReplicas := func(ctx context.Context, id string) (string, bool, error) {
+		var user string
+		err := cs.Query(`SELECT user_id FROM `+cassKeyspace+`.sessions WHERE session_id = ?`, id).Consistency(gocql.All).ScanContext(ctx, &user)
 		if errors.Is(err, gocql.ErrNotFound) {
-			return false, nil
+			return "", false, nil
 		}
-		return err == nil, err
+		return user, err == nil, err
 	}
 	for _, n := range cassNemeses {
 		for r := range cfg.repeat {
@@ -233,7 +310,7 @@ func restoreCluster(ctx context.Context, c *launcher.Cluster) error {
 // runCassandra: traffic for a quarter of cfg.duration, the nemesis for half of it, at least
 // cassPause (a kill lasts until its restart is done), traffic for the recovery period after
 // the heal, then the checks.
-func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Context, string) (bool, error), n cassNemesis, cfg settings, seed uint64) {
+func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Context, string) (string, bool, error), n cassNemesis, cfg settings, seed uint64) {
 	// A SIGKILLed node's restart took over 5 minutes at a load average of 80.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+15*time.Minute)
 	defer cancel()
@@ -262,7 +339,16 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 	if n.name != "kill" { // a kill lasts until its restart is done
 		window = max(window, cassPause)
 	}
-	w := newWorkload(sh, run, seed, cfg.duration/4+window+recovery)
+	planned := window
+	if n.name == "kill" {
+		// Traffic runs on through the restart: the stock and the keys are sized for the
+		// longest one the launcher waits for, so that no product sells out and no key fills
+		// up before the orders after the heal.
+		planned += cassBootTimeout
+	}
+	// The fault and the recovery are held for orders (holdFor), so traffic may run up to
+	// maxHold longer than planned.
+	w := newWorkload(sh, run, seed, cfg.duration/4+max(planned, failoverWindow)+recovery)
 	x := newShopWorkload(sh, run, seed, w.duration)
 	x.allReplicas = allReplicas
 	if err := w.setup(ctx); err != nil {
@@ -284,10 +370,23 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 		go func() { defer wg.Done(); x.traffic(tctx) }()
 		wg.Wait()
 	}()
+	// The projector runs in the background as serve runs it: an order's history entry that the
+	// caller's own Sync could not write during the fault is written within its interval once
+	// the cluster answers again, as the history check expects.
+	projected := make(chan struct{})
+	go func() {
+		defer close(projected)
+		sh.Projector.Run(tctx, serveProjectorInterval)
+	}()
+	defer func() { stop(); <-projected }()
 	var f *fault
 	func() {
 		defer func() {
-			_ = wait(tctx, recovery)
+			healed := time.Now()
+			if f != nil {
+				healed = f.to
+			}
+			w.holdFor(tctx, healed, healed.Add(recovery))
 			stop()
 		}()
 		if err := wait(tctx, cfg.duration/4); err != nil {
@@ -298,14 +397,21 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 		heal := healOnce(t, n.name, h)
 		if err != nil {
 			t.Errorf("%s of %s did not take: %v", n.name, n.victims, err)
+			// Heal now: the recovery and the checks need a whole cluster, not one left
+			// half-faulted until t.Cleanup.
+			if err := heal(ctx); err != nil {
+				t.Errorf("heal %s: %v", n.name, err)
+			}
 			return
 		}
-		_ = wait(tctx, time.Until(from.Add(window)))
+		// A partition counts once the failure detector convicted the victim, which may come
+		// late in the window: the fault lasts afterConviction past it at least.
+		w.holdFor(tctx, from, later(from.Add(window), time.Now().Add(afterConviction)))
 		if err := heal(ctx); err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
 		f = &fault{name: n.name, from: from, to: time.Now(), annotation: n.name + " of " + n.victims}
-		for _, r := range []*recorder{w.stock, x.checkout} {
+		for _, r := range []*recorder{w.stock, w.status, w.price, w.historyPage, x.checkout, x.sessions, x.history} {
 			r.addFault(*f)
 		}
 		t.Logf("%s of %s from +%s to +%s", n.name, n.victims, f.from.Sub(w.stock.start).Round(time.Millisecond), f.to.Sub(w.stock.start).Round(time.Millisecond))
@@ -353,4 +459,21 @@ func healOnce(t *testing.T, name string, heal func(context.Context) error) func(
 func checkCassEffect(t *testing.T, name string, p [3]phase) {
 	t.Helper()
 	checkEffect(t, nemesis{name: name}, p)
+}
+
+func TestNodetoolStatusOf(t *testing.T) {
+	out := `Datacenter: datacenter1
+=======================
+Status=Up/Down
+|/ State=Normal/Leaving/Joining/Moving
+--  Address     Load        Tokens  Owns (effective)  Host ID                               Rack
+UN  127.0.42.1  412.3 KiB   16      100.0%            0b7e3c1e-6f0a-4c43-9d0e-1f7d3c2b9a10  rack1
+DN  127.0.42.2  398.1 KiB   16      100.0%            5c1d2e3f-7a8b-4c9d-8e0f-1a2b3c4d5e6f  rack1
+UJ  127.0.42.3  ?           16      ?                 9f8e7d6c-5b4a-4392-8170-6e5d4c3b2a19  rack1
+`
+	for addr, want := range map[string]string{"127.0.42.1": "UN", "127.0.42.2": "DN", "127.0.42.3": "UJ", "127.0.42.4": "", "Address": ""} {
+		if got := statusOf(out, addr); got != want {
+			t.Errorf("statusOf(%s) = %q, want %q", addr, got, want)
+		}
+	}
 }

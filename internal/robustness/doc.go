@@ -13,15 +13,21 @@
 // launcher.RobustnessTestPort, loopback only) under each nemesis, and the embedded SQLite
 // store without one; a real 3-node Cassandra cluster (internal/cassandra/launcher,
 // launcher.RobustnessTestAddr) holding carts, sessions and history under kill, pause, isolation
-// of one node and a bridge (cassandra_test.go). The sharded cluster is not covered yet.
+// of one node and a bridge (cassandra_test.go), each partition counted only once `nodetool
+// status` agrees (a peer sees the isolated node down; across the bridge, the node in between
+// sees both ends up); the router-less sharded MongoDB cluster
+// with the balancer migrating chunks while the donor shard's primary is cut off
+// (sharded_test.go).
 //
 // A failing linearizability check writes porcupine's HTML visualisation of the history into
 // $SHARDMART_ROBUSTNESS_OUT, or a fresh temporary directory, and names it in the test log. An
 // "unknown" check result (the checker timed out) fails the test: it is never a pass.
 //
 // Traffic runs before the fault, during it and for a recovery period after the heal; a run
-// fails unless writes were acknowledged in each of the three phases and (kill, pause,
-// partition) some client saw the fault — a run whose nemesis changed nothing proves nothing.
+// fails unless writes were acknowledged in each of the three phases and, for the MongoDB
+// nemeses that take the primary away (kill, pause, partition, deposed), some client saw the
+// fault — a run whose nemesis changed nothing proves nothing. The stepdown, the bridge and the
+// secondary nemeses leave a primary serving, so there only the phases count.
 //
 // SHARDMART_ROBUSTNESS_DURATION (default 8s: a quarter of it before the fault, half of it at
 // least for the fault, which is held until the shop took orders inside it),

@@ -410,6 +410,11 @@ func runMongo(t *testing.T, s *launcher.Set, n nemesis, cfg settings, seed uint6
 		})
 		if err != nil {
 			t.Errorf("%s of member %d did not take: %v", n.name, victim, err)
+			// Heal now: the recovery and the checks need a whole set, not one left
+			// half-faulted until t.Cleanup.
+			if err := healOnce(ctx); err != nil {
+				t.Errorf("heal %s: %v", n.name, err)
+			}
 			return
 		}
 		w.holdFor(tctx, from, from.Add(window))

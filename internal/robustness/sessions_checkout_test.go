@@ -56,8 +56,9 @@ type shopWorkload struct {
 	products                    []string
 	users                       []account.User // one registered user per session client
 
-	// allReplicas, where set, tells whether session id is stored, read at ALL.
-	allReplicas func(ctx context.Context, id string) (bool, error)
+	// allReplicas, where set, tells whether session id is stored and the user it is bound to,
+	// read at ALL.
+	allReplicas func(ctx context.Context, id string) (user string, present bool, err error)
 
 	mu        sync.Mutex
 	orderKeys map[string]string // checkout user -> its Idempotency-Key
@@ -156,7 +157,7 @@ func (x *shopWorkload) checkoutClient(ctx context.Context, c int, rng *rand.Rand
 	}
 }
 
-// sessionClient starts guest sessions; every third one logs in (user u), which starts a
+// sessionClient starts guest sessions; every other one logs in (user u), which starts a
 // session bound to the user and revokes the guest's.
 func (x *shopWorkload) sessionClient(ctx context.Context, c int, rng *rand.Rand, u int) {
 	for seq := 0; ctx.Err() == nil; seq++ {
@@ -167,7 +168,7 @@ func (x *shopWorkload) sessionClient(ctx context.Context, c int, rng *rand.Rand,
 			_, guest, err = x.sh.Sessions.Start(ctx, "127.0.0.1", "robustness")
 			return guest.ID, err
 		}, unknownUnlessRefused())
-		if ok && !out.unknown && seq%3 == 2 {
+		if ok && !out.unknown && seq%2 == 1 {
 			pause(ctx, rng)
 			timed(ctx, x.sessions, c, key, sessionOp{caller: guest.ID, user: x.users[u].ID}, func(ctx context.Context) (any, error) {
 				res, err := x.sh.Accounts.Login(ctx, account.Login{Caller: guest, Email: x.users[u].Email, Password: password, IP: "127.0.0.1", UserAgent: "robustness"})
@@ -230,6 +231,9 @@ func (x *shopWorkload) report(t *testing.T, nemesis string, s shopSummary) {
 	if s.cartOps == 0 || s.sessions == 0 || s.entries == 0 {
 		t.Error("a workload recorded no operation")
 	}
+	if s.logins == 0 { // the bound-session and revocation checks would have nothing to check
+		t.Error("no login was acknowledged")
+	}
 }
 
 // verify checks the histories once the store is healthy again. w, when set, is the workload
@@ -265,15 +269,8 @@ func (x *shopWorkload) checkCheckouts(t *testing.T, ctx context.Context, s *shop
 			if isCheckout && o.unknown {
 				s.checkoutsUnknown++
 				user := key[len("cart/"):]
-				var got order.Order
-				if err := retry(ctx, func(ctx context.Context) error {
-					var err error
-					got, err = x.sh.Stores.Orders.ByIdempotencyKey(ctx, user, co.key)
-					if errors.Is(err, order.ErrNotFound) {
-						got, err = order.Order{}, nil
-					}
-					return err
-				}); err != nil {
+				got, err := x.checkoutOrder(ctx, user, co.key)
+				if err != nil {
 					t.Fatalf("look up checkout %s: %v", co.key, err)
 				}
 				// Known now: it took effect between its call and this read, or never.
@@ -388,14 +385,29 @@ func (x *shopWorkload) checkSessions(t *testing.T, ctx context.Context, s *shopS
 			t.Errorf("after the heal and %s: %v", convergence, err)
 			continue
 		}
-		present, aerr := x.allReplicas(ctx, w.id)
-		if aerr != nil || present != w.present {
-			t.Errorf("after the heal and %s: %v; at ALL: present %v (%v)", convergence, err, present, aerr)
+		user, present, aerr := x.allReplicas(ctx, w.id)
+		if aerr != nil || present != w.present || present && user != w.user {
+			t.Errorf("after the heal and %s: %v; at ALL: present %v, user %q, want %q (%v)", convergence, err, present, user, w.user, aerr)
 			continue
 		}
 		s.oneOnly++
-		t.Logf("finding: after the heal and %s, a read at ONE still says: %v; ALL has it right (present %v)", convergence, err, present)
+		t.Logf("finding: after the heal and %s, a read at ONE still says: %v; ALL has it right (present %v, user %q)", convergence, err, present, user)
 	}
+}
+
+// checkoutOrder is the order user's checkout with idempotency key placed (zero if none),
+// retried until the store answers either way.
+func (x *shopWorkload) checkoutOrder(ctx context.Context, user, key string) (order.Order, error) {
+	var got order.Order
+	err := retry(ctx, func(ctx context.Context) error {
+		var err error
+		got, err = x.sh.Stores.Orders.ByIdempotencyKey(ctx, user, key)
+		if errors.Is(err, order.ErrNotFound) {
+			got, err = order.Order{}, nil
+		}
+		return err
+	})
+	return got, err
 }
 
 // listHistory is every entry of user's history.
@@ -463,8 +475,11 @@ func (x *shopWorkload) checkHistory(t *testing.T, ctx context.Context, w *worklo
 		}
 	}
 	for user, ikey := range x.orderKeys {
-		o, err := x.sh.Stores.Orders.ByIdempotencyKey(ctx, user, ikey)
-		if err == nil {
+		o, err := x.checkoutOrder(ctx, user, ikey)
+		if err != nil {
+			t.Fatalf("look up the order of checkout %s of %s: %v", ikey, user, err)
+		}
+		if o.ID != "" {
 			placed[o.ID] = user
 		}
 	}
