@@ -65,7 +65,11 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 		oldActive          *bool
 		exists             bool
 	)
-	ctx, cancel := bounded(ctx)
+	// Not cancelled with the caller: a projector's drain cut by its deadline is applied again
+	// by the next one, and a batch still in flight from the first would race that one's, both
+	// computed from the same stored write time; at equal timestamps Cassandra keeps the larger
+	// cell, an older stock. Bounded by the store's own limit instead.
+	ctx, cancel := bounded(context.WithoutCancel(ctx))
 	defer cancel()
 	iter := c.p.idempotent(ctx, c.s.Query(productVersion, p.ID).Consistency(c.p.levels().Catalog)).Iter()
 	exists = iter.Scan(&old.Category, &oldPrice, &old.CreatedAt, &oldActive, &old.UpdatedAt, &oldWrite)

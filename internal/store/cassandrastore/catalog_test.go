@@ -106,3 +106,23 @@ func TestSchemaApplyIsIdempotent(t *testing.T) {
 		t.Errorf("guest_carts options: read_repair %q ttl %d, %v", readRepair, ttl, err)
 	}
 }
+
+// TestCatalogUpsertOutlivesItsCaller: an upsert whose caller has given up (a projector drain cut
+// by its deadline) still completes before it returns, so it cannot be left in flight to race the
+// next drain's upsert of the same product.
+func TestCatalogUpsertOutlivesItsCaller(t *testing.T) {
+	c := store(t).Catalog()
+	p := product(rid("c"), "4.00")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.UpsertProduct(ctx, p); err != nil {
+		t.Fatalf("upsert with a cancelled caller: %v", err)
+	}
+	got, err := c.GetProduct(context.Background(), p.ID)
+	if err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	if got.Stock["eu"] != 3 || got.Price != p.Price {
+		t.Errorf("read back %+v, want the upserted product", got)
+	}
+}

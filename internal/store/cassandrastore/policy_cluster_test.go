@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -40,6 +41,14 @@ func TestClientPolicyTwoNodes(t *testing.T) {
 	if err := sessions.CreateSession(ctx, s); err != nil {
 		t.Fatal(err)
 	}
+	// Sessions are written at ONE: wait until both replicas hold it, or a speculative read
+	// sent to the other one finds nothing (a replication race, not what this test looks at).
+	waitFor(t, 30*time.Second, func() bool {
+		var n int
+		err := st.Session().Query(`SELECT COUNT(*) FROM sessions WHERE session_id = ?`, s.ID).
+			Consistency(gocql.All).WithContext(ctx).Scan(&n)
+		return err == nil && n == 1
+	}, func() string { return "the session on both replicas" })
 
 	// Every attempt the driver makes is counted once per host: the first execution of each
 	// statement, plus each speculative execution, plus each retry.
