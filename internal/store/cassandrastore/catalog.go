@@ -84,9 +84,14 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	if at.Before(p.CreatedAt) {
 		at = p.CreatedAt
 	}
+	// A change that did not move UpdatedAt (an order's stock) must still win over the stored
+	// version, and the stored write time read at the catalog's level (ONE) may be a replica's
+	// older one: two refreshes computing oldWrite+1 from it would carry one timestamp, and at
+	// equal timestamps Cassandra keeps the larger cell, an older stock. The current time breaks
+	// that tie: a product's refreshes are serialised, so the later one writes later.
 	wt := writeTime(at)
 	if exists && wt <= oldWrite {
-		wt = oldWrite + 1 // a change that did not move UpdatedAt must still win
+		wt = max(oldWrite+1, writeTime(time.Now()))
 	}
 	attrs, stock := p.Attributes, p.Stock
 	if attrs == nil {
