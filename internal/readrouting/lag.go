@@ -20,6 +20,7 @@ import (
 const (
 	StatePrimary   = "PRIMARY"
 	StateSecondary = "SECONDARY"
+	StateArbiter   = "ARBITER"
 )
 
 // Heartbeat document the Monitor writes on every set's primary (see the package doc).
@@ -55,6 +56,13 @@ type MemberLag struct {
 	// HeardAgo is the age of the member's last heartbeat request as the primary saw it (zero
 	// for the member that answered the status, and when it never sent one).
 	HeardAgo time.Duration
+	// OldTerm: the member's last applied entry (optime.t) is from an earlier term than the
+	// status's. It has applied nothing the current primary wrote, and its lastAppliedWallTime
+	// cannot be trusted: a deposed primary resumed after a failover writes in its old term
+	// before it learns of the new one (entries a rollback then undoes), and the primary keeps
+	// the later time it reported (on 6.0.5 the figure even followed the primary's own clock
+	// while the member's optime stayed put). Such a member's lag is never Known.
+	OldTerm bool
 }
 
 // LagSnapshot is one measurement of every shard's secondaries.
@@ -81,7 +89,9 @@ func (s LagSnapshot) Member(host string) (MemberLag, bool) {
 type ReplSetStatus struct {
 	Set string `bson:"set"`
 	// Date is the answering member's clock when it built the status (milliseconds).
-	Date                    time.Time      `bson:"date"`
+	Date time.Time `bson:"date"`
+	// Term is the answering member's current term (the primary's election term); 0 when absent.
+	Term                    int64          `bson:"term"`
 	HeartbeatIntervalMillis int64          `bson:"heartbeatIntervalMillis"`
 	Members                 []MemberStatus `bson:"members"`
 }
@@ -95,6 +105,11 @@ type MemberStatus struct {
 	// OptimeDate is whole seconds (the optime's timestamp) and is zeroed for an unreachable
 	// member; it is kept for logs only.
 	OptimeDate time.Time `bson:"optimeDate"`
+	// Optime is the member's last applied optime; only its term is used ({ts: 0, t: -1} for an
+	// unreachable member).
+	Optime struct {
+		Term int64 `bson:"t"`
+	} `bson:"optime"`
 	// LastAppliedWallTime is the wall-clock time (ms) of the last oplog entry the member
 	// applied, as written by the primary that created the entry; for other members it is what
 	// they last reported (replSetUpdatePosition or heartbeats), kept while they are unreachable.
@@ -129,11 +144,12 @@ func LagFromStatus(st ReplSetStatus) []MemberLag {
 			}
 			ml.Unreachable = m.Health != 1 || m.LastHeartbeatRecv.IsZero() || ml.HeardAgo > 2*hb
 		}
+		ml.OldTerm = st.Term > 0 && m.Optime.Term < st.Term
 		if !st.Date.IsZero() && !m.LastAppliedWallTime.IsZero() {
 			// A member can report an applied time past the date (clock skew between the
 			// primaries that wrote the entries, or a reply racing the status): zero, not negative.
 			ml.Lag = max(st.Date.Sub(m.LastAppliedWallTime), 0)
-			ml.Known = hasPrimary && !ml.Unreachable
+			ml.Known = hasPrimary && !ml.Unreachable && !ml.OldTerm
 		}
 		out = append(out, ml)
 	}

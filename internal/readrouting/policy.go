@@ -200,11 +200,19 @@ func (p Policy) Decide(op Operation, snap LagSnapshot, now time.Time) Decision {
 			}
 			return d
 		}
-		if m.State != StateSecondary {
+		// Every data-bearing member but the primary counts, whatever the status calls it: the
+		// status has each member's state from its last heartbeat (every 2 s), while a driver
+		// sees a member turn SECONDARY (after a rollback, a recovery, a step-down) as soon as
+		// its own monitor asks. A deposed primary the status still calls PRIMARY is one of
+		// them: it is recognised by its old term.
+		if m.State == StateArbiter || (m.State == StatePrimary && !m.OldTerm) {
 			continue
 		}
 		if !m.Known {
 			d.Reason = fmt.Sprintf("lag of %s/%s unknown", m.Shard, m.Host)
+			if m.OldTerm {
+				d.Reason = fmt.Sprintf("%s/%s (%s) has applied nothing of its primary's term: its applied time cannot vouch for it", m.Shard, m.Host, m.State)
+			}
 			return d
 		}
 		secondaries++

@@ -77,9 +77,15 @@ func TestDecide(t *testing.T) {
 			s.Errors = map[string]string{"shard2": "connection refused"}
 			return s
 		}(), t0, Primary, "shard2 unknown"},
-		{"recovering member ignored", OpOrderHistory, func() LagSnapshot {
+		// A driver may see it SECONDARY a heartbeat before the primary's status does.
+		{"recovering member counts", OpOrderHistory, func() LagSnapshot {
 			s := secondaries(time.Second)
 			s.Members = append(s.Members, MemberLag{Shard: "shard1", Host: "r", State: "RECOVERING", Lag: time.Hour, Known: true})
+			return s
+		}(), t0, Primary, "> budget"},
+		{"arbiter ignored", OpOrderHistory, func() LagSnapshot {
+			s := secondaries(time.Second)
+			s.Members = append(s.Members, MemberLag{Shard: "shard1", Host: "a", State: StateArbiter})
 			return s
 		}(), t0, Secondary, "<= budget"},
 		{"worst across shards decides", OpOrderHistory, func() LagSnapshot {
