@@ -125,7 +125,8 @@ type MemberStatus struct {
 // clock, and the member holds every write whose wall time is at or before its applied time, so
 // the lag is an upper bound of its staleness at that instant; the heartbeat document keeps it
 // tight (a caught-up member is at most one heartbeat interval behind the date). Without a
-// primary (or without a date) nothing is known: every member is reported with Known=false.
+// primary (or without a date) nothing is known: every member is reported with Known=false; nor
+// is the lag of a member on an older term than the status's (OldTerm).
 func LagFromStatus(st ReplSetStatus) []MemberLag {
 	hasPrimary := false
 	for _, m := range st.Members {

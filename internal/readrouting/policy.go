@@ -32,7 +32,12 @@
 // it has not heard from. A member the primary has not heard from for two
 // heartbeat intervals (lastHeartbeatRecv), or with health 0, is never fresh:
 // drivers and mongos may still pick it, so every secondary read goes to the
-// primary until it is heard again.
+// primary until it is heard again. Nor is a member whose applied optime is from
+// an earlier term than the primary's: a primary frozen through a failover and
+// resumed reports an applied time from writes in its old term (a rollback undoes
+// them), and the status may still call it PRIMARY while drivers already read it
+// as a SECONDARY. So every member but the primary and arbiters counts, whatever
+// its state.
 //
 // Shard connections may use their own credentials (Credentials): on a sharded
 // cluster the mongos users do not exist on the shards. The monitor user needs
