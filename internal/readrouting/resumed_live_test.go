@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 )
 
 // TestResumedPrimaryIsNotVouchedForUntilOnTheNewTerm freezes the primary (SIGSTOP) until
-// another member is elected and the frozen one is more than the 5 s budget behind, resumes it,
+// another member is elected and the frozen one is more than the 5 s budget (and 16 MB) behind,
+// resumes it,
 // and then, every 50 ms for 8 s, measures the set (Monitor.Measure, as each round does) and
 // asks the Policy about a product page while reading the resumed member directly: its hello
 // and its newest tick. The truth is its staleness: now − the time of the first tick the set
@@ -79,6 +81,19 @@ func TestResumedPrimaryIsNotVouchedForUntilOnTheNewTerm(t *testing.T) {
 		}
 		return time.Since(elected) > budget+time.Second && w.written() > 0
 	})
+	// 16 MB more for the resumed member to fetch and apply: its catch-up, the window in which a
+	// driver may read it while it is behind, then lasts long enough to be sampled.
+	bulk := setClient.Database(db).Collection("bulk")
+	pad := strings.Repeat("x", 4096)
+	for b := range 8 {
+		docs := make([]any, 500)
+		for i := range docs {
+			docs[i] = bson.D{{Key: "_id", Value: b*len(docs) + i}, {Key: "pad", Value: pad}}
+		}
+		if _, err := bulk.InsertMany(ctx, docs); err != nil {
+			t.Fatalf("bulk insert on the new primary: %v", err)
+		}
+	}
 	resume()
 	back := time.Now()
 	t.Logf("member %d (%s) frozen %s, another primary elected %s after the freeze",
