@@ -46,7 +46,7 @@ type MemberLag struct {
 	// be relied on.
 	Lag time.Duration
 	// Known: the member's lag may be used. False without a primary in the status, without an
-	// applied time, and for an Unreachable member.
+	// applied time, and for an Unreachable or OldTerm member.
 	Known bool
 	// Unreachable: the primary has not heard from the member recently (health 0, or its last
 	// heartbeat request is older than two heartbeat intervals). Such a member may be frozen or
@@ -57,7 +57,10 @@ type MemberLag struct {
 	// for the member that answered the status, and when it never sent one).
 	HeardAgo time.Duration
 	// OldTerm: the member's last applied entry (optime.t) is from an earlier term than the
-	// status's. It has applied nothing the current primary wrote, and its lastAppliedWallTime
+	// status's, or its term is not known yet (-1: the primary has had no heartbeat reply with an
+	// optime from it, as in a set's first seconds). The status takes a member's optime from its
+	// heartbeat replies (every 2 s), so after an election a member stays OldTerm for up to
+	// one heartbeat. An OldTerm member may have applied nothing the current primary wrote, and its lastAppliedWallTime
 	// cannot be trusted: a deposed primary resumed after a failover writes in its old term
 	// before it learns of the new one (entries a rollback then undoes), and the primary keeps
 	// the later time it reported (on 6.0.5 the figure even followed the primary's own clock
@@ -105,8 +108,8 @@ type MemberStatus struct {
 	// OptimeDate is whole seconds (the optime's timestamp) and is zeroed for an unreachable
 	// member; it is kept for logs only.
 	OptimeDate time.Time `bson:"optimeDate"`
-	// Optime is the member's last applied optime; only its term is used ({ts: 0, t: -1} for an
-	// unreachable member).
+	// Optime is the member's applied optime from its last heartbeat reply; only its term is
+	// used ({ts: 0, t: -1} for an unreachable member, and before the first reply with one).
 	Optime struct {
 		Term int64 `bson:"t"`
 	} `bson:"optime"`

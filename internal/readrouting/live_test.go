@@ -72,6 +72,24 @@ func LiveSet(t testing.TB) *launcher.Set {
 	if err != nil {
 		t.Fatalf("write acknowledged by all %d members: %v", len(live.set.Members()), err)
 	}
+	// The status has each member's optime from its heartbeat replies (every 2 s): until each
+	// has reported one of the primary's term (a new set, or after a failover), none is vouched
+	// for (OldTerm).
+	src := DriverSource{Client: c}
+	if err := eventually.Until(ctx, func() error {
+		st, err := src.ReplSetStatus(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range LagFromStatus(st) {
+			if m.OldTerm {
+				return fmt.Errorf("%s has not reported an optime of term %d yet", m.Host, st.Term)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("every member on the primary's term: %v", err)
+	}
 	return live.set
 }
 
