@@ -432,13 +432,28 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 			}
 			return
 		}
+		injected := time.Now()
+		// A killed node's fault lasts until its restart is done, so its heal (the restart, a
+		// minute or more here) starts at once and the hold for orders runs beside it: the
+		// node is down all the while, as when the restart waited for the hold.
+		healing := injected
+		healed := make(chan error, 1)
+		if n.name == "kill" {
+			go func() { healed <- heal(ctx) }()
+		}
 		// A partition counts once the failure detector convicted the victim, which may come
 		// late in the window: the fault lasts afterConviction past it at least.
 		w.holdFor(tctx, from, later(from.Add(window), time.Now().Add(afterConviction)))
-		if err := heal(ctx); err != nil {
+		if n.name != "kill" {
+			healing = time.Now()
+			healed <- heal(ctx)
+		}
+		if err := <-healed; err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
 		f = &fault{name: n.name, from: from, to: time.Now(), annotation: n.name + " of " + n.victims}
+		t.Logf("%s: injected and verified in %s, held %s, healed in %s (the heal began %s after the inject)", n.name, injected.Sub(from).Round(100*time.Millisecond),
+			f.to.Sub(injected).Round(100*time.Millisecond), f.to.Sub(healing).Round(100*time.Millisecond), healing.Sub(injected).Round(100*time.Millisecond))
 		for _, r := range []*recorder{w.stock, w.status, w.price, w.historyPage, x.checkout, x.sessions, x.history} {
 			r.addFault(*f)
 		}
