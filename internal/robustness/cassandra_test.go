@@ -266,12 +266,14 @@ func TestCassandra(t *testing.T) {
 	c := launcher.ForTest(t, launcher.Options{Nodes: 3, BaseAddr: launcher.RobustnessTestAddr, Name: "shardmart-robustness",
 		HeapMB: 384, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		BootTimeout: cassBootTimeout})
+	up := time.Since(start)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := cassandrastore.ApplySchema(ctx, c.Hosts(), cassandrastore.SchemaOptions{Keyspace: cassKeyspace, RF: 3}); err != nil {
 		t.Fatalf("schema: %v", err)
 	}
-	t.Logf("3-node cluster up with the schema (RF 3) in %s, per-node boot %v", time.Since(start).Round(100*time.Millisecond), c.BootTimes())
+	t.Logf("3-node cluster up with the schema (RF 3) in %s (the ring converged in %s, per-node boot %v); load %s",
+		time.Since(start).Round(100*time.Millisecond), up.Round(100*time.Millisecond), c.BootTimes(), loadavg())
 	cl := gocql.NewCluster(c.Hosts()...)
 	cl.Timeout = 10 * time.Second
 	cs, err := cl.CreateSession()
@@ -288,10 +290,13 @@ func TestCassandra(t *testing.T) {
 		}
 		return user, err == nil, err
 	}
+	// Up waited for the ring to converge; each run leaves it converged for the next one (it
+	// restores it before its checks, and again in its cleanup when it failed).
+	whole := true
 	for _, n := range cassNemeses {
 		for r := range cfg.repeat {
 			t.Run(fmt.Sprintf("%s/%d", n.name, r), func(t *testing.T) {
-				runCassandra(t, c, allReplicas, n, cfg, cfg.seed+uint64(r))
+				runCassandra(t, c, allReplicas, n, cfg, cfg.seed+uint64(r), &whole)
 			})
 		}
 	}
@@ -310,24 +315,46 @@ func restoreCluster(ctx context.Context, c *launcher.Cluster) error {
 // runCassandra: traffic for a quarter of cfg.duration, the nemesis for half of it, at least
 // cassPause (a kill lasts until its restart is done), traffic for the recovery period after
 // the heal, then the checks.
-func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Context, string) (string, bool, error), n cassNemesis, cfg settings, seed uint64) {
+//
+// whole says that the ring is converged with every node up: set by the run that restored it,
+// cleared while a run may have left a node down or cut off. Each restore runs `nodetool
+// status`, a JVM start, on every node, so a passing run skips the ones whole makes redundant.
+func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Context, string) (string, bool, error), n cassNemesis, cfg settings, seed uint64, whole *bool) {
 	// A SIGKILLed node's restart took over 5 minutes at a load average of 80.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+15*time.Minute)
 	defer cancel()
-	if err := restoreCluster(ctx, c); err != nil {
-		t.Fatalf("restore a healthy cluster: %v", err)
+	began := time.Now()
+	step := began
+	took := func() time.Duration { // since the last call: the run's phases, for the log
+		now := time.Now()
+		d := now.Sub(step)
+		step = now
+		return d.Round(100 * time.Millisecond)
 	}
+	if !*whole {
+		if err := restoreCluster(ctx, c); err != nil {
+			t.Fatalf("restore a healthy cluster: %v", err)
+		}
+		*whole = true
+	}
+	*whole = false
 	// Registered first, so it runs last: after the nemesis's own cleanup.
 	t.Cleanup(func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		if *whole && !t.Failed() {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), cassBootTimeout)
 		defer cancel()
 		if err := restoreCluster(rctx, c); err != nil {
 			t.Errorf("restore a healthy cluster after the run: %v", err)
+		} else {
+			*whole = true
 		}
 		if t.Failed() {
 			c.LogTails(t)
 		}
 	})
+	restored := took()
 	run := runName("c")
 	sh, err := shop.Open(ctx, shop.Config{Placement: cassPlacement(), Logger: slog.New(slog.DiscardHandler),
 		Backends: placement.Options{SQLitePath: filepath.Join(t.TempDir(), "shop.db"), CassandraHosts: c.Hosts(), CassandraKeyspace: cassKeyspace}})
@@ -357,6 +384,7 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 	if err := x.setup(ctx); err != nil {
 		t.Fatal(err)
 	}
+	set := took()
 
 	// Traffic ends the recovery period after the heal, however long the fault took.
 	tctx, stop := context.WithCancel(ctx)
@@ -404,19 +432,35 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 			}
 			return
 		}
+		injected := time.Now()
+		// A killed node's fault lasts until its restart is done, so its heal (the restart, a
+		// minute or more here) starts at once and the hold for orders runs beside it: the
+		// node is down all the while, as when the restart waited for the hold.
+		healing := injected
+		healed := make(chan error, 1)
+		if n.name == "kill" {
+			go func() { healed <- heal(ctx) }()
+		}
 		// A partition counts once the failure detector convicted the victim, which may come
 		// late in the window: the fault lasts afterConviction past it at least.
 		w.holdFor(tctx, from, later(from.Add(window), time.Now().Add(afterConviction)))
-		if err := heal(ctx); err != nil {
+		if n.name != "kill" {
+			healing = time.Now()
+			healed <- heal(ctx)
+		}
+		if err := <-healed; err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
 		f = &fault{name: n.name, from: from, to: time.Now(), annotation: n.name + " of " + n.victims}
+		t.Logf("%s: injected and verified in %s, held %s, healed in %s (the heal began %s after the inject)", n.name, injected.Sub(from).Round(100*time.Millisecond),
+			f.to.Sub(injected).Round(100*time.Millisecond), f.to.Sub(healing).Round(100*time.Millisecond), healing.Sub(injected).Round(100*time.Millisecond))
 		for _, r := range []*recorder{w.stock, w.status, w.price, w.historyPage, x.checkout, x.sessions, x.history} {
 			r.addFault(*f)
 		}
 		t.Logf("%s of %s from +%s to +%s", n.name, n.victims, f.from.Sub(w.stock.start).Round(time.Millisecond), f.to.Sub(w.stock.start).Round(time.Millisecond))
 	}()
 	<-done
+	traffic := took()
 	faults := 0
 	if f != nil {
 		faults = 1
@@ -425,31 +469,12 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 	if err := restoreCluster(ctx, c); err != nil {
 		t.Fatalf("the cluster did not heal: %v", err)
 	}
+	*whole = true
+	converged := took()
 	report(t, n.name, w.verify(t, ctx), faults)
 	x.report(t, n.name, x.verify(t, ctx, w))
-}
-
-// healOnce makes heal (nil: nothing to undo) run once however often it is called, and calls
-// it in t.Cleanup too, so that a failing test leaves no frozen node, dead node or rule behind.
-func healOnce(t *testing.T, name string, heal func(context.Context) error) func(context.Context) error {
-	var once sync.Once
-	var err error
-	h := func(ctx context.Context) error {
-		once.Do(func() {
-			if heal != nil {
-				err = heal(ctx)
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-		defer cancel()
-		if err := h(ctx); err != nil {
-			t.Errorf("heal %s: %v", name, err)
-		}
-	})
-	return h
+	t.Logf("%s run: %s in all: restore %s, shop and setup %s, traffic %s, ring converged %s, checks %s; load %s",
+		n.name, time.Since(began).Round(100*time.Millisecond), restored, set, traffic, converged, took(), loadavg())
 }
 
 // checkCassEffect: the Cassandra-backed writes (cart edits, checkouts, sessions, history

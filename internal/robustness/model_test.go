@@ -17,15 +17,32 @@ type result struct {
 }
 
 func (r result) String() string {
-	switch {
-	case r.unknown:
-		return "unknown"
-	case r.refused:
-		return "refused"
-	case r.value == nil:
-		return "ok"
+	if o := r.outcome(); o != outcomeAcked || r.value == nil {
+		return o.String()
 	}
 	return fmt.Sprint(r.value)
+}
+
+// outcome is what a client was told, named alike on every target: the operation was
+// acknowledged, refused (certainly not applied) or has an unknown outcome.
+type outcome int
+
+const (
+	outcomeAcked outcome = iota
+	outcomeRefused
+	outcomeUnknown
+)
+
+func (o outcome) String() string { return [...]string{"acknowledged", "refused", "unknown"}[o] }
+
+func (r result) outcome() outcome {
+	switch {
+	case r.unknown:
+		return outcomeUnknown
+	case r.refused:
+		return outcomeRefused
+	}
+	return outcomeAcked
 }
 
 // describeInput names an operation's input in a text history.

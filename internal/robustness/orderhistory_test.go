@@ -57,19 +57,12 @@ func (w *workload) checkHistory(t *testing.T) int {
 	return n
 }
 
-// historyReadsLagging counts the history reads that answered with their call inside fault f
-// and at least historyBudget after it began: reads made while the victim lagged past the
-// budget.
-func (w *workload) historyReadsLagging(f fault) int {
-	n := 0
-	for _, ops := range w.historyPage.byKey() {
-		for _, o := range ops {
-			if !o.unknown && !o.call.Before(f.from.Add(historyBudget)) && o.call.Before(f.to) {
-				n++
-			}
-		}
-	}
-	return n
+// historyReadsLagging counts the history reads of the clients (not the final reads) that
+// began at least historyBudget after the lag began at from and were answered before the heal
+// began at healing: reads answered while the victim lagged past the budget. A read begun
+// earlier, or answered once the heal had begun, proves nothing about the budget.
+func (w *workload) historyReadsLagging(from, healing time.Time) int {
+	return answeredWithin(w.historyPage, from.Add(historyBudget), healing)
 }
 
 // The history check as checkHistory composes it: no entry is fine until the 10 s budget after

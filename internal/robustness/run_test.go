@@ -67,6 +67,7 @@ func runName(prefix string) string {
 // TestSQLite runs every workload against the embedded store with no nemesis: it lives in the
 // test process, so there is nothing to kill, pause or cut apart from the test itself.
 func TestSQLite(t *testing.T) {
+	t.Parallel() // the cluster targets start at once instead of after it
 	cfg := runSettings(t)
 	for r := range cfg.repeat {
 		t.Run(fmt.Sprintf("none/%d", r), func(t *testing.T) {
@@ -113,6 +114,31 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// healOnce makes heal (nil: nothing to undo) run once however often it is called, and calls
+// it in t.Cleanup too, so that a failing test leaves no frozen process, dead server or
+// iptables rule behind. Every target's nemeses heal through it; the cleanup's bound is the
+// slowest heal, a Cassandra node's restart.
+func healOnce(t *testing.T, name string, heal func(context.Context) error) func(context.Context) error {
+	var once sync.Once
+	var err error
+	h := func(ctx context.Context) error {
+		once.Do(func() {
+			if heal != nil {
+				err = heal(ctx)
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cassBootTimeout)
+		defer cancel()
+		if err := h(ctx); err != nil {
+			t.Errorf("heal %s: %v", name, err)
+		}
+	})
+	return h
 }
 
 // wait sleeps d or until ctx ends.

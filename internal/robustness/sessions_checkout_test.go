@@ -243,7 +243,7 @@ func (x *shopWorkload) verify(t *testing.T, ctx context.Context, w *workload) sh
 	var s shopSummary
 	x.checkCheckouts(t, ctx, &s)
 	x.checkSessions(t, ctx, &s)
-	x.checkHistory(t, ctx, w, &s)
+	x.checkHistoryEntries(t, ctx, w, &s)
 	return s
 }
 
@@ -433,10 +433,10 @@ func (x *shopWorkload) listHistory(ctx context.Context, user string) (map[string
 	}
 }
 
-// checkHistory: every acknowledged entry is in its user's history and no entry that was never
-// written is; once the projector has caught up, every acknowledged order (w's and the
+// checkHistoryEntries (HIS-1): every acknowledged entry is in its user's history and no
+// entry that was never written is; once the projector has caught up, every acknowledged order (w's and the
 // checkouts') is in its user's history.
-func (x *shopWorkload) checkHistory(t *testing.T, ctx context.Context, w *workload, s *shopSummary) {
+func (x *shopWorkload) checkHistoryEntries(t *testing.T, ctx context.Context, w *workload, s *shopSummary) {
 	t.Helper()
 	for key, ops := range x.history.byKey() {
 		user := key[len("history/"):]

@@ -69,16 +69,6 @@ type shardedOp struct {
 	err       string
 }
 
-type outcome int
-
-const (
-	acked outcome = iota
-	refused
-	unknownOutcome
-)
-
-func (o outcome) String() string { return [...]string{"acknowledged", "refused", "unknown"}[o] }
-
 // scrape is one scrape of the monitor, as Prometheus would see it.
 type scrape struct {
 	at, end  time.Time
@@ -101,23 +91,48 @@ type scrape struct {
 // every scrape succeeded, and one during the cut reported shard A down.
 func TestShardedCluster(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	cfg := runSettings(t)
 	begin := time.Now()
 	c := launcher.ClusterForTest(t, launcher.ClusterOptions{
 		ShardMembers: []int{3, 1}, BasePort: launcher.RobustnessClusterTestPort, ChunkSizeMB: 1,
 		ElectionTimeout: electionTimeout,
 		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	r, err := shardtest.Connect(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(context.Background()) })
-	a, shardA, shardB := c.Shards[0], c.Shards[0].Name(), c.Shards[1].Name()
-	t.Logf("cluster up in %s: %s (3 members), %s (1 member), config server %s", time.Since(begin).Round(100*time.Millisecond), shardA, shardB, c.ConfigURI())
+	t.Logf("cluster up in %s: %s (3 members), %s (1 member), config server %s", time.Since(begin).Round(100*time.Millisecond), c.Shards[0].Name(), c.Shards[1].Name(), c.ConfigURI())
+	for i := range cfg.repeat {
+		t.Run(fmt.Sprintf("cut/%d", i), func(t *testing.T) {
+			runSharded(t, c, r, cfg, cfg.seed+uint64(i))
+		})
+	}
+}
 
+// runSharded: a collection of its own loaded onto shard A, the balancer on, traffic, the cut
+// of shard A's primary for half of cfg.duration (at least shardedWindow) during a migration,
+// the heal and the balancer's settling under traffic, then the checks.
+func runSharded(t *testing.T, c *launcher.Cluster, r *shardtest.Router, cfg settings, seed uint64) {
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+5*time.Minute)
+	defer cancel()
+	a, shardA, shardB := c.Shards[0], c.Shards[0].Name(), c.Shards[1].Name()
+	// A repeat starts from a healthy shard A with its usual primary, as the first run does.
+	if err := restore(ctx, a); err != nil {
+		t.Fatalf("restore %s: %v", shardA, err)
+	}
+	window := max(cfg.duration/2, shardedWindow)
 	db := runName("shardrob")
+	t.Cleanup(func() {
+		// The next repeat's migrations are then its own collection's only.
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = r.RunCommand(dctx, db, bson.D{{Key: "dropDatabase", Value: 1}})
+	})
 	ns := db + ".items"
 	for _, cmd := range []bson.D{
 		{{Key: "enableSharding", Value: db}, {Key: "primaryShard", Value: shardA}},
@@ -147,17 +162,17 @@ func TestShardedCluster(t *testing.T) {
 
 	runStart := time.Now()
 	shardtest.BalancerOn(ctx, t, r)
-	tctx, stopTraffic := context.WithTimeout(ctx, 3*time.Minute)
+	tctx, stopTraffic := context.WithTimeout(ctx, cfg.duration+3*time.Minute)
 	defer stopTraffic()
 	w := &shardedWorkload{r: r, ns: ns}
 	var wg sync.WaitGroup
 	for i := range 6 {
-		wg.Go(func() { w.client(tctx, i, rand.New(rand.NewPCG(uint64(runStart.UnixNano()), uint64(i)))) })
+		wg.Go(func() { w.client(tctx, i, rand.New(rand.NewPCG(seed, uint64(i)))) })
 	}
 	var scrapes []scrape
 	wg.Go(func() { scrapes = scrapeUntil(tctx, reg) })
 
-	from, to, victim := cutDuringMigration(t, ctx, r, a, ns, runStart)
+	from, to, victim := cutDuringMigration(t, ctx, r, a, ns, runStart, window)
 	if from.IsZero() {
 		stopTraffic()
 		wg.Wait()
@@ -192,7 +207,7 @@ func TestShardedCluster(t *testing.T) {
 	checkShardedEffect(t, w.history(), from, to)
 	checkScrapes(t, scrapes, shardA, a.Members()[victim].Host, from, to)
 	checkDocuments(t, ctx, r, ns, w.history())
-	t.Logf("run took %s in all (cluster start included); load %s", time.Since(begin).Round(100*time.Millisecond), loadavg())
+	t.Logf("run took %s in all; load %s", time.Since(begin).Round(100*time.Millisecond), loadavg())
 }
 
 // balancedUnderTraffic waits, for shardedSettle at most, until the balancer has committed a
@@ -287,11 +302,11 @@ func (w *shardedWorkload) client(ctx context.Context, c int, rng *rand.Rand) {
 			o.err = err.Error()
 		} else if n != 1 {
 			// Nothing matched or inserted, and no error: a document the router could not find.
-			o.outcome, o.err = refused, fmt.Sprintf("n = %d", n)
+			o.outcome, o.err = outcomeRefused, fmt.Sprintf("n = %d", n)
 		}
-		if ctx.Err() != nil && o.outcome != acked {
+		if ctx.Err() != nil && o.outcome != outcomeAcked {
 			// Cut short by the end of the run: it may have been applied all the same.
-			o.outcome = unknownOutcome
+			o.outcome = outcomeUnknown
 		}
 		w.mu.Lock()
 		w.ops = append(w.ops, o)
@@ -316,19 +331,19 @@ func classify(err error) outcome {
 	var ce mongo.CommandError
 	switch {
 	case err == nil:
-		return acked
+		return outcomeAcked
 	case errors.As(err, &we) && !we.Concern, errors.As(err, &sel):
-		return refused
+		return outcomeRefused
 	case errors.As(err, &ce) && (ce.HasErrorCode(10107) || ce.HasErrorCode(13435)): // NotWritablePrimary, NotPrimaryNoSecondaryOk
-		return refused
+		return outcomeRefused
 	}
-	return unknownOutcome
+	return outcomeUnknown
 }
 
 // cutDuringMigration waits until a migration of ns is in flight, then cuts shard A's
-// primary off for shardedWindow and heals it. It returns the cut's window and victim, or zero
+// primary off for window and heals it. It returns the cut's window and victim, or zero
 // times after failing the test when no migration started or the cut did not take.
-func cutDuringMigration(t *testing.T, ctx context.Context, r *shardtest.Router, a *launcher.Set, ns string, since time.Time) (from, to time.Time, victim int) {
+func cutDuringMigration(t *testing.T, ctx context.Context, r *shardtest.Router, a *launcher.Set, ns string, since time.Time, window time.Duration) (from, to time.Time, victim int) {
 	t.Helper()
 	mctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
@@ -351,28 +366,17 @@ func cutDuringMigration(t *testing.T, ctx context.Context, r *shardtest.Router, 
 		return
 	}
 	from = time.Now()
-	heal, err := partitionNemesis(t, ctx, a, victim, shardedWindow)
-	var once sync.Once
-	healOnce := func(ctx context.Context) {
-		once.Do(func() {
-			if heal != nil {
-				if err := heal(ctx); err != nil {
-					t.Errorf("heal the cut of %s member %d: %v", a.Name(), victim, err)
-				}
-			}
-		})
-	}
-	t.Cleanup(func() {
-		hctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		healOnce(hctx)
-	})
+	name := fmt.Sprintf("the cut of %s member %d", a.Name(), victim)
+	h, err := partitionNemesis(t, ctx, a, victim, window)
+	heal := healOnce(t, name, h)
 	if err != nil {
-		t.Errorf("cut of %s member %d did not take: %v", a.Name(), victim, err)
+		t.Errorf("%s did not take: %v", name, err)
 		return time.Time{}, time.Time{}, victim
 	}
-	_ = wait(ctx, time.Until(from.Add(shardedWindow)))
-	healOnce(ctx)
+	_ = wait(ctx, time.Until(from.Add(window)))
+	if err := heal(ctx); err != nil {
+		t.Errorf("heal %s: %v", name, err)
+	}
 	return from, time.Now(), victim
 }
 
@@ -454,14 +458,14 @@ func checkShardedEffect(t *testing.T, ops []shardedOp, from, to time.Time) {
 	var p [3]struct{ acked, failed, stalled, stale int }
 	errs := map[string]int{} // what the writes in flight during the cut were told
 	for _, o := range ops {
-		if o.outcome == acked {
+		if o.outcome == outcomeAcked {
 			p[phase(o.call)].acked++
 		}
 		i := phase(o.call)
 		if !o.ret.Before(from) && !o.call.After(to) {
 			i = 1
 		}
-		if o.outcome != acked {
+		if o.outcome != outcomeAcked {
 			p[i].failed++
 			if i == 1 {
 				e := connID.ReplaceAllString(o.err, "")
@@ -616,24 +620,24 @@ func checkDocuments(t *testing.T, ctx context.Context, r *shardtest.Router, ns s
 				incs[o.id] = &tally{}
 			}
 			switch o.outcome {
-			case acked:
+			case outcomeAcked:
 				incs[o.id].acked++
-			case unknownOutcome:
+			case outcomeUnknown:
 				incs[o.id].unknown++
 			}
 			continue
 		}
 		inserts[o.outcome]++
-		if o.outcome == acked {
+		if o.outcome == outcomeAcked {
 			ackedOn[o.shard]++
 		}
 		written[o.id] = true
 		switch {
-		case o.outcome == acked && seen[o.id] != 1:
+		case o.outcome == outcomeAcked && seen[o.id] != 1:
 			t.Errorf("acknowledged insert %s (client %d, %s .. %s, on %s after %d stale answers) present %d times", o.id, o.client, o.call.Format("15:04:05.000"), o.ret.Format("15:04:05.000"), o.shard, o.stale, seen[o.id])
-		case o.outcome == refused && seen[o.id] != 0:
+		case o.outcome == outcomeRefused && seen[o.id] != 0:
 			t.Errorf("refused insert %s (%s) present %d times", o.id, o.err, seen[o.id])
-		case o.outcome == unknownOutcome && seen[o.id] > 0:
+		case o.outcome == outcomeUnknown && seen[o.id] > 0:
 			unknownStored++
 		}
 	}
@@ -651,5 +655,5 @@ func checkDocuments(t *testing.T, ctx context.Context, r *shardtest.Router, ns s
 		}
 	}
 	t.Logf("documents owned %d (orphans left %d); inserts %d acknowledged (by shard %v), %d refused, %d unknown (%d of them stored); increments %d acknowledged, %d unknown over %d counters",
-		len(seen), orphans, inserts[acked], ackedOn, inserts[refused], inserts[unknownOutcome], unknownStored, incAcked, incUnknown, len(incs))
+		len(seen), orphans, inserts[outcomeAcked], ackedOn, inserts[outcomeRefused], inserts[outcomeUnknown], unknownStored, incAcked, incUnknown, len(incs))
 }

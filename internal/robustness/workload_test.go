@@ -118,20 +118,43 @@ func (w *workload) setup(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("create products: %w", err)
 	}
-	for i := range 2 * w.keys {
-		user := statusUser(w.run, i)
-		var o order.Order
-		if err := retry(ctx, func(ctx context.Context) error {
-			if _, err := w.sh.Carts.Put(ctx, cart.User(user), time.Time{}, statusProduct, 1); err != nil {
-				return err
+	// Placed setupClients at a time: a run sized for a Cassandra node's restart places a few
+	// hundred, each a cart put and a checkout, which one after the other took about a minute.
+	w.statusIDs = make([]string, 2*w.keys)
+	errs := make([]error, len(w.statusIDs))
+	next := make(chan int, len(w.statusIDs))
+	for i := range w.statusIDs {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range setupClients {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = w.placeStatusOrder(ctx, i, statusProduct)
 			}
-			var err error
-			o, _, err = w.sh.Orders.PlaceFromCart(ctx, user, zone, "setup")
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// setupClients is how many setup orders are placed at once.
+const setupClients = 8
+
+// placeStatusOrder places the i-th order the status clients move (one unit of product, as
+// the i-th status user), retrying until done.
+func (w *workload) placeStatusOrder(ctx context.Context, i int, product string) error {
+	user := statusUser(w.run, i)
+	if err := retry(ctx, func(ctx context.Context) error {
+		if _, err := w.sh.Carts.Put(ctx, cart.User(user), time.Time{}, product, 1); err != nil {
 			return err
-		}); err != nil {
-			return fmt.Errorf("place order %d to move through its statuses: %w", i, err)
 		}
-		w.statusIDs = append(w.statusIDs, o.ID)
+		o, _, err := w.sh.Orders.PlaceFromCart(ctx, user, zone, "setup")
+		w.statusIDs[i] = o.ID
+		return err
+	}); err != nil {
+		return fmt.Errorf("place order %d to move through its statuses: %w", i, err)
 	}
 	return nil
 }
@@ -486,16 +509,20 @@ func phasesOf(f fault, failures []time.Time, kind func(in any) (write, order boo
 	return p
 }
 
-// pageReadsIn counts the page reads (product page, status not "created") that answered with
-// their call inside fault f.
-func (w *workload) pageReadsIn(f fault) int {
+// pageReadsIn counts the page reads (product page, status not "created") of the clients that
+// began at or after from and were answered before healing: reads served while the fault held.
+func (w *workload) pageReadsIn(from, healing time.Time) int {
+	return answeredWithin(w.pricePage, from, healing) + answeredWithin(w.statusPage, from, healing)
+}
+
+// answeredWithin counts r's client reads with a known answer, called at or after from and
+// returned before until.
+func answeredWithin(r *recorder, from, until time.Time) int {
 	n := 0
-	for _, r := range []*recorder{w.pricePage, w.statusPage} {
-		for _, ops := range r.byKey() {
-			for _, o := range ops {
-				if !o.unknown && o.client >= 0 && !o.call.Before(f.from) && o.call.Before(f.to) {
-					n++
-				}
+	for _, ops := range r.byKey() {
+		for _, o := range ops {
+			if !o.unknown && o.client >= 0 && !o.call.Before(from) && o.ret.Before(until) {
+				n++
 			}
 		}
 	}
