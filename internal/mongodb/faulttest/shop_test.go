@@ -24,6 +24,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/shardmart/shardmart/internal/account"
@@ -105,6 +106,7 @@ func TestShopRidesOutPrimaryCutOff(t *testing.T) {
 type call struct {
 	kind        string // put, remove, order
 	user        int
+	key         string // an order's Idempotency-Key
 	start, end  time.Time
 	status      int    // 0: no answer (transport error)
 	err         string // transport error
@@ -186,6 +188,9 @@ func (s *shopClient) do(ctx context.Context, kind string, user int, method, path
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
+		if hdr[i] == "Idempotency-Key" {
+			c.key = hdr[i+1]
+		}
 	}
 	c.start = time.Now()
 	resp, err := s.http.Do(req)
@@ -438,12 +443,14 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 				_ = serverproc.Sleep(ctx, 500*time.Millisecond)
 			}
 		}
+	}
+	calls := client.hist.all()
+	for _, u := range users {
 		if u.pending != "" {
-			t.Errorf("shopper %d: order key %s still unanswered after 60 s of retries", u.i, u.pending)
+			t.Errorf("shopper %d: order key %s still unanswered after 60 s of retries; its attempts: %s", u.i, u.pending, attempts(calls, u.pending, faultAt, &causes))
 		}
 	}
 
-	calls := client.hist.all()
 	rep := analyse(calls, stopAt, faultAt, healedAt, healthyAt)
 	t.Logf("%s of member %d at +%s (verified by probe in %s): member %d elected %s after the fault (its electionDate, term %d), first majority write acknowledged to an independent client %s after the fault, its longest gap %s (+%s to +%s); the others reported member %d unreachable after %s; healed after %s; healthy again (member 0 primary) %s after healing",
 		name, victim, faultAt.Sub(loadAt).Round(time.Millisecond), verifiedIn.Round(time.Millisecond), el.member, el.after.Round(time.Millisecond), el.term,
@@ -484,12 +491,16 @@ func runShopFault(t *testing.T, name string, inject faultFunc) {
 			appLag.Round(time.Millisecond), limit)
 	}
 	if rep.errAfter > 0 {
-		t.Errorf("%d requests started after the set was healthy again failed: %v", rep.errAfter, rep.afterExamples)
+		t.Errorf("%d requests started after the set was healthy again failed: %v; causes logged:\n%s", rep.errAfter, rep.afterExamples, causesOf(&causes, rep.afterIDs, 5))
 	}
 	if rep.acksAfter == 0 {
 		t.Error("no write acknowledged after the set was healthy again: the load did not run through")
 	}
 	checkOrders(t, ctx, db, client)
+	if t.Failed() {
+		t.Logf("transactions open on the primary: %s", openTransactions(ctx))
+		t.Logf("the API's error log, last lines:\n%s", causes.Tail(30))
+	}
 }
 
 // appWritable writes through the shop's own stores (a fresh product each attempt, so an
@@ -519,6 +530,7 @@ type analysis struct {
 	held                    int
 	acksAfter               int
 	afterExamples           []string
+	afterIDs                []string // request ids of the errors after healthy
 	kinds                   map[string]int
 }
 
@@ -555,6 +567,7 @@ func analyse(calls []call, stopAt, faultAt, healedAt, healthyAt time.Time) analy
 				a.errFault++
 			} else {
 				a.errAfter++
+				a.afterIDs = append(a.afterIDs, c.requestID)
 				if len(a.afterExamples) < 5 {
 					a.afterExamples = append(a.afterExamples, fmt.Sprintf("%s %d %s%s", c.kind, c.status, c.problem, c.err))
 				}
@@ -857,11 +870,49 @@ func electionLog(since time.Time) string {
 func causesOf(log *serverproc.Output, ids []string, n int) string {
 	var out []string
 	for _, line := range strings.Split(log.String(), "\n") {
-		if len(out) < n && slices.ContainsFunc(ids, func(id string) bool { return id != "" && strings.Contains(line, "request_id="+id) }) {
+		if len(out) < n && slices.ContainsFunc(ids, func(id string) bool { return id != "" && strings.Contains(line, "request_id="+id+" ") }) {
 			out = append(out, line)
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// attempts lists the requests made under an order key, each with its start (from the fault),
+// duration and answer, and the API's logged causes of those that failed.
+func attempts(calls []call, key string, faultAt time.Time, causes *serverproc.Output) string {
+	var out, ids []string
+	for _, c := range calls {
+		if c.key == key {
+			out = append(out, fmt.Sprintf("+%s %s %d %s%s (id %s)", c.start.Sub(faultAt).Round(time.Millisecond), c.took().Round(time.Millisecond), c.status, c.problem, c.err, c.requestID))
+			if !c.ok() {
+				ids = append(ids, c.requestID)
+			}
+		}
+	}
+	return strings.Join(out, "; ") + "\n" + causesOf(causes, ids, 10)
+}
+
+// openTransactions lists the transactions the primary holds open (idle ones too), with their
+// age and what they did: a transaction its client left behind keeps its writes' locks.
+func openTransactions(ctx context.Context) string {
+	// $currentOp runs at read concern local only (the checker reads at majority).
+	admin := checker.Database("admin", options.Database().SetReadConcern(readconcern.Local()))
+	cur, err := admin.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$currentOp", Value: bson.D{{Key: "allUsers", Value: true}, {Key: "idleSessions", Value: true}}}},
+		{{Key: "$match", Value: bson.D{{Key: "transaction", Value: bson.D{{Key: "$exists", Value: true}}}}}},
+	})
+	if err != nil {
+		return err.Error()
+	}
+	var ops []bson.M
+	if err := cur.All(ctx, &ops); err != nil {
+		return err.Error()
+	}
+	out := make([]string, 0, len(ops))
+	for _, op := range ops {
+		out = append(out, fmt.Sprintf("%v active=%v desc=%v txn=%v cmd=%v wait=%v", op["type"], op["active"], op["desc"], op["transaction"], op["command"], op["waitingForLock"]))
+	}
+	return fmt.Sprintf("%d: %s", len(ops), strings.Join(out, "\n"))
 }
 
 func loadavg() string {

@@ -146,13 +146,14 @@ var (
 
 func TestPlaceRetriesTransientErrorThenUnknownCommit(t *testing.T) {
 	s, rec := mockStore(t, Options{},
-		// attempt 1: the claims, the transaction's first command, lose a write conflict
+		// attempt 1: the first read of the transaction loses a write conflict
 		labelled(112, "WriteConflict", labelTransient),
 		ok(), // abortTransaction
 		// attempt 2
-		inserted(3),      // key, cart and order-id claims: the key was not used before
-		modified(widget), // stock taken, product returned
-		inserted(1),      // the order
+		batch(collClaims), // no order under the key yet
+		inserted(3),       // key, cart and order-id claims
+		modified(widget),  // stock taken, product returned
+		inserted(1),       // the order
 		modified(d(e("_id", counterID(0)), e("seq", int64(7)))),
 		inserted(1), // outbox row
 		labelled(8, "UnknownError", labelUnknownCommit),
@@ -165,8 +166,8 @@ func TestPlaceRetriesTransientErrorThenUnknownCommit(t *testing.T) {
 	if o.Total != 2500 || len(o.Items) != 1 || o.Items[0].Name != "Widget" || o.Items[0].UnitPrice != 1250 {
 		t.Errorf("order priced from the returned product: %+v", o)
 	}
-	wantNames(t, rec, "insert", "abortTransaction",
-		"insert", "findAndModify", "insert", "findAndModify", "insert", "commitTransaction", "commitTransaction")
+	wantNames(t, rec, "find", "abortTransaction",
+		"find", "insert", "findAndModify", "insert", "findAndModify", "insert", "commitTransaction", "commitTransaction")
 
 	// Each attempt is a new transaction (txnNumber) that starts with startTransaction and snapshot reads.
 	first, second := rec.cmd(0), rec.cmd(2)
@@ -181,21 +182,21 @@ func TestPlaceRetriesTransientErrorThenUnknownCommit(t *testing.T) {
 	if lookup(t, first, "txnNumber").Int64() == lookup(t, second, "txnNumber").Int64() {
 		t.Error("the retried attempt reused the aborted transaction's txnNumber")
 	}
-	for _, i := range []int{3, 4, 5, 6, 7, 8} {
+	for _, i := range []int{3, 4, 5, 6, 7, 8, 9} {
 		if lookup(t, rec.cmd(i), "txnNumber").Int64() != lookup(t, second, "txnNumber").Int64() {
 			t.Errorf("command %d (%s) is outside the second transaction", i, rec.names()[i])
 		}
 	}
 	// Both commits ask for a majority.
-	for _, i := range []int{7, 8} {
+	for _, i := range []int{8, 9} {
 		if w := lookup(t, rec.cmd(i), "writeConcern", "w").StringValue(); w != "majority" {
 			t.Errorf("commit %d write concern w=%q, want majority", i, w)
 		}
 	}
 	// The stock update is targeted by the full products shard key and guarded in its filter.
-	fam := rec.cmd(3)
+	fam := rec.cmd(4)
 	if lookup(t, fam, "findAndModify").StringValue() != collProducts {
-		t.Fatalf("command 3 is not the stock update: %s", fam)
+		t.Fatalf("command 4 is not the stock update: %s", fam)
 	}
 	q := lookup(t, fam, "query").Document()
 	if q.Lookup("category").StringValue() != "tools" || q.Lookup("_id").StringValue() != "p1" ||
@@ -206,7 +207,7 @@ func TestPlaceRetriesTransientErrorThenUnknownCommit(t *testing.T) {
 		t.Errorf("stock update: %s", lookup(t, fam, "update"))
 	}
 	// The order carries money as int64 cents.
-	doc := lookup(t, rec.cmd(4), "documents").Array().Index(0).Document()
+	doc := lookup(t, rec.cmd(5), "documents").Array().Index(0).Document()
 	if tp := doc.Lookup("total_price"); tp.Type != bson.TypeInt64 || tp.Int64() != 2500 {
 		t.Errorf("total_price: %v (%s), want int64 2500", tp, tp.Type)
 	}
@@ -219,7 +220,7 @@ func placeShort(t *testing.T, committed productDoc) (*recorder, error) {
 	short.Stock = map[string]int64{"eu": 1}
 	claim := claimDoc{ID: productClaimID("p1"), Category: "tools"}
 	s, rec := mockStore(t, Options{},
-		inserted(3),
+		batch(collClaims), inserted(3),
 		notModified(),              // the guard refused
 		batch(collProducts, short), // the diagnosis read: the product is there, with 1 left
 		ok(),                       // abortTransaction
@@ -227,7 +228,7 @@ func placeShort(t *testing.T, committed productDoc) (*recorder, error) {
 		batch(collProducts, committed),
 	)
 	_, _, err := s.Orders().Place(context.Background(), placeReq)
-	wantNames(t, rec, "insert", "findAndModify", "find", "abortTransaction", "find", "find")
+	wantNames(t, rec, "find", "insert", "findAndModify", "find", "abortTransaction", "find", "find")
 	return rec, err
 }
 
@@ -242,10 +243,10 @@ func TestPlaceShortStockAbortsWithoutRetry(t *testing.T) {
 	if errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("a confirmed shortage is reported as unavailable: %v", err)
 	}
-	if q := lookup(t, rec.cmd(2), "filter").Document(); q.Lookup("category").StringValue() != "tools" {
+	if q := lookup(t, rec.cmd(3), "filter").Document(); q.Lookup("category").StringValue() != "tools" {
 		t.Errorf("diagnosis read is not targeted: %s", q)
 	}
-	for _, i := range []int{4, 5} {
+	for _, i := range []int{5, 6} {
 		if lvl := lookup(t, rec.cmd(i), "readConcern", "level").StringValue(); lvl != "linearizable" {
 			t.Errorf("confirmation read %d: read concern %q, want linearizable", i, lvl)
 		}
@@ -266,8 +267,9 @@ func TestPlaceDuplicateKeyClaimReturnsFirstOrder(t *testing.T) {
 	first := toOrderDoc(order.Order{ID: "o0", UserID: "alice", CartID: "cart0", Zone: "eu", Status: order.Created,
 		IdempotencyKey: "key-1", Total: 1250, CreatedAt: placeReq.At, UpdatedAt: placeReq.At})
 	s, rec := mockStore(t, Options{},
-		dupKeyAt(claimKey), // another order took the key
-		ok(),               // abortTransaction
+		batch(collClaims), // the transaction's snapshot predates the other order's commit
+		dupKeyAt(claimKey),
+		ok(), // abortTransaction
 		batch(collClaims, claimDoc{ID: keyClaimID("alice", "key-1"), UserID: "alice", OrderID: "o0", At: placeReq.At}),
 		batch(collOrders, first),
 	)
@@ -275,14 +277,14 @@ func TestPlaceDuplicateKeyClaimReturnsFirstOrder(t *testing.T) {
 	if err != nil || created || o.ID != "o0" {
 		t.Fatalf("got order %q created=%v err=%v; want the first order o0, created=false", o.ID, created, err)
 	}
-	wantNames(t, rec, "insert", "abortTransaction", "find", "find")
-	if f := lookup(t, rec.cmd(3), "filter").Document(); f.Lookup("user_id").StringValue() != "alice" || f.Lookup("_id").StringValue() != "o0" {
+	wantNames(t, rec, "find", "insert", "abortTransaction", "find", "find")
+	if f := lookup(t, rec.cmd(4), "filter").Document(); f.Lookup("user_id").StringValue() != "alice" || f.Lookup("_id").StringValue() != "o0" {
 		t.Errorf("order read is not targeted by user_id: %s", f)
 	}
 }
 
 func TestPlaceSecondOrderFromOneCart(t *testing.T) {
-	s, _ := mockStore(t, Options{}, dupKeyAt(claimCart), ok())
+	s, _ := mockStore(t, Options{}, batch(collClaims), dupKeyAt(claimCart), ok())
 	if _, _, err := s.Orders().Place(context.Background(), placeReq); !errors.Is(err, order.ErrCartAlreadyOrdered) {
 		t.Fatalf("got %v, want ErrCartAlreadyOrdered", err)
 	}
@@ -296,7 +298,7 @@ func TestNonTransientErrorAbortsOnce(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != 2 {
 		t.Fatalf("got %v, want the BadValue command error", err)
 	}
-	wantNames(t, rec, "insert", "abortTransaction")
+	wantNames(t, rec, "find", "abortTransaction")
 }
 
 // freshLag is a snapshot in which every secondary is current: reads with a budget may use them.

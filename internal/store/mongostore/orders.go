@@ -40,14 +40,24 @@ func placeClaims(p order.Placement) []any {
 	}
 }
 
-// Place is ORD-1 in ONE multi-document transaction (see order.Repository): the key, cart and
-// order-id claims are inserted first, and a key claimed already means an earlier order under
-// the key, which is read and returned (the claim's unique _id answers "was this key used?"
-// without a read before it: one round trip less per checkout); otherwise each
+// Place is ORD-1 in ONE multi-document transaction (see order.Repository): an earlier order
+// under the key is returned; otherwise the key, cart and order-id claims are inserted, each
 // line's stock is taken by a findAndModify guarded in its filter and targeted by
 // {category, _id} (the category is on the line), the price is read from the document that
 // update returns (the primary's current version: PRD-4), the order is inserted and the
 // order.placed event appended, and everything commits together or not at all.
+//
+// The transaction starts with that read, not with the claims' insert (which would answer
+// "was this key used?" through the unique _id, one round trip sooner), because its first
+// command is the one that opens the transaction on the server. Sent to a primary that has
+// frozen or been cut off, it waits in the socket and runs when the member comes back; the
+// client gave up long before and sent its abort to the new primary, so nothing aborts that
+// transaction where it runs. MongoDB 6.0 keeps it open, through the member's step-down and
+// its later re-election, until transactionLifetimeLimitSeconds (60 s), and keeps the locks
+// of whatever it wrote. Opened by the insert, it held the key's and the cart's claims: every
+// retry of the key met a write conflict until its deadline, and the cart's fence (a plain
+// insert of the same claim) waited on the server with its connection (the fault tests: keys
+// unanswered for 60 s after the set was healthy again). Opened by a read, it holds nothing.
 func (r *orders) Place(ctx context.Context, p order.Placement) (order.Order, bool, error) {
 	if err := order.ValidatePlacement(p); err != nil {
 		return order.Order{}, false, err
@@ -57,6 +67,14 @@ func (r *orders) Place(ctx context.Context, p order.Placement) (order.Order, boo
 	var created bool
 	err := s.inTxn(ctx, func(ctx context.Context) error {
 		o, created = order.Order{}, false // the callback may run again: start clean
+		existing, err := orderByKey(ctx, s.coll(collClaims), s.coll(collOrders), p.UserID, p.IdempotencyKey)
+		if err == nil {
+			o = existing
+			return nil
+		}
+		if !errors.Is(err, order.ErrNotFound) {
+			return err
+		}
 		if _, err := s.coll(collClaims).InsertMany(ctx, placeClaims(p)); err != nil {
 			switch i, dup := dupIndex(err); {
 			case dup && i == claimKey:
@@ -77,7 +95,6 @@ func (r *orders) Place(ctx context.Context, p order.Placement) (order.Order, boo
 			l.Category = doc.Category
 			priced = append(priced, order.Priced{Line: l, Name: doc.Name, UnitPrice: money.Amount(doc.Price)})
 		}
-		var err error
 		if o, err = order.New(p, priced); err != nil {
 			return err
 		}
