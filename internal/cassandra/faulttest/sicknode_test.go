@@ -321,16 +321,32 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 	if err := f.inject(ctx); err != nil {
 		t.Fatalf("inject %s: %v", f.name, err)
 	}
+	// A node that does not come back, or a ring that does not converge, ends the test before
+	// the stall is asserted: that is a failure of its own, reported with the stalls measured
+	// up to then and what each node sees, never a run without a result.
+	notSettled := func(what string, err error) {
+		t.Helper()
+		now := time.Now()
+		var gaps []string
+		for _, k := range kinds {
+			g, _ := load.longestGap(k, faultAt, now)
+			gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
+		}
+		t.Logf("%s: until %s failed (%s after the fault): longest stalls %s; load %s", f.name, what,
+			now.Sub(faultAt).Round(time.Second), strings.Join(gaps, ", "), loadavg())
+		logRingViews(t)
+		t.Fatalf("%s: %s: %v", f.name, what, err)
+	}
 	if err := f.heal(ctx); err != nil {
-		t.Fatalf("heal %s: %v", f.name, err)
+		notSettled("heal", err)
 	}
 	healedAt := time.Now()
 	if err := cluster.WaitConverged(ctx); err != nil {
-		t.Fatalf("after %s: %v", f.name, err)
+		notSettled("the ring converged", err)
 	}
 	for i := range cluster.Nodes() {
 		if err := waitDriverUp(ctx, i); err != nil {
-			t.Fatalf("after %s: %v", f.name, err)
+			notSettled("the driver reached every node", err)
 		}
 	}
 	settledAt := time.Now()
@@ -371,6 +387,28 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 		len(load.lines), len(load.sessions), len(load.entries), lost)
 	if lost > 0 {
 		t.Errorf("%s: %d acknowledged writes not found at ALL", f.name, lost)
+	}
+}
+
+// logRingViews logs how each node sees the ring (nodetool status: UN, DN, ...), each asked
+// for at most 30 s, whatever the test's own deadline left.
+func logRingViews(t *testing.T) {
+	t.Helper()
+	for i, n := range cluster.Nodes() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := cluster.Nodetool(ctx, i, "status")
+		cancel()
+		if err != nil {
+			t.Logf("node %d (%s) ring view: %v", i+1, n.Addr, err)
+			continue
+		}
+		var view []string
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && len(f[0]) == 2 && strings.ContainsAny(f[0][:1], "UD") {
+				view = append(view, f[0]+" "+f[1])
+			}
+		}
+		t.Logf("node %d (%s) sees: %s", i+1, n.Addr, strings.Join(view, ", "))
 	}
 }
 
