@@ -335,6 +335,11 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 		t.Logf("%s: until %s failed (%s after the fault): longest stalls %s; load %s", f.name, what,
 			now.Sub(faultAt).Round(time.Second), strings.Join(gaps, ", "), loadavg())
 		logRingViews(t)
+		if ctx.Err() != nil {
+			deadline, _ := ctx.Deadline()
+			t.Fatalf("%s: %s: %v (the test's budget ran out at %s: 8 minutes, or a minute before go test's -timeout)",
+				f.name, what, err, deadline.Format("15:04:05"))
+		}
 		t.Fatalf("%s: %s: %v", f.name, what, err)
 	}
 	if err := f.heal(ctx); err != nil {
@@ -391,11 +396,11 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 }
 
 // logRingViews logs how each node sees the ring (nodetool status: UN, DN, ...), each asked
-// for at most 30 s, whatever the test's own deadline left.
+// for at most 15 s, whatever the test's own deadline left (testCtx keeps a minute for this).
 func logRingViews(t *testing.T) {
 	t.Helper()
 	for i, n := range cluster.Nodes() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		out, err := cluster.Nodetool(ctx, i, "status")
 		cancel()
 		if err != nil {
