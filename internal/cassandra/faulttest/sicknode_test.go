@@ -38,16 +38,14 @@ import (
 // The p99 latency and the errors of the requests in flight during the fault are logged, not
 // asserted.
 const (
-	// stallTarget is the longest a write kind should go unacknowledged; a run over it is
-	// reported with the attempts of the requests in the gap. maxStall is what is asserted:
-	// with the replicas' read speculation capped every run at load below 45 stayed under
-	// 1.2 s, but at 49 on this 2-core machine a healthy cart put alone took 0.8-1.4 s and one
-	// run with a node cut off stalled 2.16 s (docs/robustness.md), so the assertion keeps that
-	// margin and the report shows which runs missed the target.
-	stallTarget = 2 * time.Second
-	maxStall    = 3 * time.Second
-	faultHold   = 15 * time.Second // how long a node stays frozen or cut off
-	clients     = 6
+	// maxStall is the longest a write kind may go unacknowledged (the bound); a run
+	// over it fails and is reported with the attempts of the requests in the gap. With LWT
+	// attempts abandoned only after 1 s of silence, every run at load 38-67 (three to six
+	// times CI's) stalled 0.83-1.69 s; the longest gaps are a starved machine's healthy writes
+	// and the seconds after a frozen node resumes (docs/robustness.md).
+	maxStall  = 2 * time.Second
+	faultHold = 15 * time.Second // how long a node stays frozen or cut off
+	clients   = 6
 	// pace is each client's time per iteration (one write of each kind): steady load, not
 	// saturation of the shared machine.
 	pace = 100 * time.Millisecond
@@ -369,16 +367,11 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 	for _, k := range kinds {
 		g, gapAt := load.longestGap(k, faultAt, endAt)
 		worst = max(worst, g)
-		if g > stallTarget {
+		if g > maxStall {
 			load.explainGap(t, k, gapAt, gapAt.Add(g))
+			t.Errorf("%s: no %s acknowledged for %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), maxStall)
 		}
 		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
-		switch {
-		case g > maxStall:
-			t.Errorf("%s: no %s acknowledged for %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), maxStall)
-		case g > stallTarget:
-			t.Logf("%s: no %s acknowledged for %s: over the %s target (within the asserted %s)", f.name, k, g.Round(10*time.Millisecond), stallTarget, maxStall)
-		}
 	}
 	t.Logf("%s: fault %s, settled %s after; %d requests during the fault, p99 %s; errors during the fault %d %v (first: %v); longest stall %s (%s); load %s",
 		f.name, healedAt.Sub(faultAt).Round(100*time.Millisecond), settledAt.Sub(healedAt).Round(100*time.Millisecond),
