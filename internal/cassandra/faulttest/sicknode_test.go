@@ -40,8 +40,8 @@ import (
 const (
 	// maxStall is the longest a write kind may go unacknowledged (the bound); a run
 	// over it fails and is reported with the attempts of the requests in the gap. With LWT
-	// attempts abandoned only after 1 s of silence, every run at load 38-67 (three to six
-	// times CI's) stalled 0.83-1.69 s; the longest gaps are a starved machine's healthy writes
+	// attempts abandoned only after 1 s of silence, every run with a result at load 31-67 (three to
+	// six times CI's) stalled 0.73-1.69 s; the longest gaps are a starved machine's healthy writes
 	// and the seconds after a frozen node resumes (docs/robustness.md).
 	maxStall  = 2 * time.Second
 	faultHold = 15 * time.Second // how long a node stays frozen or cut off
