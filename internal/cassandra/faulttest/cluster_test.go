@@ -110,9 +110,18 @@ const (
 	n3 = 2
 )
 
+// testCtx is a test's budget: 8 minutes, and a minute less than what `go test -timeout`
+// leaves, so a node that does not come back on a starved machine fails the test with its own
+// report (runSickNode's stalls so far and ring views) rather than the binary's timeout panic,
+// which prints no result. A sick-node test run alone (boot, schema, a kill and a restart of
+// minutes) can take longer than go test's default 10 minutes.
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	budget := 8 * time.Minute
+	if deadline, ok := t.Deadline(); ok {
+		budget = min(budget, time.Until(deadline)-time.Minute)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	t.Cleanup(cancel)
 	return ctx
 }

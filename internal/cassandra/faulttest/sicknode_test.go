@@ -38,16 +38,14 @@ import (
 // The p99 latency and the errors of the requests in flight during the fault are logged, not
 // asserted.
 const (
-	// stallTarget is the longest a write kind should go unacknowledged; a run over it is
-	// reported with the attempts of the requests in the gap. maxStall is what is asserted:
-	// with the replicas' read speculation capped every run at load below 45 stayed under
-	// 1.2 s, but at 49 on this 2-core machine a healthy cart put alone took 0.8-1.4 s and one
-	// run with a node cut off stalled 2.16 s (docs/robustness.md), so the assertion keeps that
-	// margin and the report shows which runs missed the target.
-	stallTarget = 2 * time.Second
-	maxStall    = 3 * time.Second
-	faultHold   = 15 * time.Second // how long a node stays frozen or cut off
-	clients     = 6
+	// maxStall is the longest a write kind may go unacknowledged (the bound); a run
+	// over it fails and is reported with the attempts of the requests in the gap. With LWT
+	// attempts abandoned only after 1 s of silence, every run with a result at load 31-67 (three to
+	// six times CI's) stalled 0.73-1.69 s; the longest gaps are a starved machine's healthy writes
+	// and the seconds after a frozen node resumes (docs/robustness.md).
+	maxStall  = 2 * time.Second
+	faultHold = 15 * time.Second // how long a node stays frozen or cut off
+	clients   = 6
 	// pace is each client's time per iteration (one write of each kind): steady load, not
 	// saturation of the shared machine.
 	pace = 100 * time.Millisecond
@@ -321,16 +319,37 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 	if err := f.inject(ctx); err != nil {
 		t.Fatalf("inject %s: %v", f.name, err)
 	}
+	// A node that does not come back, or a ring that does not converge, ends the test before
+	// the stall is asserted: that is a failure of its own, reported with the stalls measured
+	// up to then and what each node sees, never a run without a result.
+	notSettled := func(what string, err error) {
+		t.Helper()
+		now := time.Now()
+		var gaps []string
+		for _, k := range kinds {
+			g, _ := load.longestGap(k, faultAt, now)
+			gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
+		}
+		t.Logf("%s: until %s failed (%s after the fault): longest stalls %s; load %s", f.name, what,
+			now.Sub(faultAt).Round(time.Second), strings.Join(gaps, ", "), loadavg())
+		logRingViews(t)
+		if ctx.Err() != nil {
+			deadline, _ := ctx.Deadline()
+			t.Fatalf("%s: %s: %v (the test's budget ran out at %s: 8 minutes, or a minute before go test's -timeout)",
+				f.name, what, err, deadline.Format("15:04:05"))
+		}
+		t.Fatalf("%s: %s: %v", f.name, what, err)
+	}
 	if err := f.heal(ctx); err != nil {
-		t.Fatalf("heal %s: %v", f.name, err)
+		notSettled("heal", err)
 	}
 	healedAt := time.Now()
 	if err := cluster.WaitConverged(ctx); err != nil {
-		t.Fatalf("after %s: %v", f.name, err)
+		notSettled("the ring converged", err)
 	}
 	for i := range cluster.Nodes() {
 		if err := waitDriverUp(ctx, i); err != nil {
-			t.Fatalf("after %s: %v", f.name, err)
+			notSettled("the driver reached every node", err)
 		}
 	}
 	settledAt := time.Now()
@@ -348,16 +367,11 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 	for _, k := range kinds {
 		g, gapAt := load.longestGap(k, faultAt, endAt)
 		worst = max(worst, g)
-		if g > stallTarget {
+		if g > maxStall {
 			load.explainGap(t, k, gapAt, gapAt.Add(g))
+			t.Errorf("%s: no %s acknowledged for %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), maxStall)
 		}
 		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
-		switch {
-		case g > maxStall:
-			t.Errorf("%s: no %s acknowledged for %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), maxStall)
-		case g > stallTarget:
-			t.Logf("%s: no %s acknowledged for %s: over the %s target (within the asserted %s)", f.name, k, g.Round(10*time.Millisecond), stallTarget, maxStall)
-		}
 	}
 	t.Logf("%s: fault %s, settled %s after; %d requests during the fault, p99 %s; errors during the fault %d %v (first: %v); longest stall %s (%s); load %s",
 		f.name, healedAt.Sub(faultAt).Round(100*time.Millisecond), settledAt.Sub(healedAt).Round(100*time.Millisecond),
@@ -371,6 +385,28 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 		len(load.lines), len(load.sessions), len(load.entries), lost)
 	if lost > 0 {
 		t.Errorf("%s: %d acknowledged writes not found at ALL", f.name, lost)
+	}
+}
+
+// logRingViews logs how each node sees the ring (nodetool status: UN, DN, ...), each asked
+// for at most 15 s, whatever the test's own deadline left (testCtx keeps a minute for this).
+func logRingViews(t *testing.T) {
+	t.Helper()
+	for i, n := range cluster.Nodes() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		out, err := cluster.Nodetool(ctx, i, "status")
+		cancel()
+		if err != nil {
+			t.Logf("node %d (%s) ring view: %v", i+1, n.Addr, err)
+			continue
+		}
+		var view []string
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && len(f[0]) == 2 && strings.ContainsAny(f[0][:1], "UD") {
+				view = append(view, f[0]+" "+f[1])
+			}
+		}
+		t.Logf("node %d (%s) sees: %s", i+1, n.Addr, strings.Join(view, ", "))
 	}
 }
 

@@ -136,8 +136,8 @@ func casLoop[T any](ctx context.Context, p *policy, what string, round casRound[
 }
 
 // runCAS runs one attempt of a conditional query or batch under casAttemptTimeout, and
-// abandons it as soon as its coordinator stalls (answers nothing for stallAfter): a frozen
-// node then costs an LWT about stallAfter, not the whole attempt timeout. Either way the
+// abandons it as soon as its coordinator stalls (answers nothing for casStallAfter): a frozen
+// node then costs an LWT about casStallAfter, not the whole attempt timeout. Either way the
 // outcome is unknown and the next round reads at SERIAL, on another host.
 func (p *policy) runCAS(ctx context.Context, q *gocql.Query, b *gocql.Batch, exec func(context.Context) (bool, error)) (bool, error) {
 	actx, cancel := context.WithTimeout(ctx, casAttemptTimeout)

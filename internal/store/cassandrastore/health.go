@@ -37,6 +37,14 @@ const (
 	// load 50 (230 ms), so a lone slow LWT on an otherwise idle host can trip it, and then
 	// costs only a reordering and a SERIAL read.
 	stallAfter = 400 * time.Millisecond
+	// casStallAfter: an LWT attempt is abandoned once its host has answered nothing for this
+	// long (runCAS). Longer than stallAfter because abandoning is not free: the round goes on
+	// in the cluster, and the SERIAL read that follows contends with it for the partition's
+	// Paxos ballot. Measured in the sick-node tests at load 35-43: right after a frozen node
+	// resumed, and with a node cut off, the two healthy coordinators each went 400-700 ms
+	// without answering anything; at stallAfter every LWT in flight on them was abandoned and
+	// the SERIAL reads that followed took 0.5-2.1 s (a 2.35 s stall of every write kind).
+	casStallAfter = time.Second
 	// failHalfLife is how fast the failure record decays: a host that failed and is then no
 	// longer chosen becomes a first choice again after about two half-lives, and is probed.
 	failHalfLife = time.Second
@@ -117,12 +125,12 @@ func (h *hostHealth) attempt(host *gocql.HostInfo, bad bool) {
 	}
 }
 
-// stalled reports whether host has had a request waiting for stallAfter with no answer.
-func (h *hostHealth) stalled(host *gocql.HostInfo) bool {
+// stalled reports whether host has had a request waiting for longer than after with no answer.
+func (h *hostHealth) stalled(host *gocql.HostInfo, after time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.hosts[hostKey(host)]
-	return s != nil && !s.pendingSince.IsZero() && h.now().Sub(s.pendingSince) > stallAfter
+	return s != nil && !s.pendingSince.IsZero() && h.now().Sub(s.pendingSince) > after
 }
 
 // sentTo records the host an attempt was written to (runCAS puts one in the attempt's
@@ -133,8 +141,8 @@ type sentTo struct {
 
 type sentToKey struct{}
 
-// abandonIfStalled cancels an attempt whose host stalls, until done; only while another host
-// is up and not suspect. Without one the next attempt would wait on a host no better: measured,
+// abandonIfStalled cancels an attempt whose host stalls (no answer for casStallAfter), until
+// done; only while another host is up and not suspect. Without one the next attempt would wait on a host no better: measured,
 // in the first seconds after a node was killed every healthy coordinator took over a second per
 // read, so each looked stalled, and abandoning their LWTs added a SERIAL read and a new Paxos
 // round to every cart put.
@@ -146,7 +154,7 @@ func (h *hostHealth) abandonIfStalled(sent *sentTo, cancel context.CancelFunc, d
 		case <-done:
 			return
 		case <-t.C:
-			if host := sent.host.Load(); host != nil && h.stalled(host) && h.healthyBesides(host) {
+			if host := sent.host.Load(); host != nil && h.stalled(host, casStallAfter) && h.healthyBesides(host) {
 				cancel()
 				return
 			}

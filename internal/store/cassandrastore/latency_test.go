@@ -58,24 +58,24 @@ func TestAbandonIfStalled(t *testing.T) {
 	start := time.Now()
 	h.sent(host)
 	<-ctx.Done()
-	if waited := time.Since(start); waited < stallAfter {
-		t.Fatalf("cancelled after %s, before stallAfter %s", waited, stallAfter)
+	if waited := time.Since(start); waited < casStallAfter {
+		t.Fatalf("cancelled after %s, before casStallAfter %s", waited, casStallAfter)
 	}
 	close(done)
 
-	// stalled itself, on a clock: not at stallAfter, just after it, and not once answered.
+	// stalled itself, on a clock: not at its threshold, just after it, and not once answered.
 	hc, c := newClockHealth()
 	hc.sent(host)
-	c.add(stallAfter)
-	if hc.stalled(host) {
-		t.Errorf("stalled at exactly stallAfter")
+	c.add(casStallAfter)
+	if hc.stalled(host, casStallAfter) {
+		t.Errorf("stalled at exactly casStallAfter")
 	}
 	c.add(time.Millisecond)
-	if !hc.stalled(host) {
-		t.Errorf("not stalled after stallAfter")
+	if !hc.stalled(host, casStallAfter) {
+		t.Errorf("not stalled after casStallAfter")
 	}
 	hc.answered(host)
-	if hc.stalled(host) {
+	if hc.stalled(host, casStallAfter) {
 		t.Errorf("stalled after an answer")
 	}
 }
