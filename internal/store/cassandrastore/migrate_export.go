@@ -108,11 +108,24 @@ func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, 
 	return false, nil
 }
 
-// batch runs entries as one logged batch at the catalog's level.
+// backfillAttempts bounds a backfill batch's rounds of the idempotent policy (each up to
+// maxRetries+1 coordinators): a write timeout under load must not end the run, as the
+// lightweight transaction's loop did not either, and every entry may be repeated.
+const backfillAttempts = 4
+
+// batch runs entries (each idempotent) as one logged batch at the catalog's level, again after
+// a timeout or an unavailable coordinator.
 func (c *Catalog) batch(ctx context.Context, entries []gocql.BatchEntry) error {
-	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(c.p.levels().Catalog)
-	b.Entries = entries
-	return b.Exec()
+	var err error
+	for range backfillAttempts {
+		b := c.p.idempotentBatch(ctx, c.s.Batch(gocql.LoggedBatch).Consistency(c.p.levels().Catalog))
+		b.Entries = entries
+		err = b.Exec()
+		if _, bad := outcomeOf(err, false); !bad || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // BackfillWriteTime is the write time a backfill gives product p's rows: 1 µs below the later
@@ -133,8 +146,8 @@ func BackfillWriteTime(p catalog.Product) int64 {
 // productWriteTime is the write time of product id's row read at the catalog's level (0: no row).
 func (c *Catalog) productWriteTime(ctx context.Context, id string) (int64, error) {
 	var wt int64
-	iter := c.s.Query(`SELECT WRITETIME(price) FROM products WHERE product_id = ?`, id).
-		WithContext(ctx).Consistency(c.p.levels().Catalog).Idempotent(true).Iter()
+	iter := c.p.idempotent(ctx, c.s.Query(`SELECT WRITETIME(price) FROM products WHERE product_id = ?`, id).
+		Consistency(c.p.levels().Catalog)).Iter()
 	iter.Scan(&wt)
 	if err := iter.Close(); err != nil {
 		return 0, fmt.Errorf("read product %s: %w", id, err)
