@@ -197,6 +197,25 @@ func checkpointsDone(t *testing.T, dst *migrate.Target, run string) int {
 	return n
 }
 
+// logProductRows logs, for each key verify's output lists as differing, the catalog row as
+// every replica agrees on it (ALL) with its write times, so a failed CI run leaves what wrote
+// the product's state: a backfill writes 1 µs under a millisecond, a projector at its clock.
+func logProductRows(t *testing.T, s *gocql.Session, verifyOut string) {
+	t.Helper()
+	for _, m := range regexp.MustCompile(`(?m)^  range \d+  (\S+)  `).FindAllStringSubmatch(verifyOut, -1) {
+		var (
+			stock           map[string]int64
+			updated         time.Time
+			wtPrice, wtName int64
+			wtStock         []int64
+		)
+		err := s.Query(`SELECT stock, updated_at, WRITETIME(price), WRITETIME(name), WRITETIME(stock) FROM products WHERE product_id = ?`, m[1]).
+			Consistency(gocql.All).Scan(&stock, &updated, &wtPrice, &wtName, &wtStock)
+		t.Logf("catalog row %s at ALL: stock %v, updated_at %s (%d µs), WRITETIME price %d name %d stock %v (%v)",
+			m[1], stock, updated.Format(time.RFC3339Nano), updated.UnixMicro(), wtPrice, wtName, wtStock, err)
+	}
+}
+
 // MIG-1: the demo shop (embedded store) moves every family to Cassandra with traffic running:
 // dual writes on, the backfill SIGKILLed twice and resumed, verify with 0 differences and TTLs
 // kept, cutover that a restart keeps, and a rollback that finds the writes made since.
@@ -319,6 +338,7 @@ func migrateLiveShop(t *testing.T, hosts []string, ks string, rf int, mongoPlace
 
 	out, err = migrateCLI(t, store, "verify", "--family", "all", "--explain")
 	if err != nil {
+		logProductRows(t, cst.Session(), out)
 		t.Fatalf("verify: %v\n%s\nshop errors:\n%s", err, out, grepLines(shop.logs.String(), "level=ERROR"))
 	}
 	for _, f := range migrate.Families {

@@ -299,7 +299,7 @@ func checkWriteMeta(ctx context.Context, src *Source, s *gocql.Session, f Family
 				e.Actor, event.Day(e.At), e.At, e.ID)
 		case Catalog:
 			p := r.Product
-			want = r.Modified.Truncate(time.Millisecond).UnixMicro()
+			want = cassandrastore.BackfillWriteTime(*p)
 			q = s.Query(`SELECT writetime(name), ttl(name) FROM products_by_category WHERE category = ? AND bucket = ? AND price = ? AND product_id = ?`,
 				p.Category, cassandrastore.CatalogBucket(p.ID), int64(p.Price), p.ID)
 		}
@@ -539,25 +539,26 @@ func exportCSV(ctx context.Context, src *Source, f Family, dir string, now time.
 				return nil, 0, err
 			}
 		case r.Product != nil:
-			// InsertIfAbsent: the products row (an LWT, so no client write time), then while
-			// active the two search rows at the product's UpdatedAt.
+			// InsertIfAbsent: the products row and, while active, the two search rows, all at
+			// cassandrastore.BackfillWriteTime (1 µs under the product's stamp).
 			p := r.Product
 			attrs, _ := json.Marshal(p.Attributes)
 			stock, _ := json.Marshal(p.Stock)
 			cols := []string{"product_id", "name", "description", "active", "category", "price", "attributes", "stock", "created_at", "updated_at"}
 			vals := []string{p.ID, p.Name, p.Description, strconv.FormatBool(!p.Inactive), p.Category, strconv.FormatInt(int64(p.Price), 10),
 				string(attrs), string(stock), ts(p.CreatedAt), ts(p.UpdatedAt)}
-			w, err := out("products", cols)
+			wt := strconv.FormatInt(cassandrastore.BackfillWriteTime(*p), 10)
+			w, err := out("products", append(cols, "write_ts"))
 			if err != nil {
 				return nil, 0, err
 			}
-			if err := w.Write(vals); err != nil {
+			if err := w.Write(append(vals, wt)); err != nil {
 				return nil, 0, err
 			}
 			if p.Inactive {
 				continue
 			}
-			search := append([]string{strconv.Itoa(cassandrastore.CatalogBucket(p.ID))}, append(vals, micros(r.Modified.Truncate(time.Millisecond)))...)
+			search := append([]string{strconv.Itoa(cassandrastore.CatalogBucket(p.ID))}, append(vals, wt)...)
 			for _, table := range []string{"products_by_category", "products_by_category_newest"} {
 				w, err := out(table, append(append([]string{"bucket"}, cols...), "write_ts"))
 				if err != nil {

@@ -18,7 +18,7 @@ import (
 
 // catalogFamily: the catalog read model, keyed by the product id, written through
 // Catalog.InsertIfAbsent (see there): stock changes do not move UpdatedAt, so the backfill
-// only fills products the projector has not written.
+// only fills products the projector has not written, below any write time the projector gives.
 type catalogFamily struct{}
 
 func (catalogFamily) sqlite() (string, string) { return "products", "id" }

@@ -15,8 +15,8 @@ type dualWriteCatalog struct{ pair[CatalogReader] }
 
 // catalogSink feeds Cassandra's catalog read model from the projector while the catalog is
 // being migrated or cut over; before, it drops changes. The projector's checkpoint makes it
-// durable: a failed write is retried, never skipped. The read model orders a product by its
-// UpdatedAt, so the write runs after the phase is released (a hung Cassandra holds up no phase
+// durable: a failed write is retried, never skipped. The read model orders a product's writes
+// by when they are made (the projector's clock), so the write runs after the phase is released (a hung Cassandra holds up no phase
 // change), bounded by copyTimeout like every copy.
 type catalogSink struct {
 	neu projection.CatalogSink

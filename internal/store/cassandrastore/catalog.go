@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -55,9 +56,9 @@ func bucketOfProduct(id string) int {
 // UpsertProduct writes both tables in one logged batch: the batch log guarantees that both
 // or neither eventually apply even if the coordinator dies, while
 // the outbox makes the whole read model eventually consistent with the store of record
-// (CQRS). A version older than the stored one (a replay) is skipped, and
-// writes carry USING TIMESTAMP from UpdatedAt, so even two projectors racing cannot put an
-// older version over a newer one; a category or price change deletes the old search row.
+// (CQRS). A version older than the stored one (a replay) is skipped; the rows are written at
+// projectorWriteTime (see there), so a product's later refresh always wins over its earlier
+// ones and over the migration's backfill; a category or price change deletes the old search row.
 func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	var (
 		old                catalog.Product
@@ -84,15 +85,7 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	if at.Before(p.CreatedAt) {
 		at = p.CreatedAt
 	}
-	// A change that did not move UpdatedAt (an order's stock) must still win over the stored
-	// version, and the stored write time read at the catalog's level (ONE) may be a replica's
-	// older one: two refreshes computing oldWrite+1 from it would carry one timestamp, and at
-	// equal timestamps Cassandra keeps the larger cell, an older stock. The current time breaks
-	// that tie: a product's refreshes are serialised, so the later one writes later.
-	wt := writeTime(at)
-	if exists && wt <= oldWrite {
-		wt = max(oldWrite+1, writeTime(time.Now()))
-	}
+	wt := max(writeTime(at), oldWrite+1, projectorWriteTime())
 	attrs, stock := p.Attributes, p.Stock
 	if attrs == nil {
 		attrs = map[string]string{}
@@ -125,6 +118,32 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 		return fmt.Errorf("upsert product %s: %w", p.ID, err)
 	}
 	return nil
+}
+
+// lastProjectorWrite is the last write time projectorWriteTime issued in this process.
+var lastProjectorWrite atomic.Int64
+
+// projectorWriteTime is the write time of a catalog upsert: the current time in µs, and above
+// every one issued before in this process, so it never repeats or goes back with the clock.
+//
+// UpdatedAt is no version: an order's stock change does not move it, so two states of one
+// product may share it, and at equal write times Cassandra keeps the larger cell (an older,
+// higher stock). Nor is the stored write time: a read that does not see the latest write (a
+// backfill's, or a refresh's still in flight) gives an older one. The order the projector
+// applies a product's changes in is: its refreshes are serialised per product, each writes the
+// store of record's state as read then, and every change after that read has its own outbox
+// message, refreshed later. So a refresh that wrote an older state later than a newer one
+// (a message drained late, a drain cut and applied again) is always followed by the refresh
+// of the newer change, with a later write time, and the product ends at its latest state.
+// The migration's backfill writes below every such time (Catalog.InsertIfAbsent).
+func projectorWriteTime() int64 {
+	for {
+		last := lastProjectorWrite.Load()
+		wt := max(time.Now().UnixMicro(), last+1)
+		if lastProjectorWrite.CompareAndSwap(last, wt) {
+			return wt
+		}
+	}
 }
 
 func scanProduct(iter *gocql.Iter, p *catalog.Product) bool {

@@ -3,7 +3,6 @@ package cassandrastore
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -67,37 +66,93 @@ func ProductScan(ctx context.Context, s *gocql.Session, fn func(catalog.Product)
 func CatalogBucket(id string) int { return bucketOfProduct(id) }
 
 // InsertIfAbsent writes p unless the read model already holds the product, for a backfill
-// that runs while the projector feeds the model. The products table's stock changes without
-// UpdatedAt moving, so a version check cannot order a backfilled state against a projected
-// one; instead the product row is inserted with a lightweight transaction (IF NOT EXISTS)
-// and the projector's write, whichever came, is left alone: every change after the backfill
-// read it reaches the outbox, so the projector brings the row to the latest state. Search rows
-// follow only when the insert applied, at a write time below UpsertProduct's (the product's
-// UpdatedAt): when the projector moved the product meanwhile, its delete of the old search row
-// shadows them. Returns whether it inserted.
+// that runs while the projector feeds the model; it reports whether the model now holds p.
+//
+// The rows are written at BackfillWriteTime(p), below the write time of every projector upsert
+// of a state at least as new (see there), so whichever lands first, the projector's state wins
+// and every change after the backfill's read reaches the outbox: the projector brings the row
+// to the latest state. A lightweight transaction (IF NOT EXISTS) did not order them: its cells
+// carry the Paxos ballot's time, the time of the insert, and a refresh that read the model
+// before that insert and wrote after it, at its own earlier time, lost to the older stock.
+//
+// The read first spares the write of a product already projected. Its search rows would stay
+// under a key the projector's row no longer has (a price changed meanwhile), since the
+// projector deletes only the search rows of the row it read: after the write, a product row
+// holding another write time has them deleted again at the backfill's time, which removes the
+// backfill's own cells only.
 func (c *Catalog) InsertIfAbsent(ctx context.Context, p catalog.Product) (bool, error) {
-	cols := productRow(p)
-	applied, err := casLoop(ctx, c.p, fmt.Sprintf("insert product %s", p.ID), c.insertRound(p, cols))
-	if err != nil {
+	if stored, err := c.productWriteTime(ctx, p.ID); err != nil || stored != 0 {
 		return false, err
 	}
-	if !applied || p.Inactive {
-		return applied, nil
+	wt, bucket, cols := BackfillWriteTime(p), bucketOfProduct(p.ID), productRow(p)
+	entries := []gocql.BatchEntry{{Stmt: productInsert, Args: append(cols, wt), Idempotent: true}}
+	for _, t := range searchTablesOf(p) {
+		entries = append(entries, gocql.BatchEntry{Stmt: t.insert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true})
 	}
+	if err := c.batch(ctx, entries); err != nil {
+		return false, fmt.Errorf("insert product %s: %w", p.ID, err)
+	}
+	stored, err := c.productWriteTime(ctx, p.ID)
+	if err != nil || stored == wt {
+		return err == nil, err
+	}
+	if !p.Inactive {
+		err := c.batch(ctx, []gocql.BatchEntry{
+			{Stmt: byCatDelete, Args: []any{wt, p.Category, bucket, int64(p.Price), p.ID}, Idempotent: true},
+			{Stmt: newestDelete, Args: []any{wt, p.Category, bucket, ts(p.CreatedAt), p.ID}, Idempotent: true},
+		})
+		if err != nil {
+			return false, fmt.Errorf("delete product %s backfilled search rows: %w", p.ID, err)
+		}
+	}
+	return false, nil
+}
+
+// backfillAttempts bounds a backfill batch's rounds of the idempotent policy (each up to
+// maxRetries+1 coordinators): a write timeout under load must not end the run, as the
+// lightweight transaction's loop did not either, and every entry may be repeated.
+const backfillAttempts = 4
+
+// batch runs entries (each idempotent) as one logged batch at the catalog's level, again after
+// a timeout or an unavailable coordinator.
+func (c *Catalog) batch(ctx context.Context, entries []gocql.BatchEntry) error {
+	var err error
+	for range backfillAttempts {
+		b := c.p.idempotentBatch(ctx, c.s.Batch(gocql.LoggedBatch).Consistency(c.p.levels().Catalog))
+		b.Entries = entries
+		err = b.Exec()
+		if _, bad := outcomeOf(err, false); !bad || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// BackfillWriteTime is the write time a backfill gives product p's rows: 1 µs below the later
+// of its CreatedAt and UpdatedAt, truncated to the millisecond as the columns keep them. A
+// state's UpdatedAt is no later than the moment it was read, and an upsert of a state read
+// since writes at its current time (projectorWriteTime), so above this, even for a refresh of
+// this very state (no tie: at equal times Cassandra keeps the larger cell). It assumes the
+// clocks that stamp UpdatedAt and run the projector agree to within the time between a change
+// and its refresh.
+func BackfillWriteTime(p catalog.Product) int64 {
 	at := p.UpdatedAt
 	if at.Before(p.CreatedAt) {
 		at = p.CreatedAt
 	}
-	wt := writeTime(at)
-	bucket := bucketOfProduct(p.ID)
-	b := c.s.Batch(gocql.LoggedBatch).WithContext(ctx).Consistency(c.p.levels().Catalog)
-	for _, t := range searchTablesOf(p) {
-		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: t.insert, Args: append(append([]any{bucket}, cols...), wt), Idempotent: true})
+	return writeTime(at) - 1
+}
+
+// productWriteTime is the write time of product id's row read at the catalog's level (0: no row).
+func (c *Catalog) productWriteTime(ctx context.Context, id string) (int64, error) {
+	var wt int64
+	iter := c.p.idempotent(ctx, c.s.Query(`SELECT WRITETIME(price) FROM products WHERE product_id = ?`, id).
+		Consistency(c.p.levels().Catalog)).Iter()
+	iter.Scan(&wt)
+	if err := iter.Close(); err != nil {
+		return 0, fmt.Errorf("read product %s: %w", id, err)
 	}
-	if err := b.Exec(); err != nil {
-		return true, fmt.Errorf("insert product %s search rows: %w", p.ID, err)
-	}
-	return true, nil
+	return wt, nil
 }
 
 // productRow is p as the products table's columns (productCols), empty maps for nil ones.
@@ -110,43 +165,4 @@ func productRow(p catalog.Product) []any {
 		stock = map[string]int64{}
 	}
 	return []any{p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt)}
-}
-
-// insertRound is one round of InsertIfAbsent's loop. The first proposes at once (a backfill
-// reads nothing it need not). After a refusal the row was there first: not inserted. After an
-// unknown outcome (a timeout under load) the round reads the row at SERIAL, which completes
-// any proposal Paxos accepted: absent, the insert is proposed again; holding exactly p, our
-// insert applied; anything else, another writer's came first.
-func (c *Catalog) insertRound(p catalog.Product, cols []any) casRound[bool] {
-	return func(ctx context.Context, a casAttempt) (bool, *casOp[bool], error) {
-		if a.refused {
-			return false, nil, nil
-		}
-		if a.n > 0 {
-			var got catalog.Product
-			iter := c.s.Query(productSelect, p.ID).WithContext(ctx).Consistency(a.cl).Iter()
-			found := scanProduct(iter, &got)
-			if err := iter.Close(); err != nil {
-				return false, nil, fmt.Errorf("read product %s: %w", p.ID, err)
-			}
-			if found {
-				return sameProductRow(got, p), nil, nil
-			}
-		}
-		q := c.s.Query(`INSERT INTO products (`+productCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`, cols...).
-			WithContext(ctx).Consistency(c.p.levels().Catalog).SerialConsistency(c.p.levels().Serial)
-		return false, &casOp[bool]{query: q, applied: func() bool { return true }}, nil
-	}
-}
-
-// sameProductRow reports whether a row read back holds exactly what productRow(p) wrote
-// (timestamps as the column keeps them, in milliseconds).
-func sameProductRow(got, p catalog.Product) bool {
-	sameTime := func(a, b time.Time) bool {
-		return a.Truncate(time.Millisecond).Equal(b.Truncate(time.Millisecond))
-	}
-	return got.ID == p.ID && got.Name == p.Name && got.Description == p.Description &&
-		got.Inactive == p.Inactive && got.Category == p.Category && got.Price == p.Price &&
-		maps.Equal(got.Attributes, p.Attributes) && maps.Equal(got.Stock, p.Stock) &&
-		sameTime(got.CreatedAt, p.CreatedAt) && sameTime(got.UpdatedAt, p.UpdatedAt)
 }
