@@ -205,9 +205,24 @@ func TestLiveMonitor(t *testing.T) {
 		defer func() { _ = c.Disconnect(context.Background()) }()
 		sources[shard] = DriverSource{Client: c}
 	}
-	snap := NewMonitor(sources, time.Second).Measure(ctx)
-	if len(snap.Errors) > 0 {
-		t.Fatalf("shard status errors: %v", snap.Errors)
+	// A shard's status has each member's optime from its heartbeat replies (every 2 s): until
+	// each has reported one of its primary's term (the shards start just before), none is
+	// vouched for (OldTerm). Healthy means past that.
+	mon := NewMonitor(sources, time.Second)
+	var snap LagSnapshot
+	if err := eventually.Until(ctx, func() error {
+		snap = mon.Measure(ctx)
+		if len(snap.Errors) > 0 {
+			return fmt.Errorf("shard status errors: %v", snap.Errors)
+		}
+		for _, m := range snap.Members {
+			if m.OldTerm {
+				return fmt.Errorf("%s %s has not reported an optime of its primary's term yet", m.Shard, m.Host)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("every member on its primary's term: %v", err)
 	}
 	perShard := map[string]int{}
 	for _, m := range snap.Members {
