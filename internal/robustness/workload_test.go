@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,6 +67,10 @@ type workload struct {
 	bank      []string // products sold (stock) and repriced (price)
 	items     []string // products the cart users put
 	statusIDs []string // orders whose status is moved and read
+
+	// hushed holds the clients between operations (hush): a run whose fault outlasts the
+	// traffic the stock and the keys are sized for stops issuing until the heal.
+	hushed atomic.Bool
 
 	mu        sync.Mutex
 	orders    []placed        // every order attempted, acknowledged or not
@@ -254,7 +259,7 @@ func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
 		cancel()
 		if err != nil {
 			w.failed()
-			pause(ctx, rng) // no order without a cart line; not part of the stock history
+			w.pause(ctx, rng) // no order without a cart line; not part of the stock history
 			continue
 		}
 		key := "k-" + user
@@ -273,7 +278,7 @@ func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
 		w.mu.Lock()
 		w.orders = append(w.orders, placed{user: user, key: key, product: p, id: id, qty: qty, out: out})
 		w.mu.Unlock()
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -305,7 +310,7 @@ func (w *workload) stockReader(ctx context.Context, c int, rng *rand.Rand) {
 		}, unknownUnlessRefused()); !ok && allFull(w.stock, "stock/", w.bank) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -358,7 +363,7 @@ func (w *workload) statusClient(ctx context.Context, c int, rng *rand.Rand) {
 		if !ok && allFull(w.status, "status/", w.statusIDs) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -379,7 +384,7 @@ func (w *workload) priceWriter(ctx context.Context, c int, rng *rand.Rand) {
 		}, unknownUnlessRefused()); !ok && allFull(w.price, "price/", w.bank) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -407,7 +412,7 @@ func (w *workload) priceReader(ctx context.Context, c int, rng *rand.Rand) {
 		}, unknownUnlessRefused()); !ok && allFull(w.price, "price/", w.bank) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -541,6 +546,17 @@ func isWrite(in any) bool {
 	}
 	return false
 }
+
+// w.pause is a client's pause between operations, held on while the workload is hushed.
+func (w *workload) pause(ctx context.Context, rng *rand.Rand) {
+	pause(ctx, rng)
+	for w.hushed.Load() && ctx.Err() == nil {
+		_ = wait(ctx, 50*time.Millisecond)
+	}
+}
+
+// hush stops the clients from starting operations (on true) or lets them go on (on false).
+func (w *workload) hush(on bool) { w.hushed.Store(on) }
 
 // pause spaces a client's operations by 0-50 ms, so that reads interleave with writes.
 func pause(ctx context.Context, rng *rand.Rand) {
@@ -789,5 +805,31 @@ func (w *workload) checkCarts(t *testing.T, ctx context.Context, s *summary) {
 				}
 			}
 		}
+	}
+}
+
+// A hushed workload's clients start no operation until the hush ends: a kill run relies on it
+// to keep its stock and keys for the orders after a long restart.
+func TestHushHoldsClients(t *testing.T) {
+	w := &workload{}
+	w.hush(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.pause(ctx, rand.New(rand.NewPCG(1, 1)))
+	}()
+	// Past pause's own 50 ms at most, with room for a loaded machine.
+	select {
+	case <-done:
+		t.Fatal("a client went on while the workload was hushed")
+	case <-time.After(300 * time.Millisecond):
+	}
+	w.hush(false)
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("a client stayed held after the hush ended")
 	}
 }
