@@ -407,6 +407,7 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 	w := newWorkload(sh, run, seed, cfg.duration/4+max(planned, failoverWindow)+recovery)
 	x := newShopWorkload(sh, run, seed, w.duration)
 	x.allReplicas = allReplicas
+	x.gate = w.gate // hushed together: the checks' cost grows with the traffic too
 	if err := w.setup(ctx); err != nil {
 		t.Fatal(err)
 	}

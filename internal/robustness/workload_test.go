@@ -68,9 +68,7 @@ type workload struct {
 	items     []string // products the cart users put
 	statusIDs []string // orders whose status is moved and read
 
-	// hushed holds the clients between operations (hush): a run whose fault outlasts the
-	// traffic the stock and the keys are sized for stops issuing until the heal.
-	hushed atomic.Bool
+	*gate
 
 	mu        sync.Mutex
 	orders    []placed        // every order attempted, acknowledged or not
@@ -90,7 +88,7 @@ type placed struct {
 
 // newWorkload: d is how long traffic runs in all (the fault and the recovery after it included).
 func newWorkload(sh *shop.Shop, run string, seed uint64, d time.Duration) *workload {
-	return &workload{sh: sh, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, initialStock: int64(d.Seconds()+1) * unitsPerSecond,
+	return &workload{sh: sh, gate: &gate{}, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, initialStock: int64(d.Seconds()+1) * unitsPerSecond,
 		stock: newRecorder(maxOpsPerKey), status: newRecorder(maxOpsPerKey),
 		price: newRecorder(maxOpsPerKey), pricePage: newRecorder(maxOpsPerKey), statusPage: newRecorder(maxOpsPerKey), historyPage: newRecorder(maxOpsPerKey), cartPuts: map[string]puts{}, nextPrice: bankPrice}
 }
@@ -547,16 +545,20 @@ func isWrite(in any) bool {
 	return false
 }
 
-// w.pause is a client's pause between operations, held on while the workload is hushed.
-func (w *workload) pause(ctx context.Context, rng *rand.Rand) {
+// gate holds clients between operations while it is shut (hush): a run whose fault outlasts
+// the traffic the stock and the keys are sized for stops issuing until the heal.
+type gate struct{ shut atomic.Bool }
+
+// pause is a client's pause between operations, held on while the gate is shut.
+func (g *gate) pause(ctx context.Context, rng *rand.Rand) {
 	pause(ctx, rng)
-	for w.hushed.Load() && ctx.Err() == nil {
+	for g.shut.Load() && ctx.Err() == nil {
 		_ = wait(ctx, 50*time.Millisecond)
 	}
 }
 
-// hush stops the clients from starting operations (on true) or lets them go on (on false).
-func (w *workload) hush(on bool) { w.hushed.Store(on) }
+// hush shuts the gate (on true) or opens it (on false).
+func (g *gate) hush(on bool) { g.shut.Store(on) }
 
 // pause spaces a client's operations by 0-50 ms, so that reads interleave with writes.
 func pause(ctx context.Context, rng *rand.Rand) {
@@ -811,7 +813,7 @@ func (w *workload) checkCarts(t *testing.T, ctx context.Context, s *summary) {
 // A hushed workload's clients start no operation until the hush ends: a kill run relies on it
 // to keep its stock and keys for the orders after a long restart.
 func TestHushHoldsClients(t *testing.T) {
-	w := &workload{}
+	w := &workload{gate: &gate{}}
 	w.hush(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
