@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,12 @@ const cassPause = 10 * time.Second
 // cassBootTimeout bounds a node's start: a SIGKILLed node replays its commit log on restart,
 // minutes on a loaded machine.
 const cassBootTimeout = 6 * time.Minute
+
+// killTraffic is how long the workload's traffic runs through a killed node's restart (its
+// stock and keys are sized for it): the restart takes 30-60 s at a load of 1-2; a longer one
+// is waited for with the clients hushed instead of a workload sized for cassBootTimeout,
+// whose setup alone took minutes.
+const killTraffic = time.Minute
 
 // afterConviction is how long a fault lasts at least once inject confirmed it: for a partition,
 // past the failure detector's conviction, so that the coordinators route around the victim.
@@ -159,10 +166,12 @@ func isolateNode(t *testing.T, ctx context.Context, c *launcher.Cluster, i int) 
 	}); err != nil {
 		return chain.Heal, err
 	}
-	return chain.Heal, awaitStatus(ctx, c, []seen{{(i + 1) % len(nodes), i, "DN"}})
+	_, err := awaitStatus(ctx, c, []seen{{(i + 1) % len(nodes), i, "DN"}}, convictionTimeout)
+	return chain.Heal, err
 }
 
-// seen is one node's view of another in `nodetool status` ("UN", "DN", ...).
+// seen is one node's view of another in `nodetool status` ("UN", "DN", ...); state "" takes
+// any, for the log.
 type seen struct {
 	by, of int
 	state  string
@@ -173,29 +182,44 @@ type seen struct {
 const convictionTimeout = time.Minute
 
 // awaitStatus polls `nodetool status` until every view holds: the proof that a cut took effect
-// inside Cassandra (gossip convicted the node), not only at the sockets.
-func awaitStatus(ctx context.Context, c *launcher.Cluster, views []seen) error {
-	sctx, cancel := context.WithTimeout(ctx, convictionTimeout)
+// inside Cassandra (gossip convicted the node), not only at the sockets. Each poll runs one
+// nodetool per node that views name, all at once: a JVM start is seconds here. It returns the
+// states the views last saw.
+func awaitStatus(ctx context.Context, c *launcher.Cluster, views []seen, within time.Duration) ([]string, error) {
+	sctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	nodes := c.Nodes()
+	var by []int
+	for _, v := range views {
+		if !slices.Contains(by, v.by) {
+			by = append(by, v.by)
+		}
+	}
+	got := make([]string, len(views))
 	var mismatch error // the last view seen wrong: what the deadline's error would hide
 	err := eventually.Until(sctx, func() error {
-		for _, v := range views {
-			out, err := c.Nodetool(sctx, v.by, "status")
-			if err != nil {
-				return err
-			}
-			if got := statusOf(out, nodes[v.of].Addr); got != v.state {
-				mismatch = fmt.Errorf("node %d sees node %d as %q, want %q", v.by+1, v.of+1, got, v.state)
-				return mismatch
+		outs, errs := make([]string, len(nodes)), make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for _, i := range by {
+			wg.Go(func() { outs[i], errs[i] = c.Nodetool(sctx, i, "status") })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		mismatch = nil
+		for j, v := range views {
+			got[j] = statusOf(outs[v.by], nodes[v.of].Addr)
+			if v.state != "" && got[j] != v.state && mismatch == nil {
+				mismatch = fmt.Errorf("node %d sees node %d as %q, want %q", v.by+1, v.of+1, got[j], v.state)
 			}
 		}
-		return nil
+		return mismatch
 	})
 	if err != nil {
-		return fmt.Errorf("nodetool status within %s: %w (last seen: %v)", convictionTimeout, err, mismatch)
+		return got, fmt.Errorf("nodetool status within %s: %w (last seen: %v)", within, err, mismatch)
 	}
-	return nil
+	return got, nil
 }
 
 // statusOf is addr's state column ("UN", "DN", ...) in `nodetool status` output, "" if absent.
@@ -238,13 +262,11 @@ func bridge(t *testing.T, ctx context.Context, c *launcher.Cluster, a, b, via in
 	// Nodes a and b do not convict each other: gossip carries each one's heartbeat to the other
 	// through via, so their failure detectors keep them up (node 1 still showed node 2 UN with
 	// the cut in place). The probes prove the cut; via must still see both up.
-	if err := awaitStatus(ctx, c, []seen{{via, a, "UN"}, {via, b, "UN"}}); err != nil {
-		return chain.Heal, err
+	got, err := awaitStatus(ctx, c, []seen{{via, a, "UN"}, {via, b, "UN"}, {a, b, ""}}, convictionTimeout)
+	if err == nil {
+		t.Logf("bridge: node %d sees node %d as %q", a+1, b+1, got[2])
 	}
-	if out, err := c.Nodetool(ctx, a, "status"); err == nil {
-		t.Logf("bridge: node %d sees node %d as %q", a+1, b+1, statusOf(out, nb.Addr))
-	}
-	return chain.Heal, nil
+	return chain.Heal, err
 }
 
 // cassPlacement is the hybrid placement of the issue: carts, sessions and history on the
@@ -302,14 +324,21 @@ func TestCassandra(t *testing.T) {
 	}
 }
 
-// restoreCluster starts every node that is down and waits until the ring is whole.
+// restoreCluster starts every node that is down and waits until the ring is whole: every
+// node sees every node UN (what the launcher's WaitConverged waits for, with the nodetool
+// calls at once instead of one after the other).
 func restoreCluster(ctx context.Context, c *launcher.Cluster) error {
+	var whole []seen
 	for i := range c.Nodes() {
 		if err := c.StartNode(ctx, i); err != nil {
 			return err
 		}
+		for j := range c.Nodes() {
+			whole = append(whole, seen{i, j, "UN"})
+		}
 	}
-	return c.WaitConverged(ctx)
+	_, err := awaitStatus(ctx, c, whole, cassBootTimeout)
+	return err
 }
 
 // runCassandra: traffic for a quarter of cfg.duration, the nemesis for half of it, at least
@@ -368,16 +397,17 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 	}
 	planned := window
 	if n.name == "kill" {
-		// Traffic runs on through the restart: the stock and the keys are sized for the
-		// longest one the launcher waits for, so that no product sells out and no key fills
-		// up before the orders after the heal.
-		planned += cassBootTimeout
+		// Traffic runs on through the restart for up to killTraffic (the stock and the keys
+		// are sized for it); a longer restart hushes the workload's clients until it is done,
+		// so that no product sells out and no key fills up before the orders after the heal.
+		planned = max(planned, killTraffic)
 	}
 	// The fault and the recovery are held for orders (holdFor), so traffic may run up to
 	// maxHold longer than planned.
 	w := newWorkload(sh, run, seed, cfg.duration/4+max(planned, failoverWindow)+recovery)
 	x := newShopWorkload(sh, run, seed, w.duration)
 	x.allReplicas = allReplicas
+	x.gate = w.gate // hushed together: the checks' cost grows with the traffic too
 	if err := w.setup(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -447,8 +477,20 @@ func runCassandra(t *testing.T, c *launcher.Cluster, allReplicas func(context.Co
 		if n.name != "kill" {
 			healing = time.Now()
 			healed <- heal(ctx)
+		} else if hushAt := time.Until(from.Add(planned)); hushAt > 0 {
+			select {
+			case err := <-healed:
+				healed <- err
+			case <-time.After(hushAt):
+			}
 		}
-		if err := <-healed; err != nil {
+		if len(healed) == 0 {
+			w.hush(true)
+			t.Logf("%s: the restart outlasts the %s of traffic the workload is sized for: its clients wait for it", n.name, planned)
+		}
+		err = <-healed
+		w.hush(false)
+		if err != nil {
 			t.Errorf("heal %s: %v", n.name, err)
 		}
 		f = &fault{name: n.name, from: from, to: time.Now(), annotation: n.name + " of " + n.victims}

@@ -35,7 +35,7 @@ func (w *workload) historyReader(ctx context.Context, c int, rng *rand.Rand) {
 		}, unknownUnlessRefused()); !ok && allFull(w.historyPage, "status/", w.statusIDs) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 

@@ -48,6 +48,7 @@ type historyOp struct{ user, order string }
 // sessions and logins (a set), history entries (a set).
 type shopWorkload struct {
 	sh       *shop.Shop
+	*gate    // the workload's, where it runs beside one
 	run      string
 	seed     uint64
 	duration time.Duration
@@ -65,7 +66,7 @@ type shopWorkload struct {
 }
 
 func newShopWorkload(sh *shop.Shop, run string, seed uint64, d time.Duration) *shopWorkload {
-	return &shopWorkload{sh: sh, run: run, seed: seed, duration: d, checkout: newRecorder(maxOpsPerKey),
+	return &shopWorkload{sh: sh, gate: &gate{}, run: run, seed: seed, duration: d, checkout: newRecorder(maxOpsPerKey),
 		sessions: newRecorder(maxOpsPerKey), history: newRecorder(maxOpsPerKey), orderKeys: map[string]string{}}
 }
 
@@ -140,7 +141,7 @@ func (x *shopWorkload) checkoutClient(ctx context.Context, c int, rng *rand.Rand
 			}, unknownUnlessRefused()); !ok || ctx.Err() != nil {
 				break
 			}
-			pause(ctx, rng)
+			x.pause(ctx, rng)
 		}
 		if ctx.Err() != nil {
 			return // the round ends without its checkout: nothing to check
@@ -153,7 +154,7 @@ func (x *shopWorkload) checkoutClient(ctx context.Context, c int, rng *rand.Rand
 			o, _, err := x.sh.Orders.PlaceFromCart(ctx, user, zone, ikey)
 			return orderLines(o.Items), err
 		}, unknownUnlessRefused(order.ErrEmptyCart))
-		pause(ctx, rng)
+		x.pause(ctx, rng)
 	}
 }
 
@@ -169,13 +170,13 @@ func (x *shopWorkload) sessionClient(ctx context.Context, c int, rng *rand.Rand,
 			return guest.ID, err
 		}, unknownUnlessRefused())
 		if ok && !out.unknown && seq%2 == 1 {
-			pause(ctx, rng)
+			x.pause(ctx, rng)
 			timed(ctx, x.sessions, c, key, sessionOp{caller: guest.ID, user: x.users[u].ID}, func(ctx context.Context) (any, error) {
 				res, err := x.sh.Accounts.Login(ctx, account.Login{Caller: guest, Email: x.users[u].Email, Password: password, IP: "127.0.0.1", UserAgent: "robustness"})
 				return res.Session.ID, err
 			}, unknownUnlessRefused())
 		}
-		pause(ctx, rng)
+		x.pause(ctx, rng)
 	}
 }
 
@@ -190,8 +191,8 @@ func (x *shopWorkload) historyClient(ctx context.Context, c int, rng *rand.Rand)
 				Status: order.Created, Zone: zone, Total: money.Amount(bankPrice),
 				Items: []order.Item{{ProductID: "p", Category: "robustness", Name: "p", Quantity: 1, UnitPrice: money.Amount(bankPrice)}}})
 		}, unknownUnlessRefused())
-		pause(ctx, rng)
-		pause(ctx, rng)
+		x.pause(ctx, rng)
+		x.pause(ctx, rng)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +68,8 @@ type workload struct {
 	items     []string // products the cart users put
 	statusIDs []string // orders whose status is moved and read
 
+	*gate
+
 	mu        sync.Mutex
 	orders    []placed        // every order attempted, acknowledged or not
 	cartPuts  map[string]puts // cart user -> product -> outcome
@@ -85,7 +88,7 @@ type placed struct {
 
 // newWorkload: d is how long traffic runs in all (the fault and the recovery after it included).
 func newWorkload(sh *shop.Shop, run string, seed uint64, d time.Duration) *workload {
-	return &workload{sh: sh, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, initialStock: int64(d.Seconds()+1) * unitsPerSecond,
+	return &workload{sh: sh, gate: &gate{}, run: run, seed: seed, keys: max(3, int(d/(3*time.Second))), duration: d, initialStock: int64(d.Seconds()+1) * unitsPerSecond,
 		stock: newRecorder(maxOpsPerKey), status: newRecorder(maxOpsPerKey),
 		price: newRecorder(maxOpsPerKey), pricePage: newRecorder(maxOpsPerKey), statusPage: newRecorder(maxOpsPerKey), historyPage: newRecorder(maxOpsPerKey), cartPuts: map[string]puts{}, nextPrice: bankPrice}
 }
@@ -254,7 +257,7 @@ func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
 		cancel()
 		if err != nil {
 			w.failed()
-			pause(ctx, rng) // no order without a cart line; not part of the stock history
+			w.pause(ctx, rng) // no order without a cart line; not part of the stock history
 			continue
 		}
 		key := "k-" + user
@@ -273,7 +276,7 @@ func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
 		w.mu.Lock()
 		w.orders = append(w.orders, placed{user: user, key: key, product: p, id: id, qty: qty, out: out})
 		w.mu.Unlock()
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -305,7 +308,7 @@ func (w *workload) stockReader(ctx context.Context, c int, rng *rand.Rand) {
 		}, unknownUnlessRefused()); !ok && allFull(w.stock, "stock/", w.bank) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -358,7 +361,7 @@ func (w *workload) statusClient(ctx context.Context, c int, rng *rand.Rand) {
 		if !ok && allFull(w.status, "status/", w.statusIDs) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -379,7 +382,7 @@ func (w *workload) priceWriter(ctx context.Context, c int, rng *rand.Rand) {
 		}, unknownUnlessRefused()); !ok && allFull(w.price, "price/", w.bank) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -407,7 +410,7 @@ func (w *workload) priceReader(ctx context.Context, c int, rng *rand.Rand) {
 		}, unknownUnlessRefused()); !ok && allFull(w.price, "price/", w.bank) {
 			return
 		}
-		pause(ctx, rng)
+		w.pause(ctx, rng)
 	}
 }
 
@@ -541,6 +544,21 @@ func isWrite(in any) bool {
 	}
 	return false
 }
+
+// gate holds clients between operations while it is shut (hush): a run whose fault outlasts
+// the traffic the stock and the keys are sized for stops issuing until the heal.
+type gate struct{ shut atomic.Bool }
+
+// pause is a client's pause between operations, held on while the gate is shut.
+func (g *gate) pause(ctx context.Context, rng *rand.Rand) {
+	pause(ctx, rng)
+	for g.shut.Load() && ctx.Err() == nil {
+		_ = wait(ctx, 50*time.Millisecond)
+	}
+}
+
+// hush shuts the gate (on true) or opens it (on false).
+func (g *gate) hush(on bool) { g.shut.Store(on) }
 
 // pause spaces a client's operations by 0-50 ms, so that reads interleave with writes.
 func pause(ctx context.Context, rng *rand.Rand) {
@@ -789,5 +807,31 @@ func (w *workload) checkCarts(t *testing.T, ctx context.Context, s *summary) {
 				}
 			}
 		}
+	}
+}
+
+// A hushed workload's clients start no operation until the hush ends: a kill run relies on it
+// to keep its stock and keys for the orders after a long restart.
+func TestHushHoldsClients(t *testing.T) {
+	w := &workload{gate: &gate{}}
+	w.hush(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.pause(ctx, rand.New(rand.NewPCG(1, 1)))
+	}()
+	// Past pause's own 50 ms at most, with room for a loaded machine.
+	select {
+	case <-done:
+		t.Fatal("a client went on while the workload was hushed")
+	case <-time.After(300 * time.Millisecond):
+	}
+	w.hush(false)
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("a client stayed held after the hush ended")
 	}
 }
