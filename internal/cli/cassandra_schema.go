@@ -96,6 +96,9 @@ func cassandraSchemaApply(ctx context.Context, stdio IO, o cassandraSchemaApplyO
 	for _, a := range res.Altered {
 		fmt.Fprintf(stdio.Out, "altered %s\n", a)
 	}
+	if res.Baseline > 0 {
+		fmt.Fprintf(stdio.Out, "created every table at schema version %d in one pass (the baseline)\n", res.Baseline)
+	}
 	for _, v := range res.Applied {
 		fmt.Fprintf(stdio.Out, "applied schema version %d\n", v)
 	}

@@ -24,6 +24,9 @@ import (
 //go:embed schema/*.cql
 var schemaFS embed.FS
 
+//go:embed baseline/*.cql
+var baselineFS embed.FS
+
 // SchemaOptions are what `shardmart cassandra schema apply` configures.
 type SchemaOptions struct {
 	Keyspace string // default DefaultKeyspace
@@ -37,6 +40,9 @@ type SchemaOptions struct {
 	// Conn is the login and TLS of the session that applies the schema (its local DC, if any,
 	// only routes the DDL).
 	Conn Connection
+	// upgradesOnly applies every upgrade one by one even to an empty keyspace: the path a
+	// keyspace created before the baseline took, which the baseline's test compares with.
+	upgradesOnly bool
 }
 
 // ParseReplication reads "dc1:3,dc2:3" (replication factor per data centre).
@@ -112,6 +118,9 @@ type SchemaResult struct {
 	Altered         []string // keyspace replication or table TTLs changed to match the options
 	Applied         []int    // schema upgrade versions applied by this run
 	Version         int      // schema version after the run
+	// Baseline is the version an empty keyspace was brought to in one pass (baseline/), 0 if
+	// none was run.
+	Baseline int
 }
 
 // upgrade is one embedded schema/NNNN_name.cql file: a schema version.
@@ -144,6 +153,38 @@ func upgrades() ([]upgrade, error) {
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	return ms, nil
+}
+
+// baselineMarker is the schema_migrations row written before a baseline's statements: a run
+// interrupted half-way finds it and runs the same baseline again, instead of upgrades whose
+// ALTERs would meet the baseline's final columns.
+const baselineMarker = 0
+
+// newestBaseline is the highest baseline/NNNN_baseline.cql: upgrades 1 to NNNN as one set of
+// statements that create each table in its final shape (fewer schema changes, each of which
+// waits for every node to agree).
+func newestBaseline() (upgrade, error) {
+	entries, err := fs.ReadDir(baselineFS, "baseline")
+	if err != nil {
+		return upgrade{}, err
+	}
+	var b upgrade
+	for _, e := range entries {
+		m := upgradeFileName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return upgrade{}, fmt.Errorf("baseline/%s: want NNNN_name.cql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		if v < b.version {
+			continue
+		}
+		text, err := baselineFS.ReadFile("baseline/" + e.Name())
+		if err != nil {
+			return upgrade{}, err
+		}
+		b = upgrade{version: v, name: m[2], text: string(text), checksum: statementsChecksum(string(text))}
+	}
+	return b, nil
 }
 
 // statementsChecksum is what schema_migrations records for an upgrade: a sum over its template
@@ -221,7 +262,8 @@ func (m upgrade) statements(o SchemaOptions) ([]string, error) {
 // ApplySchema brings the cluster at hosts to the embedded schema: it creates the keyspace
 // (NetworkTopologyStrategy, opts.RF replicas in opts.Datacenter) or alters its replication,
 // applies every schema upgrade not yet recorded in <keyspace>.schema_migrations (a table name
-// kept from earlier releases, since existing keyspaces hold it), and aligns the
+// kept from earlier releases, since existing keyspaces hold it; a keyspace with no table yet
+// gets the upgrades the baseline covers in one pass, with fewer statements), and aligns the
 // TTL settings, waiting for schema agreement after every change. Running it again with the
 // same options changes nothing. Run one apply at a time: concurrent CREATE TABLEs on
 // different coordinators can disagree.
@@ -283,6 +325,14 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 		version int PRIMARY KEY, name text, checksum text, applied_at timestamp)`, o.Keyspace)); err != nil {
 		return res, err
 	}
+	record := func(m upgrade) error {
+		err := s.Query(fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`, o.Keyspace),
+			m.version, m.name, m.checksum, time.Now().UTC()).WithContext(ctx).Exec()
+		if err != nil {
+			return fmt.Errorf("cassandra schema: record version %d: %w", m.version, err)
+		}
+		return nil
+	}
 	applied := map[int]string{}
 	iter := s.Query(fmt.Sprintf(`SELECT version, checksum FROM %s.schema_migrations`, o.Keyspace)).WithContext(ctx).Iter()
 	var v int
@@ -295,6 +345,9 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 	}
 	ms, err := upgrades()
 	if err != nil {
+		return res, err
+	}
+	if err := applyBaseline(ctx, s, o, ms, applied, ddl, record, &res); err != nil {
 		return res, err
 	}
 	for _, m := range ms {
@@ -314,10 +367,8 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 				return res, err
 			}
 		}
-		err = s.Query(fmt.Sprintf(`INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)`, o.Keyspace),
-			m.version, m.name, m.checksum, time.Now().UTC()).WithContext(ctx).Exec()
-		if err != nil {
-			return res, fmt.Errorf("cassandra schema: record version %d: %w", m.version, err)
+		if err := record(m); err != nil {
+			return res, err
 		}
 		res.Applied = append(res.Applied, m.version)
 		res.Version = m.version
@@ -339,6 +390,73 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 		}
 	}
 	return res, nil
+}
+
+// applyBaseline brings a keyspace that holds no table but schema_migrations (or one whose
+// baseline run was interrupted) to the newest baseline's version in one pass, and records the
+// upgrades it stands for as applied (in applied too, for the upgrade loop that follows). Any
+// other keyspace is left to the upgrades: a table created by an earlier upgrade keeps its
+// shape under CREATE IF NOT EXISTS, so only the ALTERs after it can bring it up to date.
+func applyBaseline(ctx context.Context, s *gocql.Session, o SchemaOptions, ms []upgrade, applied map[int]string,
+	ddl func(string) error, record func(upgrade) error, res *SchemaResult) error {
+	begun, interrupted := applied[baselineMarker]
+	delete(applied, baselineMarker)
+	if o.upgradesOnly || len(applied) > 0 {
+		return nil
+	}
+	b, err := newestBaseline()
+	if err != nil || b.version == 0 {
+		return err
+	}
+	if interrupted && begun != b.checksum {
+		return fmt.Errorf("cassandra schema: keyspace %s holds a half-applied baseline other than %04d_%s (checksum %s, recorded %s): drop the keyspace and apply again",
+			o.Keyspace, b.version, b.name, b.checksum, begun)
+	}
+	if !interrupted {
+		var tables []string
+		iter := s.Query(`SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?`, o.Keyspace).WithContext(ctx).Consistency(gocql.One).Iter()
+		var name string
+		for iter.Scan(&name) {
+			if name != "schema_migrations" {
+				tables = append(tables, name)
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return fmt.Errorf("cassandra schema: list tables of %s: %w", o.Keyspace, err)
+		}
+		var types int
+		if err := s.Query(`SELECT count(*) FROM system_schema.types WHERE keyspace_name = ?`, o.Keyspace).
+			WithContext(ctx).Consistency(gocql.One).Scan(&types); err != nil {
+			return fmt.Errorf("cassandra schema: list types of %s: %w", o.Keyspace, err)
+		}
+		if len(tables) > 0 || types > 0 {
+			return nil
+		}
+	}
+	if err := record(upgrade{version: baselineMarker, name: fmt.Sprintf("baseline_%04d", b.version), checksum: b.checksum}); err != nil {
+		return err
+	}
+	stmts, err := b.statements(o)
+	if err != nil {
+		return fmt.Errorf("cassandra schema: render baseline %04d_%s: %w", b.version, b.name, err)
+	}
+	for _, st := range stmts {
+		if err := ddl(st); err != nil {
+			return err
+		}
+	}
+	for _, m := range ms {
+		if m.version > b.version {
+			break
+		}
+		if err := record(m); err != nil {
+			return err
+		}
+		applied[m.version] = m.checksum
+		res.Applied = append(res.Applied, m.version)
+	}
+	res.Baseline = b.version
+	return nil
 }
 
 // replicationCQL is the NetworkTopologyStrategy map of rf, data centres sorted.
