@@ -251,6 +251,9 @@ func serverArgs(c *Cluster, n Node) []string {
 		"-XX:+UseG1GC", "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1",
 		"-XX:+ExitOnOutOfMemoryError", "-XX:+PerfDisableSharedMem",
 	}
+	if c.opts.C1Only {
+		args = append(args, "-XX:TieredStopAtLevel=1")
+	}
 	args = append(args, jvm17Options...)
 	args = append(args,
 		"-javaagent:"+c.jamm,
