@@ -214,7 +214,9 @@ func (st replStatus) member(s *launcher.Set, i int) (memberEntry, bool) {
 // memberStatus is replSetGetStatus as member i sees the set.
 func memberStatus(ctx context.Context, s *launcher.Set, i int) (replStatus, error) {
 	var st replStatus
-	c, err := mongo.Connect(options.Client().ApplyURI(s.MemberURI(i)).SetServerSelectionTimeout(time.Second))
+	// A bridge check that ran out of its 20 s at a load of 15 ended on a 1 s server selection
+	// of a new client; the caller's ctx bounds the whole wait.
+	c, err := mongo.Connect(options.Client().ApplyURI(s.MemberURI(i)).SetServerSelectionTimeout(5 * time.Second))
 	if err != nil {
 		return st, err
 	}
