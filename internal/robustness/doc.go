@@ -9,8 +9,9 @@
 // line is present after the heal, nothing refused is), and, for reads the read table lets lag,
 // against their 5 s or 10 s staleness budget.
 //
-// Targets: a real 3-member MongoDB replica set (internal/mongodb/launcher,
-// launcher.RobustnessTestPort, loopback only) under each nemesis, and the embedded SQLite
+// Targets: real 3-member MongoDB replica sets (internal/mongodb/launcher, loopback only), one
+// for the process nemeses (launcher.RobustnessTestPort, TestMongoDB) and one for the network
+// nemeses (launcher.RobustnessPartitionTestPort, TestMongoDBPartitions), and the embedded SQLite
 // store without one; a real 3-node Cassandra cluster (internal/cassandra/launcher,
 // launcher.RobustnessTestAddr) holding carts, sessions and history under kill, pause, isolation
 // of one node and a bridge (cassandra_test.go), each partition counted only once `nodetool

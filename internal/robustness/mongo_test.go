@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,22 +62,14 @@ const peersCutWindow = 10 * time.Second
 // budget, and past the lag a router needs to notice.
 const secondaryMargin = 3 * time.Second
 
-// parallelTargets is how many top-level tests call t.Parallel: the three cluster targets
+// parallelTargets is how many top-level tests call t.Parallel: the four cluster targets
 // and the two SQLite ones.
-const parallelTargets = 5
-
-// One 3-member set for the package, started on first use (the checker's own tests and the
-// SQLite run need none) and stopped after the tests.
-var mongoSet struct {
-	once sync.Once
-	set  *launcher.Set
-	stop func()
-	err  error
-}
+const parallelTargets = 6
 
 func TestMain(m *testing.M) {
 	// go test runs at most -test.parallel (GOMAXPROCS: 2 on the CI machine) parallel tests at
-	// once, so the third cluster target (TestMongoDB, TestCassandra, TestShardedCluster) would
+	// once, so the third cluster target (TestMongoDB, TestMongoDBPartitions, TestCassandra,
+	// TestShardedCluster) would
 	// start only when one of the others ended. They spend their time waiting on servers, not
 	// computing: every target runs at once unless -test.parallel is given.
 	flag.Parse()
@@ -87,37 +78,32 @@ func TestMain(m *testing.M) {
 	if !explicit && runtime.GOMAXPROCS(0) < parallelTargets {
 		_ = flag.Set("test.parallel", strconv.Itoa(parallelTargets))
 	}
-	code := m.Run()
-	if mongoSet.stop != nil {
-		mongoSet.stop()
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
-func replicaSet(t *testing.T) *launcher.Set {
+// replicaSet starts a 3-member set on port (and the next two) for test t, stopped in its
+// cleanup (each run logs the members' log tails when it fails).
+func replicaSet(t *testing.T, port int) *launcher.Set {
 	t.Helper()
-	mongoSet.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		start := time.Now()
-		mongoSet.set, mongoSet.stop, mongoSet.err = launcher.StartShared(ctx, launcher.Options{
-			Members: 3, BasePort: launcher.RobustnessTestPort, ElectionTimeout: electionTimeout,
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			// The production settings that shorten a failover (docs/mongodb.md): no catch-up
-			// round, and a secondary that gives up a frozen or cut-off sync source at once.
-			NoCatchUp: true, ExtraArgs: launcher.FastFailoverParameters,
-		})
-		if mongoSet.err == nil {
-			t.Logf("3-member set up in %s (%s)", time.Since(start).Round(100*time.Millisecond), mongoSet.set.URI())
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	s, stop, err := launcher.StartShared(ctx, launcher.Options{
+		Members: 3, BasePort: port, ElectionTimeout: electionTimeout,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// The production settings that shorten a failover (docs/mongodb.md): no catch-up
+		// round, and a secondary that gives up a frozen or cut-off sync source at once.
+		NoCatchUp: true, ExtraArgs: launcher.FastFailoverParameters,
 	})
-	if mongoSet.err != nil {
-		if errors.Is(mongoSet.err, launcher.ErrPrerequisite) {
-			t.Fatalf("MongoDB tests need python3 with pip: %v", mongoSet.err)
+	if err != nil {
+		if errors.Is(err, launcher.ErrPrerequisite) {
+			t.Fatalf("MongoDB tests need python3 with pip: %v", err)
 		}
-		t.Fatalf("a 3-member replica set on port %d: %v", launcher.RobustnessTestPort, mongoSet.err)
+		t.Fatalf("a 3-member replica set on port %d: %v", port, err)
 	}
-	return mongoSet.set
+	t.Cleanup(stop)
+	t.Logf("3-member set up in %s (%s)", time.Since(start).Round(100*time.Millisecond), s.URI())
+	return s
 }
 
 // restore starts every member that is down and waits until the set is healthy with member 0
@@ -159,17 +145,23 @@ type nemesis struct {
 	budget    time.Duration
 }
 
-var nemeses = []nemesis{
+// processNemeses act on a member's process or its role; networkNemeses cut links. Each group
+// has a set of its own, so the two run side by side: a run spends its time waiting for a
+// failover or a window, and the groups in turn took over 3 minutes.
+var processNemeses = []nemesis{
 	{name: "kill", disrupts: true, inject: killNemesis},
 	{name: "pause", disrupts: true, inject: pauseNemesis},
 	{name: "stepdown", inject: stepdownNemesis},
+	{name: "pause-secondary", inject: pauseNemesis, secondary: true},
+	{name: "lag-secondary", inject: lagNemesis, secondary: true, budget: historyBudget},
+}
+
+var networkNemeses = []nemesis{
 	{name: "partition", disrupts: true, inject: partitionNemesis},
 	// The shop's driver still reaches the deposed primary and the others: it finds the new
 	// primary within seconds, and took 18-79 orders in 15 s windows.
 	{name: "deposed", disrupts: true, inject: deposedNemesis, minWindow: peersCutWindow},
 	{name: "bridge", inject: bridgeNemesis, minWindow: peersCutWindow},
-	{name: "pause-secondary", inject: pauseNemesis, secondary: true},
-	{name: "lag-secondary", inject: lagNemesis, secondary: true, budget: historyBudget},
 }
 
 // killNemesis SIGKILLs the member (a crash) and restarts it on heal.
@@ -304,12 +296,22 @@ func memberSeesCut(ctx context.Context, s *launcher.Set, i, victim int) error {
 	return nil
 }
 
-// TestMongoDB runs every workload against the 3-member set under each nemesis.
+// TestMongoDB runs every workload against a 3-member set under each process nemesis.
 func TestMongoDB(t *testing.T) {
 	t.Parallel() // beside the other targets; the nemeses share one set, so they run in turn
+	runMongoNemeses(t, replicaSet(t, launcher.RobustnessTestPort), processNemeses)
+}
+
+// TestMongoDBPartitions runs every workload against a set of its own under each network
+// nemesis.
+func TestMongoDBPartitions(t *testing.T) {
+	t.Parallel()
+	runMongoNemeses(t, replicaSet(t, launcher.RobustnessPartitionTestPort), networkNemeses)
+}
+
+func runMongoNemeses(t *testing.T, s *launcher.Set, ns []nemesis) {
 	cfg := runSettings(t)
-	s := replicaSet(t)
-	for _, n := range nemeses {
+	for _, n := range ns {
 		for r := range cfg.repeat {
 			t.Run(fmt.Sprintf("%s/%d", n.name, r), func(t *testing.T) {
 				runMongo(t, s, n, cfg, cfg.seed+uint64(r))

@@ -46,7 +46,10 @@ const (
 	// AuthCLIClusterTestPort: internal/cli's `mongo up --shards 1 --auth --tls` (config server
 	// 28120, shard 28130).
 	AuthCLIClusterTestPort = 28120
-	RobustnessTestPort     = 28200 // internal/robustness: nemeses against a 3-member set (28200-28202)
+	RobustnessTestPort     = 28200 // internal/robustness: process nemeses against a 3-member set (28200-28202)
+	// RobustnessPartitionTestPort: internal/robustness, network nemeses against a second
+	// 3-member set (28210-28212).
+	RobustnessPartitionTestPort = 28210
 	// RobustnessClusterTestPort: internal/robustness's router-less sharded cluster (config server
 	// 28300, shards from 28310).
 	RobustnessClusterTestPort = 28300
