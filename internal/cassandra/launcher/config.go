@@ -251,6 +251,7 @@ func serverArgs(c *Cluster, n Node) []string {
 		"-XX:+UseG1GC", "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1",
 		"-XX:+ExitOnOutOfMemoryError", "-XX:+PerfDisableSharedMem",
 	}
+	args = append(args, c.cdsArgs(c.cds.server, "server.lst")...)
 	args = append(args, jvm17Options...)
 	args = append(args,
 		"-javaagent:"+c.jamm,
@@ -275,7 +276,9 @@ func serverArgs(c *Cluster, n Node) []string {
 		// before the commit log replays, so a node killed with SIGKILL came back without its
 		// tables and answered INCOMPATIBLE_SCHEMA.
 		"-Dcassandra.skip_sync=true",
-		"-cp", n.ConfDir()+string(os.PathListSeparator)+filepath.Join(c.lib, "*"),
+		// The conf dir last: class-data sharing needs the archive's jar list as the prefix.
+		// No jar carries a cassandra-rackdc.properties or logback.xml that it could shadow.
+		"-cp", c.cp+string(os.PathListSeparator)+n.ConfDir(),
 		"org.apache.cassandra.service.CassandraDaemon",
 	)
 	return args

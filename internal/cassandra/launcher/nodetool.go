@@ -26,13 +26,14 @@ func (c *Cluster) Nodetool(ctx context.Context, i int, args ...string) (string, 
 		return "", err
 	}
 	jargs := []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+	jargs = append(jargs, c.cdsArgs(c.cds.nodetool, "nodetool.lst")...)
 	jargs = append(jargs, jvm17Options...)
 	jargs = append(jargs,
 		"-Dlogback.configurationFile="+filepath.Join(n.ConfDir(), "logback-tools.xml"),
 		"-Dcassandra.logdir="+n.LogDir(),
 		// nodetool keeps a history file under ~/.cassandra; keep it in the node's dir.
 		"-Duser.home="+n.Dir,
-		"-cp", filepath.Join(c.lib, "*"),
+		"-cp", c.cp,
 		"org.apache.cassandra.tools.NodeTool",
 		"-h", "127.0.0.1", "-p", strconv.Itoa(n.JMXPort),
 	)
