@@ -25,6 +25,18 @@ func (c *Cluster) Nodetool(ctx context.Context, i int, args ...string) (string, 
 	if err := c.prepare(ctx); err != nil {
 		return "", err
 	}
+	cmd := c.nodetoolCmd(ctx, n, args)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("nodetool %s on node %d: %w: %s%s", strings.Join(args, " "), i+1, err,
+			strings.TrimSpace(stderr.String()), lastLine(stdout.String()))
+	}
+	return stdout.String(), nil
+}
+
+// nodetoolCmd is the java command of `nodetool args` against node n.
+func (c *Cluster) nodetoolCmd(ctx context.Context, n Node, args []string) *exec.Cmd {
 	jargs := []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
 	jargs = append(jargs, c.cdsArgs(c.cds.nodetool, "nodetool.lst")...)
 	jargs = append(jargs, jvm17Options...)
@@ -38,14 +50,7 @@ func (c *Cluster) Nodetool(ctx context.Context, i int, args ...string) (string, 
 		"-h", "127.0.0.1", "-p", strconv.Itoa(n.JMXPort),
 	)
 	jargs = append(jargs, args...)
-	cmd := exec.CommandContext(ctx, "java", jargs...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("nodetool %s on node %d: %w: %s%s", strings.Join(args, " "), i+1, err,
-			strings.TrimSpace(stderr.String()), lastLine(stdout.String()))
-	}
-	return stdout.String(), nil
+	return exec.CommandContext(ctx, "java", jargs...)
 }
 
 func lastLine(s string) string {
