@@ -13,7 +13,7 @@ import (
 func newCmdCassandraFetch(stdio IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "fetch",
-		Short: "Check Java 17 and Maven and download the Cassandra server jars into the cache",
+		Short: "Check Java 17 and Maven, download the Cassandra server jars into the cache and make the class-data sharing archive",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Minute)
@@ -26,6 +26,14 @@ func newCmdCassandraFetch(stdio IO) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(stdio.Out, "cassandra %s jars in %s\n", launcher.DefaultVersion, lib)
+			// Boots a training node once per machine; every later node start and nodetool run
+			// maps the archive. Without it they only start slower, so a failure is no error.
+			server, _, err := launcher.EnsureCDS(ctx, launcher.DefaultCacheDir(), launcher.DefaultVersion, true, cassandraLogger(stdio))
+			if err != nil {
+				fmt.Fprintf(stdio.Out, "class-data sharing archive not made (nodes start slower): %v\n", err)
+				return nil
+			}
+			fmt.Fprintf(stdio.Out, "class-data sharing archive %s\n", server)
 			return nil
 		},
 	}

@@ -148,6 +148,12 @@ type Cluster struct {
 	jamm  string    // the jamm agent jar in lib (Cassandra measures memtables with it)
 	tls   *TLSFiles // the files in use when TLS is on, set by prepare
 
+	cp  string      // jarClasspath(lib), set by prepare
+	cds cdsArchives // class-data sharing archives in use, set by prepare
+	// classList, during the class-data sharing training run only, is where the JVMs list
+	// the classes they load.
+	classList string
+
 	mu      sync.Mutex
 	procs   map[int]*serverproc.Child // JVMs this process started
 	booted  map[int]time.Duration     // last start-to-CQL time per node
@@ -286,7 +292,12 @@ func (c *Cluster) prepare(ctx context.Context) error {
 	if len(jamm) != 1 {
 		return fmt.Errorf("jar cache %s: want one jamm-*.jar, found %v (delete the directory to fetch again)", lib, jamm)
 	}
-	c.lib, c.jamm = lib, jamm[0]
+	cp, err := jarClasspath(lib)
+	if err != nil {
+		return err
+	}
+	c.cds = c.useCDS(ctx)
+	c.lib, c.jamm, c.cp = lib, jamm[0], cp
 	if err := os.MkdirAll(c.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("cluster dir: %w", err)
 	}

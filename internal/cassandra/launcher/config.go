@@ -254,6 +254,7 @@ func serverArgs(c *Cluster, n Node) []string {
 	if c.opts.C1Only {
 		args = append(args, "-XX:TieredStopAtLevel=1")
 	}
+	args = append(args, c.cdsArgs(c.cds.server, "server.lst")...)
 	args = append(args, jvm17Options...)
 	args = append(args,
 		"-javaagent:"+c.jamm,
@@ -278,7 +279,9 @@ func serverArgs(c *Cluster, n Node) []string {
 		// before the commit log replays, so a node killed with SIGKILL came back without its
 		// tables and answered INCOMPATIBLE_SCHEMA.
 		"-Dcassandra.skip_sync=true",
-		"-cp", n.ConfDir()+string(os.PathListSeparator)+filepath.Join(c.lib, "*"),
+		// The conf dir last: class-data sharing needs the archive's jar list as the prefix.
+		// No jar carries a cassandra-rackdc.properties or logback.xml that it could shadow.
+		"-cp", c.cp+string(os.PathListSeparator)+n.ConfDir(),
 		"org.apache.cassandra.service.CassandraDaemon",
 	)
 	return args

@@ -7,6 +7,12 @@
 // (default ~/.cache/shardmart), under a file lock. Java 17 and Maven must be on PATH; without
 // them every entry point returns ErrPrerequisite naming the apt-get command.
 //
+// Class-data sharing: EnsureCDS (`shardmart cassandra fetch`, else the first prepare) boots a
+// one-node training cluster on CDSTrainAddr once per machine and archives the classes the server
+// and nodetool load (cds.go) into cassandra-<version>/cds-<java>/; every later JVM maps it
+// (-Xshare:auto: a missing or stale archive costs speed only). SHARDMART_CASSANDRA_CDS=off
+// starts without it.
+//
 // Nodes: node i listens on BaseAddr+i with the standard ports (storage 7000, CQL 9042) and JMX
 // on 127.0.0.1:(7200 + last octet), one fixed token each, no bootstrap, small heaps, gossip
 // settle and ring delay cut (see config.go). Each JVM is its own process group with a pidfile;

@@ -25,19 +25,7 @@ func (c *Cluster) Nodetool(ctx context.Context, i int, args ...string) (string, 
 	if err := c.prepare(ctx); err != nil {
 		return "", err
 	}
-	jargs := []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
-	jargs = append(jargs, jvm17Options...)
-	jargs = append(jargs,
-		"-Dlogback.configurationFile="+filepath.Join(n.ConfDir(), "logback-tools.xml"),
-		"-Dcassandra.logdir="+n.LogDir(),
-		// nodetool keeps a history file under ~/.cassandra; keep it in the node's dir.
-		"-Duser.home="+n.Dir,
-		"-cp", filepath.Join(c.lib, "*"),
-		"org.apache.cassandra.tools.NodeTool",
-		"-h", "127.0.0.1", "-p", strconv.Itoa(n.JMXPort),
-	)
-	jargs = append(jargs, args...)
-	cmd := exec.CommandContext(ctx, "java", jargs...)
+	cmd := c.nodetoolCmd(ctx, n, args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -45,6 +33,24 @@ func (c *Cluster) Nodetool(ctx context.Context, i int, args ...string) (string, 
 			strings.TrimSpace(stderr.String()), lastLine(stdout.String()))
 	}
 	return stdout.String(), nil
+}
+
+// nodetoolCmd is the java command of `nodetool args` against node n.
+func (c *Cluster) nodetoolCmd(ctx context.Context, n Node, args []string) *exec.Cmd {
+	jargs := []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+	jargs = append(jargs, c.cdsArgs(c.cds.nodetool, "nodetool.lst")...)
+	jargs = append(jargs, jvm17Options...)
+	jargs = append(jargs,
+		"-Dlogback.configurationFile="+filepath.Join(n.ConfDir(), "logback-tools.xml"),
+		"-Dcassandra.logdir="+n.LogDir(),
+		// nodetool keeps a history file under ~/.cassandra; keep it in the node's dir.
+		"-Duser.home="+n.Dir,
+		"-cp", c.cp,
+		"org.apache.cassandra.tools.NodeTool",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(n.JMXPort),
+	)
+	jargs = append(jargs, args...)
+	return exec.CommandContext(ctx, "java", jargs...)
 }
 
 func lastLine(s string) string {

@@ -35,6 +35,10 @@ const (
 	// RobustnessTestAddr: internal/robustness, nemeses and recorded histories against 3 nodes
 	// (.151-.153).
 	RobustnessTestAddr = "127.0.0.151"
+	// CDSTrainAddr: the one-node training run that makes the class-data sharing archive
+	// (EnsureCDS), once per machine; CDSTestTrainAddr: this package's test of that run.
+	CDSTrainAddr     = "127.0.0.250"
+	CDSTestTrainAddr = "127.0.0.33"
 )
 
 // StartShared starts a cluster for a whole test binary, typically from TestMain, and returns
