@@ -49,7 +49,7 @@ func run(m *testing.M) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	start := time.Now()
 	c, stop, err := launcher.StartShared(ctx, launcher.Options{
-		Nodes: 3, BaseAddr: launcher.FaultTestAddr, Name: "shardmart-faulttest", HeapMB: 384, Logger: log, C1Only: true,
+		Nodes: 3, BaseAddr: launcher.FaultTestAddr, Name: "shardmart-faulttest", HeapMB: 384, Logger: log,
 		// A node SIGKILLed and restarted replays its commit log; on a 2-core machine shared with
 		// a dozen other JVMs (load average 50+) that took over the default 3 minutes.
 		BootTimeout: 6 * time.Minute,

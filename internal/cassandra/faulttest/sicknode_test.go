@@ -487,13 +487,18 @@ func lostWrites(t *testing.T, ctx context.Context, l *shopLoad) int {
 	query := func(stmt string, args ...any) *gocql.Iter {
 		return session.Query(stmt, args...).SetHostID(id).Consistency(gocql.All).IterContext(ctx)
 	}
-	var checks []func() (missing int, err error)
+	// Each check names what it reads, so that a failure says which writes were lost.
+	type readBack struct {
+		what  string
+		check func() (missing int, err error)
+	}
+	var checks []readBack
 	byUser := map[string][]cartLine{}
 	for _, line := range l.lines {
 		byUser[line.user] = append(byUser[line.user], line)
 	}
 	for user, lines := range byUser {
-		checks = append(checks, func() (int, error) {
+		checks = append(checks, readBack{"cart lines of " + user, func() (int, error) {
 			got := map[string]int64{}
 			iter := query(`SELECT product_id, quantity FROM `+keyspace+`.user_carts WHERE user_id = ?`, user)
 			var (
@@ -510,7 +515,7 @@ func lostWrites(t *testing.T, ctx context.Context, l *shopLoad) int {
 				}
 			}
 			return missing, iter.Close()
-		})
+		}})
 	}
 	type month struct {
 		user   string
@@ -522,7 +527,7 @@ func lostWrites(t *testing.T, ctx context.Context, l *shopLoad) int {
 		byMonth[m] = append(byMonth[m], e.OrderID)
 	}
 	for m, orders := range byMonth {
-		checks = append(checks, func() (int, error) {
+		checks = append(checks, readBack{fmt.Sprintf("history of %s in %d", m.user, m.bucket), func() (int, error) {
 			got := map[string]bool{}
 			iter := query(`SELECT order_id FROM `+keyspace+`.order_history WHERE user_id = ? AND bucket = ?`, m.user, m.bucket)
 			var orderID string
@@ -536,20 +541,21 @@ func lostWrites(t *testing.T, ctx context.Context, l *shopLoad) int {
 				}
 			}
 			return missing, iter.Close()
-		})
+		}})
 	}
 	for _, sid := range l.sessions {
-		checks = append(checks, func() (int, error) {
+		checks = append(checks, readBack{"session " + sid, func() (int, error) {
 			switch err := readOne(ctx, n1, gocql.All, `SELECT session_id FROM `+keyspace+`.sessions WHERE session_id = ?`, sid, sid); {
 			case errors.Is(err, errAbsent):
 				return 1, nil
 			default:
 				return 0, err
 			}
-		})
+		}})
 	}
 	var missing atomic.Int64
-	forEach(t, checks, func(check func() (int, error)) error {
+	forEach(t, checks, func(r readBack) error {
+		check := r.check
 		n, err := check()
 		// A read at ALL waits for every replica; a node just restarted on a starved machine
 		// (load 48: a 5-minute restart, then hints and compactions) let one pass the driver's
@@ -559,6 +565,9 @@ func lostWrites(t *testing.T, ctx context.Context, l *shopLoad) int {
 			n, err = check()
 		}
 		missing.Add(int64(n))
+		if n > 0 {
+			t.Logf("%d acknowledged writes missing at ALL: %s", n, r.what)
+		}
 		return err
 	})
 	return int(missing.Load())
