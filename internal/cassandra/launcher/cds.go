@@ -107,7 +107,7 @@ func ensureCDS(ctx context.Context, cacheDir, version, trainAddr string, retry b
 	}
 	_ = os.Remove(failed)
 	log.Info("making the cassandra class-data sharing archive (once per machine)", "dir", dir)
-	if err := trainCDS(ctx, cacheDir, version, trainAddr, lib, a, log); err != nil {
+	if err := trainCDS(ctx, cacheDir, version, trainAddr, a, log); err != nil {
 		if ctx.Err() == nil {
 			_ = os.WriteFile(failed, []byte(err.Error()+"\n"), 0o644)
 		}
@@ -120,7 +120,8 @@ func ensureCDS(ctx context.Context, cacheDir, version, trainAddr string, retry b
 }
 
 // trainCDS records the classes a node and nodetool load, then dumps and checks both archives.
-func trainCDS(ctx context.Context, cacheDir, version, addr, lib string, a cdsArchives, log *slog.Logger) error {
+// The dumps take the class path the training node ran with, as every later JVM does.
+func trainCDS(ctx context.Context, cacheDir, version, addr string, a cdsArchives, log *slog.Logger) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(a.server), "train-")
 	if err != nil {
 		return fmt.Errorf("cds training: %w", err)
@@ -155,15 +156,11 @@ func trainCDS(ctx context.Context, cacheDir, version, addr, lib string, a cdsArc
 	if err := c.StopNode(ctx, 0); err != nil {
 		return fmt.Errorf("cds training node: %w", err)
 	}
-	cp, err := jarClasspath(lib)
-	if err != nil {
-		return err
-	}
 	for _, d := range []struct{ list, archive, gc string }{
 		{filepath.Join(tmp, "server.lst"), a.server, "-XX:+UseG1GC"},
 		{filepath.Join(tmp, "nodetool.lst"), a.nodetool, "-XX:+UseSerialGC"},
 	} {
-		if err := dumpCDS(ctx, d.list, d.archive, d.gc, cp); err != nil {
+		if err := dumpCDS(ctx, d.list, d.archive, d.gc, c.cp); err != nil {
 			return err
 		}
 	}
