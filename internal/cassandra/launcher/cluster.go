@@ -431,6 +431,7 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 			return fmt.Errorf("node %d: %s:%d is already in use by another process (another cluster on this address? choose another base address or stop it)", i+1, host, port)
 		}
 	}
+	restart := n.HasData()
 	if err := writeNodeConfig(c, n); err != nil {
 		return err
 	}
@@ -457,7 +458,12 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	c.mu.Lock()
 	c.procs[i], c.logFrom[i] = p, from
 	c.mu.Unlock()
-	log.Info("cassandra node starting", "pid", p.PID, "jmx_port", n.JMXPort)
+	log.Info("cassandra node starting", "pid", p.PID, "jmx_port", n.JMXPort, "restart", restart)
+	if restart {
+		if err := c.openWhenPeersUp(ctx, n); err != nil {
+			return err
+		}
+	}
 	if err := c.waitCQL(ctx, n); err != nil {
 		return err
 	}

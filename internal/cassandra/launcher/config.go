@@ -45,6 +45,13 @@ func (n Node) LogDir() string  { return filepath.Join(n.Dir, "logs") }
 // SystemLog is the node's Cassandra log file.
 func (n Node) SystemLog() string { return filepath.Join(n.LogDir(), "system.log") }
 
+// HasData reports whether the node has booted before (its system keyspace is on disk): a
+// restart, which the launcher runs as production does (restart.go), not as a fresh ring's boot.
+func (n Node) HasData() bool {
+	_, err := os.Stat(filepath.Join(n.DataDir(), "data", "system"))
+	return err == nil
+}
+
 func (n Node) pidFile() string  { return filepath.Join(n.Dir, "cassandra.pid") }
 func (n Node) yamlPath() string { return filepath.Join(n.ConfDir(), "cassandra.yaml") }
 
@@ -134,7 +141,8 @@ listen_address: %s
 rpc_address: %s
 storage_port: %d
 native_transport_port: %d
-start_native_transport: true
+# Off on a restart: the launcher enables it once the node sees its peers up (restart.go).
+start_native_transport: %t
 data_file_directories:
   - %s
 commitlog_directory: %s
@@ -157,7 +165,7 @@ write_request_timeout: 5000ms
 read_request_timeout: 10000ms
 range_request_timeout: 10000ms
 request_timeout: 20000ms
-`, c.opts.Name, n.Token, seeds(c), n.Addr, n.Addr, StoragePort, CQLPort,
+`, c.opts.Name, n.Token, seeds(c), n.Addr, n.Addr, StoragePort, CQLPort, !n.HasData(),
 		filepath.Join(d, "data"), filepath.Join(d, "commitlog"), filepath.Join(d, "saved_caches"),
 		filepath.Join(d, "hints"), filepath.Join(d, "cdc_raw")) + paxosYAML(c) + securityYAML(c)
 }
@@ -256,6 +264,20 @@ func serverArgs(c *Cluster, n Node) []string {
 	}
 	args = append(args, c.cdsArgs(c.cds.server, "server.lst")...)
 	args = append(args, jvm17Options...)
+	if !n.HasData() {
+		args = append(args,
+			// Test-cluster speedups (ccm does the same), for the first boot of a fresh ring only:
+			// nothing to settle there. A node with data starts as in production: it waits for
+			// gossip to settle, so it knows its peers' state before it coordinates anything.
+			"-Dcassandra.skip_wait_for_gossip_to_settle=0",
+			// Not ccm's 1000: a non-seed node gives its first gossip with the seed (the shadow round)
+			// twice the ring delay and sends it again only every 5 s, so at 1 s a node starting on a
+			// loaded machine died with "Unable to gossip with any peers" before the seed's answer
+			// arrived. 5 s gives it 10 s and one resend; the round ends as soon as the seed answers,
+			// and with auto_bootstrap: false nothing else at start waits for the ring delay.
+			"-Dcassandra.ring_delay_ms=5000",
+		)
+	}
 	args = append(args,
 		"-javaagent:"+c.jamm,
 		"-Dcassandra.config=file://"+n.yamlPath(),
@@ -264,14 +286,6 @@ func serverArgs(c *Cluster, n Node) []string {
 		"-Dcassandra.logdir="+n.LogDir(),
 		"-Dlogback.configurationFile="+filepath.Join(n.ConfDir(), "logback.xml"),
 		fmt.Sprintf("-Dcassandra.jmx.local.port=%d", n.JMXPort),
-		// Test-cluster speedups (ccm does the same): nothing to settle on a fresh local ring.
-		"-Dcassandra.skip_wait_for_gossip_to_settle=0",
-		// Not ccm's 1000: a non-seed node gives its first gossip with the seed (the shadow round)
-		// twice the ring delay and sends it again only every 5 s, so at 1 s a node starting on a
-		// loaded machine died with "Unable to gossip with any peers" before the seed's answer
-		// arrived. 5 s gives it 10 s and one resend; the round ends as soon as the seed answers,
-		// and with auto_bootstrap: false nothing else at start waits for the ring delay.
-		"-Dcassandra.ring_delay_ms=5000",
 		"-Dcassandra.superuser_setup_delay_ms=0",
 		// No fsync: a SIGKILLed JVM still leaves its writes in the page cache; only a machine
 		// crash would lose them, which no test here simulates. Never -Dcassandra.unsafesystem:

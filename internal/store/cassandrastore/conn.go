@@ -45,16 +45,21 @@ func (cn Connection) Apply(c *gocql.ClusterConfig) error {
 type Levels struct {
 	Carts, History, Catalog gocql.Consistency // read what was acknowledged: a quorum
 	Sessions, Events        gocql.Consistency // availability first: one replica
-	Serial                  gocql.Consistency // lightweight transactions
+	// SessionWrites is the level a session is created, bound and revoked at: a quorum, so that a
+	// read at Sessions that misses a token is settled by a re-read at this level (read-your-writes
+	// across processes: W + R > RF), while a read that finds it stays at one replica.
+	SessionWrites gocql.Consistency
+	Serial        gocql.Consistency // lightweight transactions
 }
 
 // cas1 is the one table of levels, for a client without a local DC: carts and order history at
 // QUORUM so a read sees every acknowledged write and read repair runs on a mismatch; the
 // catalog read model at QUORUM too (it relies on read repair, which needs a read of more than
-// one replica); sessions and events at ONE (a lost click or a re-login is acceptable);
-// lightweight transactions at SERIAL.
+// one replica); sessions read and events at ONE (a lost click is acceptable); sessions written
+// at QUORUM, so a token is accepted on the next request by any process (a read at ONE that
+// misses it reads again at QUORUM); lightweight transactions at SERIAL.
 var cas1 = Levels{Carts: gocql.Quorum, History: gocql.Quorum, Catalog: gocql.Quorum,
-	Sessions: gocql.One, Events: gocql.One, Serial: gocql.Serial}
+	Sessions: gocql.One, SessionWrites: gocql.Quorum, Events: gocql.One, Serial: gocql.Serial}
 
 // LevelsFor are the levels of a client in localDC: with a local DC every level of cas1 takes
 // its LOCAL_ form, so a cut between DCs leaves each DC serving its own users (a quorum over
@@ -64,7 +69,7 @@ func LevelsFor(localDC string) Levels {
 	if localDC == "" {
 		return l
 	}
-	for _, c := range []*gocql.Consistency{&l.Carts, &l.History, &l.Catalog, &l.Sessions, &l.Events, &l.Serial} {
+	for _, c := range []*gocql.Consistency{&l.Carts, &l.History, &l.Catalog, &l.Sessions, &l.SessionWrites, &l.Events, &l.Serial} {
 		*c = localForm(*c)
 	}
 	return l

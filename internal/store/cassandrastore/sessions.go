@@ -13,8 +13,11 @@ import (
 	"github.com/shardmart/shardmart/internal/validation"
 )
 
-// Sessions implements session.Repository on the sessions table at consistency ONE (CAS-1).
-// Every write carries USING TTL = (expires_at - now), so Cassandra itself removes a session
+// Sessions implements session.Repository on the sessions table (CAS-1): a session is created
+// at QUORUM and read at ONE, and a read at ONE that does not find it reads again at QUORUM.
+// A token is then accepted on the next request by any process, whichever replica that request
+// reaches first (W + R > RF on the miss), while the common read, of a session that exists,
+// stays one replica's answer. A touch stays at ONE: losing one is harmless. Every write carries USING TTL = (expires_at - now), so Cassandra itself removes a session
 // when it expires; reads also compare expires_at with now, so an expired session is invisible
 // at once, to the millisecond, even during the last fraction of a second of its TTL.
 type Sessions struct {
@@ -68,7 +71,7 @@ func (r *Sessions) CreateSession(ctx context.Context, s session.Session) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	err = r.p.idempotent(ctx, r.s.Query(sessionInsert, s.ID, nullable(s.UserID), ts(s.CreatedAt), ts(s.LastActive), ts(s.ExpiresAt),
-		ipv, s.UserAgent, string(s.Status), data, ttlUntil(s.ExpiresAt, time.Now())).Consistency(r.p.levels().Sessions)).Exec()
+		ipv, s.UserAgent, string(s.Status), data, ttlUntil(s.ExpiresAt, time.Now())).Consistency(r.p.levels().SessionWrites)).Exec()
 	if err != nil {
 		return fmt.Errorf("insert session: %w", err)
 	}
@@ -105,7 +108,7 @@ func (r *Sessions) get(ctx context.Context, id string, now time.Time, cl gocql.C
 	var row sessionRow
 	err := r.p.idempotent(ctx, r.s.Query(sessionSelect, id).Consistency(cl)).Scan(row.dest()...)
 	if errors.Is(err, gocql.ErrNotFound) {
-		return session.Session{}, session.ErrNotFound
+		return session.Session{}, errNoRow
 	}
 	if err != nil {
 		return session.Session{}, fmt.Errorf("read session: %w", err)
@@ -124,8 +127,26 @@ func (r *Sessions) get(ctx context.Context, id string, now time.Time, cl gocql.C
 func (r *Sessions) GetSession(ctx context.Context, id string, now time.Time) (session.Session, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	return r.get(ctx, id, now, r.p.levels().Sessions)
+	return r.read(ctx, id, now)
 }
+
+// read is the session at ONE, or at QUORUM when the replica that answered has no row for it:
+// the create may not have reached that replica yet. A row found, expired or not, is the answer.
+func (r *Sessions) read(ctx context.Context, id string, now time.Time) (session.Session, error) {
+	l := r.p.levels()
+	s, err := r.get(ctx, id, now, l.Sessions)
+	if errors.Is(err, errNoRow) && l.SessionWrites != l.Sessions {
+		s, err = r.get(ctx, id, now, l.SessionWrites)
+	}
+	if errors.Is(err, errNoRow) {
+		return s, session.ErrNotFound
+	}
+	return s, err
+}
+
+// errNoRow is a session read that found no row at all (wraps session.ErrNotFound), as opposed to
+// a row past its expiry.
+var errNoRow = fmt.Errorf("%w: no row", session.ErrNotFound)
 
 // BindUser is a lightweight transaction: two logins racing on one anonymous session must not
 // both succeed. The condition on status keeps it from creating a row for a session that
@@ -134,11 +155,17 @@ func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Tim
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return casLoop(ctx, r.p, "bind session", func(ctx context.Context, a casAttempt) (session.Session, *casOp[session.Session], error) {
-		cl := r.p.levels().Sessions
+		var s session.Session
+		var err error
 		if a.n > 0 {
-			cl = a.cl // bound by someone meanwhile, or the outcome is unknown: read what Paxos holds
+			// Bound by someone meanwhile, or the outcome is unknown: read what Paxos holds.
+			s, err = r.get(ctx, id, now, a.cl)
+		} else {
+			s, err = r.read(ctx, id, now)
 		}
-		s, err := r.get(ctx, id, now, cl)
+		if errors.Is(err, errNoRow) {
+			err = session.ErrNotFound
+		}
 		if err != nil {
 			return s, nil, err
 		}
@@ -150,7 +177,7 @@ func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Tim
 			return s, nil, session.ErrBoundToOtherUser
 		}
 		q := r.s.Query(sessionBindUser, ttlUntil(s.ExpiresAt, time.Now()), userID, id, string(s.Status)).
-			WithContext(ctx).Consistency(r.p.levels().Sessions).SerialConsistency(r.p.levels().Serial)
+			WithContext(ctx).Consistency(r.p.levels().SessionWrites).SerialConsistency(r.p.levels().Serial)
 		return s, &casOp[session.Session]{query: q, applied: func() session.Session {
 			s.UserID = userID
 			return s
@@ -165,7 +192,7 @@ func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
 	defer cancel()
 	s, err := r.get(ctx, id, now, r.p.levels().Sessions)
 	if errors.Is(err, session.ErrNotFound) {
-		return nil
+		return nil // not on this replica yet, or gone: the touch is not worth a quorum read
 	}
 	if err != nil {
 		return err
@@ -179,7 +206,8 @@ func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
 
 // Revoke deletes the session at ALL: sessions are read at ONE, and only a delete every replica
 // has taken guarantees no read still finds the token. With a replica down it falls back to
-// QUORUM (hints deliver the rest), and says so in the returned error only if that fails too.
+// QUORUM (hints deliver the rest; until then a read at ONE of that replica may still find the
+// token), and says so in the returned error only if that fails too.
 func (r *Sessions) Revoke(ctx context.Context, id string) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
@@ -188,7 +216,7 @@ func (r *Sessions) Revoke(ctx context.Context, id string) error {
 	if err == nil {
 		return nil
 	}
-	if err := r.p.idempotent(ctx, r.s.Query(q, id).Consistency(r.p.levels().quorum())).Exec(); err != nil {
+	if err := r.p.idempotent(ctx, r.s.Query(q, id).Consistency(r.p.levels().SessionWrites)).Exec(); err != nil {
 		return fmt.Errorf("revoke session: %w", err)
 	}
 	return nil

@@ -1,0 +1,774 @@
+package faulttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/serverproc"
+	"github.com/shardmart/shardmart/internal/shop"
+)
+
+// The shop as users meet it, on the 3-node cluster (RF 3): two shop processes (two shop
+// instances, each with its own driver session, as two `serve` processes have) with carts,
+// sessions, events, order history and the catalog read model on Cassandra and orders on one
+// embedded store, serving the real HTTP API. Guests start a session through one process and
+// edit their cart through the other at once (the cart answer prices its lines from the catalog
+// on Cassandra), post a click, and buyers order; every request's start, end and answer is
+// recorded, and the assertions read that record.
+
+// shopPlacement puts every family Cassandra can hold on it.
+const shopPlacement = "carts=cassandra,sessions=cassandra,events=cassandra,history=cassandra,catalog=cassandra"
+
+const (
+	shopZone     = "eu"
+	shopProducts = 20
+	shopBuyers   = 6
+	// shopPace is each client's time per iteration: a session, a cart edit, a click and an
+	// order step, through both processes.
+	shopPace = 150 * time.Millisecond
+	// sessionTokens is how many tokens the cross-process session test issues, and logs in.
+	sessionTokens = 1000
+)
+
+// Request kinds of the shop's load, as reported.
+const (
+	reqSession = "session create"
+	reqCart    = "cart put"
+	reqEvent   = "event"
+	reqOrder   = "order"
+)
+
+var reqKinds = []string{reqSession, reqCart, reqEvent, reqOrder}
+
+// shopProc is one shop process: its services and its HTTP API.
+type shopProc struct {
+	name   string
+	sh     *shop.Shop
+	base   string
+	http   *http.Client
+	causes *serverproc.Output // the API's error log: the cause of every 5xx
+}
+
+// shopPair is the two processes of one shop and the products they sell.
+type shopPair struct {
+	a, b     *shopProc
+	products []string
+}
+
+// openShopPair opens two shop processes on one embedded order store, creates the products
+// and projects them into the catalog on Cassandra, so a cart answer prices its lines there.
+func openShopPair(t *testing.T, ctx context.Context) *shopPair {
+	t.Helper()
+	account.HashCost = bcrypt.MinCost
+	pl, err := placement.Parse(shopPlacement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "orders.db")
+	open := func(name string) *shopProc {
+		sh, err := shop.Open(ctx, shop.Config{Placement: pl, Logger: slog.New(slog.DiscardHandler), Backends: placement.Options{
+			SQLitePath: db, CassandraHosts: cluster.Hosts(), CassandraKeyspace: keyspace}})
+		if err != nil {
+			t.Fatalf("shop %s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = sh.Close() })
+		causes := &serverproc.Output{}
+		apiLog := slog.New(slog.NewTextHandler(causes, &slog.HandlerOptions{Level: slog.LevelError}))
+		srv := httptest.NewServer(httpapi.New(httpapi.Deps{Services: sh.API(), AdminToken: "x", Logger: apiLog}))
+		t.Cleanup(srv.Close)
+		// A client waits longer than any fault: what is measured is the server's answer.
+		return &shopProc{name: name, sh: sh, base: srv.URL, causes: causes,
+			http: &http.Client{Timeout: opTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	}
+	p := &shopPair{a: open("A"), b: open("B")}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i := range shopProducts {
+		pr := catalog.Product{ID: fmt.Sprintf("shop-%d-%d", now.UnixNano(), i), Name: fmt.Sprintf("product %d", i), Category: "faulttest",
+			Price: money.Amount(100 * (i + 1)), Stock: map[string]int64{shopZone: 1_000_000}, CreatedAt: now, UpdatedAt: now}
+		if err := p.a.sh.Stores.Products.CreateProduct(ctx, pr); err != nil {
+			t.Fatal(err)
+		}
+		p.products = append(p.products, pr.ID)
+	}
+	if _, err := p.a.sh.Projector.Drain(ctx); err != nil {
+		t.Fatalf("project the catalog: %v", err)
+	}
+	// Order history reaches Cassandra through the projector, as in serve.
+	bg, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.a.sh.Projector.Run(bg, 200*time.Millisecond); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+	return p
+}
+
+// reply is one HTTP request as the client saw it.
+type reply struct {
+	kind       string
+	via        string
+	path       string
+	start, end time.Time
+	status     int    // 0: no answer
+	err        string // transport error
+	problem    string // the problem's type and detail
+	retryAfter string
+	requestID  string
+}
+
+func (r reply) ok() bool { return r.status >= 200 && r.status < 300 }
+
+// retryable is an answer a client retries as it is: 503 (with Retry-After) or 504, or no
+// answer at all.
+func (r reply) retryable() bool {
+	return r.status == 0 || r.status == http.StatusServiceUnavailable || r.status == http.StatusGatewayTimeout
+}
+
+func (r reply) String() string {
+	s := fmt.Sprintf("%s %s via %s at %s: %d", r.kind, r.path, r.via, r.start.Format("15:04:05.000"), r.status)
+	if r.err != "" {
+		s += " " + r.err
+	}
+	if r.problem != "" {
+		s += " " + r.problem
+	}
+	if r.requestID != "" {
+		s += " (request " + r.requestID + ")"
+	}
+	return s
+}
+
+// shopRecord is the record of one run.
+type shopRecord struct {
+	mu      sync.Mutex
+	replies []reply
+	lines   []ackedLine  // acknowledged guest cart lines
+	orders  []ackedOrder // acknowledged orders
+	issued  int          // sessions issued and used
+}
+
+type ackedLine struct {
+	token, product string
+	quantity       int64
+}
+
+type ackedOrder struct {
+	buyer *buyer
+	id    string
+}
+
+func (rec *shopRecord) add(r reply) {
+	rec.mu.Lock()
+	rec.replies = append(rec.replies, r)
+	rec.mu.Unlock()
+}
+
+func (rec *shopRecord) all() []reply {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.Clone(rec.replies)
+}
+
+// call sends one request through p; kind "" is not recorded (setup and checks).
+func (p *shopProc) call(ctx context.Context, rec *shopRecord, kind, method, path, token string, body any, hdr ...string) (reply, []byte) {
+	r := reply{kind: kind, via: p.name, path: method + " " + path}
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.base+path, rd)
+	if err != nil {
+		panic(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	r.start = time.Now()
+	resp, err := p.http.Do(req)
+	var out []byte
+	if err == nil {
+		out, err = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		r.status, r.retryAfter, r.requestID = resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("X-Request-Id")
+	}
+	r.end = time.Now()
+	if err != nil {
+		r.err = err.Error()
+	}
+	if r.status >= 400 {
+		var pr struct{ Type, Detail string }
+		_ = json.Unmarshal(out, &pr)
+		r.problem = pr.Type[strings.LastIndexByte(pr.Type, '/')+1:] + ": " + pr.Detail
+	}
+	if kind != "" && rec != nil {
+		rec.add(r)
+	}
+	return r, out
+}
+
+// untilAnswered repeats a request the shop answered "retry" (503, 504, no answer) until it
+// answers anything else or the load stops, as a client honouring Retry-After does (the wait
+// is shortened: the record is what is asserted, not the client's patience).
+func untilAnswered(ctx context.Context, do func() (reply, []byte)) (reply, []byte) {
+	for {
+		r, b := do()
+		if !r.retryable() || ctx.Err() != nil {
+			return r, b
+		}
+		if serverproc.Sleep(ctx, 100*time.Millisecond) != nil {
+			return r, b
+		}
+	}
+}
+
+// startToken issues a session through p.
+func (p *shopProc) startToken(ctx context.Context, rec *shopRecord) (string, reply) {
+	r, b := untilAnswered(ctx, func() (reply, []byte) { return p.call(ctx, rec, reqSession, "POST", "/v1/sessions", "", nil) })
+	if r.status != http.StatusCreated {
+		return "", r
+	}
+	var v struct{ Token string }
+	_ = json.Unmarshal(b, &v)
+	return v.Token, r
+}
+
+// putLine puts quantity of product in the token's cart through p and checks that the answer
+// prices it (the catalog read on Cassandra).
+func (p *shopProc) putLine(ctx context.Context, rec *shopRecord, token, product string, quantity int64) (reply, error) {
+	r, b := untilAnswered(ctx, func() (reply, []byte) {
+		return p.call(ctx, rec, reqCart, "PUT", "/v1/cart/items/"+url.PathEscape(product), token, map[string]int64{"quantity": quantity})
+	})
+	if !r.ok() {
+		return r, nil
+	}
+	var v struct {
+		Items []struct {
+			ProductID string `json:"product_id"`
+			Quantity  int64
+			Available bool
+		}
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return r, err
+	}
+	for _, it := range v.Items {
+		if it.ProductID == product && it.Quantity == quantity && it.Available {
+			return r, nil
+		}
+	}
+	return r, fmt.Errorf("cart answer %s does not price %d of %s", b, quantity, product)
+}
+
+// buyer is a registered user who orders through one process.
+type buyer struct {
+	via     *shopProc
+	token   string
+	seq     int
+	pending string // an order's Idempotency-Key whose outcome is unknown
+	placed  []string
+}
+
+func register(ctx context.Context, p *shopProc, email string) (string, error) {
+	tok, r := p.startToken(ctx, nil)
+	if tok == "" {
+		return "", fmt.Errorf("start session: %s", r)
+	}
+	cred := map[string]string{"email": email, "password": "faulttest-password"}
+	if r, b := p.call(ctx, nil, "", "POST", "/v1/users", tok, cred); r.status != http.StatusCreated {
+		return "", fmt.Errorf("register: %s %s", r, b)
+	}
+	r, b := p.call(ctx, nil, "", "POST", "/v1/login", tok, cred)
+	if r.status != http.StatusOK {
+		return "", fmt.Errorf("login: %s %s", r, b)
+	}
+	var v struct{ Token string }
+	_ = json.Unmarshal(b, &v)
+	return v.Token, nil
+}
+
+// step is one order of the buyer: a line in the cart, then the order, retried under its key
+// while the outcome is unknown.
+func (u *buyer) step(ctx context.Context, rec *shopRecord, product string) error {
+	if u.pending == "" {
+		if r, err := u.via.putLine(ctx, rec, u.token, product, 1); err != nil || !r.ok() {
+			return err
+		}
+		u.seq++
+		u.pending = fmt.Sprintf("order-%d-%d", time.Now().UnixNano(), u.seq)
+	}
+	r, b := u.via.call(ctx, rec, reqOrder, "POST", "/v1/orders", u.token, map[string]string{"zone": shopZone}, "Idempotency-Key", u.pending)
+	switch {
+	case r.ok():
+		var o struct{ ID string }
+		_ = json.Unmarshal(b, &o)
+		rec.mu.Lock()
+		rec.orders = append(rec.orders, ackedOrder{buyer: u, id: o.ID})
+		rec.mu.Unlock()
+		u.pending = ""
+	case r.retryable() || r.status == http.StatusConflict && strings.HasPrefix(r.problem, "checkout-in-progress"):
+		// Unknown outcome: the next step retries the same key.
+	default:
+		u.pending = ""
+	}
+	return nil
+}
+
+// shopLoadRun is the load of one run: guests across the two processes, buyers on one each.
+type shopLoadRun struct {
+	pair   *shopPair
+	rec    shopRecord
+	buyers []*buyer
+	mu     sync.Mutex
+	bad    []string // wrong answers (a cart not priced): failures whatever the fault
+}
+
+func startShopLoad(t *testing.T, ctx context.Context, pair *shopPair) (*shopLoadRun, func()) {
+	t.Helper()
+	l := &shopLoadRun{pair: pair}
+	for i := range shopBuyers {
+		via := pair.a
+		if i%2 == 1 {
+			via = pair.b
+		}
+		tok, err := register(ctx, via, fmt.Sprintf("buyer-%d-%d@example.com", time.Now().UnixNano(), i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.buyers = append(l.buyers, &buyer{via: via, token: tok})
+	}
+	loadCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for c := range shopBuyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.client(loadCtx, c)
+		}()
+	}
+	return l, func() { stop(); wg.Wait() }
+}
+
+func (l *shopLoadRun) wrong(format string, args ...any) {
+	l.mu.Lock()
+	l.bad = append(l.bad, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+func (l *shopLoadRun) client(ctx context.Context, c int) {
+	tick := time.NewTicker(shopPace)
+	defer tick.Stop()
+	u := l.buyers[c]
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		// A guest's session is issued by one process and used at once by the other.
+		issuer, user := l.pair.a, l.pair.b
+		if (c+i)%2 == 1 {
+			issuer, user = user, issuer
+		}
+		product := l.pair.products[(c*7+i)%len(l.pair.products)]
+		if tok, _ := issuer.startToken(ctx, &l.rec); tok != "" {
+			quantity := int64(i%5 + 1)
+			r, err := user.putLine(ctx, &l.rec, tok, product, quantity)
+			switch {
+			case err != nil:
+				l.wrong("%s: %v", r, err)
+			case r.ok():
+				l.rec.mu.Lock()
+				l.rec.lines = append(l.rec.lines, ackedLine{token: tok, product: product, quantity: quantity})
+				l.rec.issued++
+				l.rec.mu.Unlock()
+			}
+			untilAnswered(ctx, func() (reply, []byte) {
+				return user.call(ctx, &l.rec, reqEvent, "POST", "/v1/events", tok, map[string]string{"type": "click", "product_id": product})
+			})
+		}
+		if err := u.step(ctx, &l.rec, product); err != nil {
+			l.wrong("buyer %d: %v", c, err)
+		}
+	}
+}
+
+// longestGap is the longest time within [from, to] in which no request of kind was answered
+// 2xx, counting from `from` to the first such answer and from the last to `to`.
+func longestReplyGap(rs []reply, kind string, from, to time.Time) (time.Duration, time.Time) {
+	var acks []time.Time
+	for _, r := range rs {
+		if r.kind == kind && r.ok() && !r.end.Before(from) && !r.end.After(to) {
+			acks = append(acks, r.end)
+		}
+	}
+	slices.SortFunc(acks, func(a, b time.Time) int { return a.Compare(b) })
+	prev, worst, at := from, time.Duration(0), from
+	for _, a := range append(acks, to) {
+		if g := a.Sub(prev); g > worst {
+			worst, at = g, prev
+		}
+		prev = a
+	}
+	return worst, at
+}
+
+// shopFault is a sequence of faults; run returns once the cluster is back to every node
+// answering (the test then waits for the ring and the driver).
+type shopFault struct {
+	name string
+	run  func(t *testing.T, ctx context.Context) error
+}
+
+// runShopFault runs the shop's load through warm-up, the fault sequence, the settling of the
+// cluster and a cool-down, then asserts: no 500 at any time; no fresh token refused; no
+// request kind without a 2xx answer for more than maxStall; every request started after the
+// cluster settled answered 2xx; every acknowledged cart line and order read back through the
+// API.
+func runShopFault(t *testing.T, f shopFault) {
+	ctx := start(t)
+	pair := openShopPair(t, ctx)
+	load, stopLoad := startShopLoad(t, ctx, pair)
+	defer stopLoad()
+	if err := sleepCtx(ctx, warmup); err != nil {
+		t.Fatal(err)
+	}
+	faultAt := time.Now()
+	if err := f.run(t, ctx); err != nil {
+		logRingViews(t)
+		t.Fatalf("%s: %v", f.name, err)
+	}
+	healedAt := time.Now()
+	if err := cluster.WaitConverged(ctx); err != nil {
+		logRingViews(t)
+		t.Fatalf("%s: the ring did not converge: %v", f.name, err)
+	}
+	for i := range cluster.Nodes() {
+		if err := waitDriverUp(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settledAt := time.Now()
+	if err := sleepCtx(ctx, cooldown); err != nil {
+		t.Fatal(err)
+	}
+	stopLoad()
+	endAt := time.Now()
+
+	rs := load.rec.all()
+	var fivehundreds, refused, unsettled []reply
+	retried := map[int]int{}
+	for _, r := range rs {
+		switch {
+		case r.status >= 500 && !r.retryable():
+			fivehundreds = append(fivehundreds, r)
+		case r.status == http.StatusUnauthorized:
+			refused = append(refused, r)
+		}
+		if r.retryable() {
+			retried[r.status]++
+		}
+		if !r.ok() && r.start.After(settledAt) {
+			unsettled = append(unsettled, r)
+		}
+	}
+	report := func(what string, list []reply) {
+		t.Helper()
+		if len(list) == 0 {
+			return
+		}
+		var lines []string
+		for _, r := range list[:min(len(list), 5)] {
+			lines = append(lines, r.String())
+		}
+		t.Errorf("%s: %d %s, first:\n  %s", f.name, len(list), what, strings.Join(lines, "\n  "))
+	}
+	report("answers 5xx other than 503/504", fivehundreds)
+	if len(fivehundreds) > 0 {
+		t.Logf("the API's logged causes:\n%s", pair.a.causes.String()+pair.b.causes.String())
+	}
+	report("requests refused 401 (a session not found)", refused)
+	report("requests failed after the cluster settled", unsettled)
+	for _, w := range load.bad[:min(len(load.bad), 5)] {
+		t.Errorf("%s: wrong answer: %s", f.name, w)
+	}
+	var gaps []string
+	for _, k := range reqKinds {
+		g, at := longestReplyGap(rs, k, faultAt, endAt)
+		if g > maxStall {
+			t.Errorf("%s: no %s answered 2xx for %s from %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), at.Format("15:04:05.000"), maxStall)
+		}
+		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
+	}
+	t.Logf("%s: faults %s, settled %s after; %d requests, retry answers %v; %d sessions issued and used at once through the other process; longest stall: %s; load %s",
+		f.name, healedAt.Sub(faultAt).Round(100*time.Millisecond), settledAt.Sub(healedAt).Round(100*time.Millisecond),
+		len(rs), retried, load.rec.issued, strings.Join(gaps, ", "), loadavg())
+	lost := shopLost(t, ctx, load)
+	t.Logf("%s: %d cart lines and %d orders acknowledged; %d lost", f.name, len(load.rec.lines), len(load.rec.orders), lost)
+	if lost > 0 {
+		t.Errorf("%s: %d acknowledged writes not read back", f.name, lost)
+	}
+}
+
+// shopLost reads every acknowledged cart line (GET /v1/cart with its token, through process
+// A) and every acknowledged order (in its buyer's history once the projector has caught up)
+// back through the API, and counts those missing.
+func shopLost(t *testing.T, ctx context.Context, l *shopLoadRun) int {
+	t.Helper()
+	lost := 0
+	for _, line := range l.rec.lines {
+		r, b := untilAnswered(ctx, func() (reply, []byte) { return l.pair.a.call(ctx, nil, "", "GET", "/v1/cart", line.token, nil) })
+		var v struct {
+			Items []struct {
+				ProductID string `json:"product_id"`
+				Quantity  int64
+			}
+		}
+		_ = json.Unmarshal(b, &v)
+		if !r.ok() || !slices.ContainsFunc(v.Items, func(it struct {
+			ProductID string `json:"product_id"`
+			Quantity  int64
+		}) bool {
+			return it.ProductID == line.product && it.Quantity == line.quantity
+		}) {
+			lost++
+			if lost <= 5 {
+				t.Logf("lost cart line %s x%d: %s %s", line.product, line.quantity, r, b)
+			}
+		}
+	}
+	if _, err := l.pair.a.sh.Projector.Drain(ctx); err != nil {
+		t.Errorf("drain the outbox: %v", err)
+	}
+	for _, u := range l.buyers {
+		seen := map[string]bool{}
+		for cursor := ""; ; {
+			path := "/v1/orders?limit=100"
+			if cursor != "" {
+				path += "&cursor=" + url.QueryEscape(cursor)
+			}
+			r, b := untilAnswered(ctx, func() (reply, []byte) { return u.via.call(ctx, nil, "", "GET", path, u.token, nil) })
+			if !r.ok() {
+				t.Errorf("list orders: %s %s", r, b)
+				break
+			}
+			var page struct {
+				Items []struct{ ID string }
+				Next  string `json:"next_cursor"`
+			}
+			_ = json.Unmarshal(b, &page)
+			for _, o := range page.Items {
+				seen[o.ID] = true
+			}
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		for _, o := range l.rec.orders {
+			if o.buyer == u && !seen[o.id] {
+				lost++
+				t.Logf("order %s acknowledged, not in its buyer's history", o.id)
+			}
+		}
+	}
+	return lost
+}
+
+// cqlListening and peerUp are the lines of a node's system.log that say when it opened its
+// native port and when it saw a peer come up.
+var (
+	cqlListening = regexp.MustCompile(`^\S+\s+\[[^\]]*\] (\S+ \S+) .*Starting listening for CQL clients`)
+	peerUp       = regexp.MustCompile(`^\S+\s+\[[^\]]*\] (\S+ \S+) .*InetAddress /([0-9.]+):\d+ is now UP`)
+)
+
+// restartChecked restarts node i and checks, from its log, that it opened its native port
+// only after it had seen every other node up: no client could reach it before its peers were
+// up in its own view.
+func restartChecked(t *testing.T, ctx context.Context, i int) error {
+	t.Helper()
+	n := cluster.Nodes()[i]
+	from := serverproc.LogSize(n.SystemLog())
+	if err := cluster.StartNode(ctx, i); err != nil {
+		return err
+	}
+	f, err := os.Open(n.SystemLog())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return err
+	}
+	up := map[string]string{}
+	listening := ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if m := peerUp.FindStringSubmatch(sc.Text()); m != nil && listening == "" {
+			up[m[2]] = m[1]
+		}
+		if m := cqlListening.FindStringSubmatch(sc.Text()); m != nil && listening == "" {
+			listening = m[1]
+		}
+	}
+	if listening == "" {
+		return fmt.Errorf("node %d: no \"Starting listening for CQL clients\" in its log since the restart", i+1)
+	}
+	for j, m := range cluster.Nodes() {
+		if j == i {
+			continue
+		}
+		if up[m.Addr] == "" {
+			t.Errorf("node %d opened its native port at %s before it saw node %d (%s) up", i+1, listening, j+1, m.Addr)
+		}
+	}
+	t.Logf("node %d restarted: peers up at %v, native port open at %s", i+1, up, listening)
+	return nil
+}
+
+// TestShopSurvivesKillRestartAndFreeze: node 2 is SIGKILLed while it coordinates requests,
+// restarted, and as soon as every node sees it UN again node 3 is frozen (SIGSTOP) for 15 s.
+func TestShopSurvivesKillRestartAndFreeze(t *testing.T) {
+	runShopFault(t, shopFault{name: "kill, restart, freeze another", run: func(t *testing.T, ctx context.Context) error {
+		if err := cluster.KillNode(ctx, n2); err != nil {
+			return err
+		}
+		t.Cleanup(func() { _ = cluster.ResumeNode(n3) })
+		// Down long enough for the others to see it down: its hints build up.
+		if err := sleepCtx(ctx, 5*time.Second); err != nil {
+			return err
+		}
+		if err := restartChecked(t, ctx, n2); err != nil {
+			return err
+		}
+		if err := cluster.WaitConverged(ctx); err != nil {
+			return err
+		}
+		if err := cluster.PauseNode(n3); err != nil {
+			return err
+		}
+		if err := sleepCtx(ctx, faultHold); err != nil {
+			return err
+		}
+		return cluster.ResumeNode(n3)
+	}})
+}
+
+// TestShopSurvivesRollingRestart restarts the three nodes one by one (SIGTERM: Cassandra
+// drains and tells its peers), each once the ring sees the previous one UN again.
+func TestShopSurvivesRollingRestart(t *testing.T) {
+	runShopFault(t, shopFault{name: "rolling restart", run: func(t *testing.T, ctx context.Context) error {
+		for _, i := range []int{n1, n2, n3} {
+			if err := cluster.StopNode(ctx, i); err != nil {
+				return err
+			}
+			if err := restartChecked(t, ctx, i); err != nil {
+				return err
+			}
+			if err := cluster.WaitConverged(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+}
+
+// TestSessionTokensWorkAcrossProcesses: a token issued through one process is accepted by the
+// other on the very next request, sessionTokens times in parallel; the same for the token a
+// login hands out (the guest's is revoked, the new one must work at once).
+func TestSessionTokensWorkAcrossProcesses(t *testing.T) {
+	ctx := start(t)
+	pair := openShopPair(t, ctx)
+	product := pair.products[0]
+	var mu sync.Mutex
+	var refused, failed []string
+	count := func(list *[]string, s string) {
+		mu.Lock()
+		*list = append(*list, s)
+		mu.Unlock()
+	}
+	parallel := func(n int, fn func(i int)) {
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				fn(i)
+			}()
+		}
+		wg.Wait()
+	}
+	use := func(via *shopProc, tok, what string) {
+		r, err := via.putLine(ctx, nil, tok, product, 1)
+		switch {
+		case r.status == http.StatusUnauthorized:
+			count(&refused, what+": "+r.String())
+		case err != nil || !r.ok():
+			count(&failed, fmt.Sprintf("%s: %s %v", what, r, err))
+		}
+	}
+	issued := time.Now()
+	parallel(sessionTokens, func(i int) {
+		tok, r := pair.a.startToken(ctx, nil)
+		if tok == "" {
+			count(&failed, "issue: "+r.String())
+			return
+		}
+		use(pair.b, tok, "fresh token")
+	})
+	t.Logf("%d tokens issued through A and used at once through B in %s: %d refused, %d failed otherwise; load %s",
+		sessionTokens, time.Since(issued).Round(100*time.Millisecond), len(refused), len(failed), loadavg())
+	loginsAt := time.Now()
+	stamp := time.Now().UnixNano()
+	parallel(sessionTokens, func(i int) {
+		tok, err := register(ctx, pair.a, fmt.Sprintf("rotate-%d-%d@example.com", stamp, i))
+		if err != nil {
+			if strings.Contains(err.Error(), ": 401") {
+				count(&refused, "register or login through the issuing process: "+err.Error())
+			} else {
+				count(&failed, err.Error())
+			}
+			return
+		}
+		use(pair.b, tok, "token from a login")
+	})
+	t.Logf("%d logins through A, each new token used at once through B, in %s; load %s",
+		sessionTokens, time.Since(loginsAt).Round(100*time.Millisecond), loadavg())
+	for _, list := range []struct {
+		what string
+		l    []string
+	}{{"refused (401)", refused}, {"failed", failed}} {
+		if len(list.l) > 0 {
+			t.Errorf("%d requests %s, first: %s", len(list.l), list.what, strings.Join(list.l[:min(5, len(list.l))], "; "))
+		}
+	}
+}
