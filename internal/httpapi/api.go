@@ -325,7 +325,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, label string, err 
 	}
 	p, internal := toProblem(err)
 	if internal {
-		s.log.Error("request failed", "route", label, "request_id", requestID(r.Context()), "err", err)
+		// The status is logged: a 503's cause (store.ErrUnavailable) is logged at this level
+		// too, and without it a fault run's 503s read as 500s.
+		s.log.Error("request failed", "route", label, "status", p.Status, "request_id", requestID(r.Context()), "err", err)
 	}
 	writeProblem(w, r, p)
 }

@@ -59,6 +59,13 @@ func newEnvWith(tb testing.TB, edit func(*Deps)) *env {
 // newEnvOpts is newEnvWith with the stores opened with o (its SQLitePath is set here).
 func newEnvOpts(tb testing.TB, o placement.Options, edit func(*Deps)) *env {
 	tb.Helper()
+	return newEnvStores(tb, o, nil, edit)
+}
+
+// newEnvStores is newEnvOpts with the opened stores replaced by what stores makes of them
+// before the services are wired (nil: as opened).
+func newEnvStores(tb testing.TB, o placement.Options, stores func(*placement.Stores) *placement.Stores, edit func(*Deps)) *env {
+	tb.Helper()
 	ctx := context.Background()
 	o.SQLitePath = filepath.Join(tb.TempDir(), "shardmart.db")
 	s, err := placement.Open(ctx, placement.Embedded(), o)
@@ -66,6 +73,9 @@ func newEnvOpts(tb testing.TB, o placement.Options, edit func(*Deps)) *env {
 		tb.Fatalf("open stores: %v", err)
 	}
 	tb.Cleanup(func() { _ = s.Close() })
+	if stores != nil {
+		s = stores(s)
+	}
 	logger := slog.New(slog.DiscardHandler)
 	d, projector := wire(s, testAdminToken, logger)
 	d.Ready = func(context.Context) error { return nil }

@@ -101,9 +101,9 @@ func toProblem(err error) (p *Problem, internal bool) {
 		return problem(http.StatusBadRequest, "validation", "Invalid request", detail, fields...), false
 	}
 	// A backend's transient state (a failover, an election, an outcome the store could not learn,
-	// a quorum not reached in time) is retried by the client, not reported as a server fault.
-	var transient interface{ Unavailable() bool }
-	if errors.Is(err, store.ErrUnavailable) || errors.As(err, &transient) && transient.Unavailable() {
+	// a quorum not reached in time, a store timeout) is retried by the client, not reported as a
+	// server fault. Placement makes every such error a store.UnavailableError (placement.transient).
+	if errors.Is(err, store.ErrUnavailable) {
 		return unavailable(err), true
 	}
 	switch {
@@ -157,13 +157,15 @@ func toProblem(err error) (p *Problem, internal bool) {
 }
 
 // unavailable answers a backend's transient state (a failover, an election, a write concern
-// timeout): 503 with Retry-After in whole seconds, at least one. The request may be retried as
-// it is; an order's retry with the same Idempotency-Key never places a second order.
+// timeout): 503 with Retry-After in whole seconds, at least one. The detail names the family,
+// the backend and the state with its level ("carts on cassandra: write at QUORUM timed out
+// ..."). The request may be retried as it is; an order's retry with the same Idempotency-Key
+// never places a second order.
 func unavailable(err error) *Problem {
 	reason, wait := "the store could not complete the request", time.Second
 	var ue *store.UnavailableError
 	if errors.As(err, &ue) {
-		reason, wait = ue.Reason, max(ue.RetryAfter, time.Second)
+		reason, wait = ue.Describe(), max(ue.RetryAfter, time.Second)
 	}
 	secs := strconv.Itoa(int(math.Ceil(wait.Seconds())))
 	p := problem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",

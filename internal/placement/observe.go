@@ -24,17 +24,14 @@ import (
 // serves it, so one dashboard compares backends (TestObservedOpNames holds every decorator to
 // that rule against its interface's method list).
 
-// observe wraps every repository in a decorator that passes each error through the serving
-// backend's Unavailable (when it has one: its transient states become store.ErrUnavailable)
-// and reports the call to f (when set), labelled with the backend cfg assigns to its family.
-// Called once, from Open.
-func (s *Stores) observe(cfg Config, o Options, opened map[string]backend) {
+// Decorate wraps every repository in s in a decorator that reads each failed call's error
+// (transient, below) and reports the call to o.Observe (when set), labelled with the backend
+// cfg assigns to its family. Open calls it once on the repositories it opened; a test may call
+// it on repositories of its own, to see a backend's error exactly as the API does.
+func (s *Stores) Decorate(cfg Config, o Options) {
 	at := func(fam Family) timer {
-		t := timer{backend: cfg[fam], observe: o.Observe, tracer: o.Tracer, outcome: o.Outcome}
-		if u, ok := opened[cfg[fam]].(unavailableMapper); ok {
-			t.unavailable = u.Unavailable
-		}
-		return t
+		return timer{backend: cfg[fam], observe: o.Observe, tracer: o.Tracer, outcome: o.Outcome,
+			unavailable: unavailable[cfg[fam]]}
 	}
 	s.Orders = observedOrders{s.Orders, at(Orders)}
 	s.ProductSource = observedSource{sourceOf(s.Products), at(Orders)}
@@ -54,21 +51,14 @@ func (s *Stores) observe(cfg Config, o Options, opened map[string]backend) {
 	}
 }
 
-// unavailableMapper is a backend that tells its transient states (a failover, an election, a
-// node cut off) from other errors: Unavailable wraps them in store.ErrUnavailable, so the API
-// answers 503 with Retry-After, and returns any other error as it is.
-type unavailableMapper interface {
-	Unavailable(err error) error
-}
-
 // timer finishes one call. done is deferred with its start evaluated at the defer statement,
-// `defer t.done(op, time.Now(), &err, sp)`, which needs no closure per call; it may replace the
-// call's error (the named result) with the backend's reading of it.
+// `defer t.done(ctx, op, time.Now(), &err, sp)`, which needs no closure per call; it may replace
+// the call's error (the named result) with its reading of it (transient).
 type timer struct {
 	backend     string
 	observe     func(backend, op string, d time.Duration, err error)
-	unavailable func(error) error
-	tracer      trace.Tracer // nil: tracing off
+	unavailable func(error) error // the backend's reading of its driver's errors
+	tracer      trace.Tracer      // nil: tracing off
 	outcome     func(error) string
 }
 
@@ -82,9 +72,9 @@ func (t timer) span(ctx context.Context, op string) (_ context.Context, sp trace
 		tracing.KeyBackend.String(t.backend), tracing.KeyOp.String(op)))
 }
 
-func (t timer) done(op string, start time.Time, err *error, sp trace.Span) {
-	if t.unavailable != nil && *err != nil {
-		*err = t.unavailable(*err)
+func (t timer) done(ctx context.Context, op string, start time.Time, err *error, sp trace.Span) {
+	if *err != nil {
+		*err = t.transient(ctx, op, *err)
 	}
 	if sp != nil {
 		if t.outcome != nil {
@@ -105,31 +95,31 @@ type observedOrders struct {
 
 func (r observedOrders) Place(ctx context.Context, p order.Placement) (o order.Order, created bool, err error) {
 	ctx, sp := r.t.span(ctx, "orders.place")
-	defer r.t.done("orders.place", time.Now(), &err, sp)
+	defer r.t.done(ctx, "orders.place", time.Now(), &err, sp)
 	return r.next.Place(ctx, p)
 }
 
 func (r observedOrders) GetOrder(ctx context.Context, id string) (o order.Order, err error) {
 	ctx, sp := r.t.span(ctx, "orders.get_order")
-	defer r.t.done("orders.get_order", time.Now(), &err, sp)
+	defer r.t.done(ctx, "orders.get_order", time.Now(), &err, sp)
 	return r.next.GetOrder(ctx, id)
 }
 
 func (r observedOrders) ByIdempotencyKey(ctx context.Context, userID, key string) (o order.Order, err error) {
 	ctx, sp := r.t.span(ctx, "orders.by_idempotency_key")
-	defer r.t.done("orders.by_idempotency_key", time.Now(), &err, sp)
+	defer r.t.done(ctx, "orders.by_idempotency_key", time.Now(), &err, sp)
 	return r.next.ByIdempotencyKey(ctx, userID, key)
 }
 
 func (r observedOrders) Transition(ctx context.Context, id string, to order.Status, at time.Time) (o order.Order, err error) {
 	ctx, sp := r.t.span(ctx, "orders.transition")
-	defer r.t.done("orders.transition", time.Now(), &err, sp)
+	defer r.t.done(ctx, "orders.transition", time.Now(), &err, sp)
 	return r.next.Transition(ctx, id, to, at)
 }
 
 func (r observedOrders) FenceCart(ctx context.Context, cartID string) (orderID string, err error) {
 	ctx, sp := r.t.span(ctx, "orders.fence_cart")
-	defer r.t.done("orders.fence_cart", time.Now(), &err, sp)
+	defer r.t.done(ctx, "orders.fence_cart", time.Now(), &err, sp)
 	return r.next.FenceCart(ctx, cartID)
 }
 
@@ -140,25 +130,25 @@ type observedProducts struct {
 
 func (r observedProducts) CreateProduct(ctx context.Context, p catalog.Product) (err error) {
 	ctx, sp := r.t.span(ctx, "products.create_product")
-	defer r.t.done("products.create_product", time.Now(), &err, sp)
+	defer r.t.done(ctx, "products.create_product", time.Now(), &err, sp)
 	return r.next.CreateProduct(ctx, p)
 }
 
 func (r observedProducts) UpdateProduct(ctx context.Context, id string, update func(*catalog.Product) error) (p catalog.Product, err error) {
 	ctx, sp := r.t.span(ctx, "products.update_product")
-	defer r.t.done("products.update_product", time.Now(), &err, sp)
+	defer r.t.done(ctx, "products.update_product", time.Now(), &err, sp)
 	return r.next.UpdateProduct(ctx, id, update)
 }
 
 func (r observedProducts) CreateProducts(ctx context.Context, ps []catalog.Product) (err error) {
 	ctx, sp := r.t.span(ctx, "products.create_products")
-	defer r.t.done("products.create_products", time.Now(), &err, sp)
+	defer r.t.done(ctx, "products.create_products", time.Now(), &err, sp)
 	return r.next.CreateProducts(ctx, ps)
 }
 
 func (r observedProducts) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
 	ctx, sp := r.t.span(ctx, "products.get_product")
-	defer r.t.done("products.get_product", time.Now(), &err, sp)
+	defer r.t.done(ctx, "products.get_product", time.Now(), &err, sp)
 	return r.next.GetProduct(ctx, id)
 }
 
@@ -169,19 +159,19 @@ type observedSource struct {
 
 func (r observedSource) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
 	ctx, sp := r.t.span(ctx, "products.current_product")
-	defer r.t.done("products.current_product", time.Now(), &err, sp)
+	defer r.t.done(ctx, "products.current_product", time.Now(), &err, sp)
 	return r.next.GetProduct(ctx, id)
 }
 
 func (r observedProducts) SearchProducts(ctx context.Context, q catalog.Search) (p paging.Page[catalog.Product], err error) {
 	ctx, sp := r.t.span(ctx, "products.search_products")
-	defer r.t.done("products.search_products", time.Now(), &err, sp)
+	defer r.t.done(ctx, "products.search_products", time.Now(), &err, sp)
 	return r.next.SearchProducts(ctx, q)
 }
 
 func (r observedProducts) AdjustStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (n int64, err error) {
 	ctx, sp := r.t.span(ctx, "products.adjust_stock")
-	defer r.t.done("products.adjust_stock", time.Now(), &err, sp)
+	defer r.t.done(ctx, "products.adjust_stock", time.Now(), &err, sp)
 	return r.next.AdjustStock(ctx, ref, zone, delta)
 }
 
@@ -204,13 +194,13 @@ type observedLeasedOutbox struct{ observedPartitionedOutbox }
 
 func (l observedLeasedOutbox) AcquireLease(ctx context.Context, consumer, holder string, until time.Time) (ok, takenOver bool, err error) {
 	ctx, sp := l.t.span(ctx, "outbox.acquire_lease")
-	defer l.t.done("outbox.acquire_lease", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.acquire_lease", time.Now(), &err, sp)
 	return l.next.(outbox.Leaser).AcquireLease(ctx, consumer, holder, until)
 }
 
 func (l observedLeasedOutbox) ReleaseLease(ctx context.Context, consumer, holder string) (err error) {
 	ctx, sp := l.t.span(ctx, "outbox.release_lease")
-	defer l.t.done("outbox.release_lease", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.release_lease", time.Now(), &err, sp)
 	return l.next.(outbox.Leaser).ReleaseLease(ctx, consumer, holder)
 }
 
@@ -219,7 +209,7 @@ func (l observedLeasedOutbox) ReleaseLease(ctx context.Context, consumer, holder
 // partition by partition.
 func (l observedPartitionedOutbox) LastSeqs(ctx context.Context) (seqs []int64, err error) {
 	ctx, sp := l.t.span(ctx, "outbox.last_seqs")
-	defer l.t.done("outbox.last_seqs", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.last_seqs", time.Now(), &err, sp)
 	if p, ok := l.next.(outbox.Positions); ok {
 		return p.LastSeqs(ctx)
 	}
@@ -228,7 +218,7 @@ func (l observedPartitionedOutbox) LastSeqs(ctx context.Context) (seqs []int64, 
 
 func (l observedPartitionedOutbox) Checkpoints(ctx context.Context, consumer string) (seqs []int64, err error) {
 	ctx, sp := l.t.span(ctx, "outbox.checkpoints")
-	defer l.t.done("outbox.checkpoints", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.checkpoints", time.Now(), &err, sp)
 	if p, ok := l.next.(outbox.Positions); ok {
 		return p.Checkpoints(ctx, consumer)
 	}
@@ -262,37 +252,37 @@ type observedOutbox struct {
 
 func (l observedOutbox) ReadOutbox(ctx context.Context, after int64, limit int) (m []outbox.Message, err error) {
 	ctx, sp := l.t.span(ctx, "outbox.read_outbox")
-	defer l.t.done("outbox.read_outbox", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.read_outbox", time.Now(), &err, sp)
 	return l.next.ReadOutbox(ctx, after, limit)
 }
 
 func (l observedOutbox) Checkpoint(ctx context.Context, consumer string) (seq int64, err error) {
 	ctx, sp := l.t.span(ctx, "outbox.checkpoint")
-	defer l.t.done("outbox.checkpoint", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.checkpoint", time.Now(), &err, sp)
 	return l.next.Checkpoint(ctx, consumer)
 }
 
 func (l observedOutbox) SaveCheckpoint(ctx context.Context, consumer string, seq int64) (err error) {
 	ctx, sp := l.t.span(ctx, "outbox.save_checkpoint")
-	defer l.t.done("outbox.save_checkpoint", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.save_checkpoint", time.Now(), &err, sp)
 	return l.next.SaveCheckpoint(ctx, consumer, seq)
 }
 
 func (l observedOutbox) LastSeq(ctx context.Context) (seq int64, err error) {
 	ctx, sp := l.t.span(ctx, "outbox.last_seq")
-	defer l.t.done("outbox.last_seq", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.last_seq", time.Now(), &err, sp)
 	return l.next.LastSeq(ctx)
 }
 
 func (l observedOutbox) CountOutbox(ctx context.Context) (n int64, err error) {
 	ctx, sp := l.t.span(ctx, "outbox.count_outbox")
-	defer l.t.done("outbox.count_outbox", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.count_outbox", time.Now(), &err, sp)
 	return l.next.CountOutbox(ctx)
 }
 
 func (l observedOutbox) DeleteOutbox(ctx context.Context, through int64) (n int64, err error) {
 	ctx, sp := l.t.span(ctx, "outbox.delete_outbox")
-	defer l.t.done("outbox.delete_outbox", time.Now(), &err, sp)
+	defer l.t.done(ctx, "outbox.delete_outbox", time.Now(), &err, sp)
 	return l.next.DeleteOutbox(ctx, through)
 }
 
@@ -303,13 +293,13 @@ type observedUsers struct {
 
 func (r observedUsers) CreateUser(ctx context.Context, u account.User) (err error) {
 	ctx, sp := r.t.span(ctx, "users.create_user")
-	defer r.t.done("users.create_user", time.Now(), &err, sp)
+	defer r.t.done(ctx, "users.create_user", time.Now(), &err, sp)
 	return r.next.CreateUser(ctx, u)
 }
 
 func (r observedUsers) UserByEmail(ctx context.Context, email string) (u account.User, err error) {
 	ctx, sp := r.t.span(ctx, "users.user_by_email")
-	defer r.t.done("users.user_by_email", time.Now(), &err, sp)
+	defer r.t.done(ctx, "users.user_by_email", time.Now(), &err, sp)
 	return r.next.UserByEmail(ctx, email)
 }
 
@@ -320,55 +310,55 @@ type observedCarts struct {
 
 func (r observedCarts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (c cart.Cart, err error) {
 	ctx, sp := r.t.span(ctx, "carts.active_cart")
-	defer r.t.done("carts.active_cart", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.active_cart", time.Now(), &err, sp)
 	return r.next.ActiveCart(ctx, owner, now)
 }
 
 func (r observedCarts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, expiresAt, now time.Time) (c cart.Cart, err error) {
 	ctx, sp := r.t.span(ctx, "carts.put_item")
-	defer r.t.done("carts.put_item", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.put_item", time.Now(), &err, sp)
 	return r.next.PutItem(ctx, owner, item, expiresAt, now)
 }
 
 func (r observedCarts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (c cart.Cart, err error) {
 	ctx, sp := r.t.span(ctx, "carts.remove_item")
-	defer r.t.done("carts.remove_item", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.remove_item", time.Now(), &err, sp)
 	return r.next.RemoveItem(ctx, owner, productID, now)
 }
 
 func (r observedCarts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (m cart.MergeResult, err error) {
 	ctx, sp := r.t.span(ctx, "carts.merge")
-	defer r.t.done("carts.merge", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.merge", time.Now(), &err, sp)
 	return r.next.Merge(ctx, sessionID, userID, now)
 }
 
 func (r observedCarts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (c cart.Cart, err error) {
 	ctx, sp := r.t.span(ctx, "carts.begin_checkout")
-	defer r.t.done("carts.begin_checkout", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.begin_checkout", time.Now(), &err, sp)
 	return r.next.BeginCheckout(ctx, owner, orderID, until, now)
 }
 
 func (r observedCarts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) (err error) {
 	ctx, sp := r.t.span(ctx, "carts.end_checkout")
-	defer r.t.done("carts.end_checkout", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.end_checkout", time.Now(), &err, sp)
 	return r.next.EndCheckout(ctx, owner, cartID, orderID, now)
 }
 
 func (r observedCarts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (c cart.Cart, err error) {
 	ctx, sp := r.t.span(ctx, "carts.reopen")
-	defer r.t.done("carts.reopen", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.reopen", time.Now(), &err, sp)
 	return r.next.Reopen(ctx, owner, cartID, now)
 }
 
 func (r observedCarts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) (err error) {
 	ctx, sp := r.t.span(ctx, "carts.mark_ordered")
-	defer r.t.done("carts.mark_ordered", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.mark_ordered", time.Now(), &err, sp)
 	return r.next.MarkOrdered(ctx, owner, cartID, orderID, now)
 }
 
 func (r observedCarts) PurgeExpired(ctx context.Context, now time.Time) (n int, err error) {
 	ctx, sp := r.t.span(ctx, "carts.purge_expired")
-	defer r.t.done("carts.purge_expired", time.Now(), &err, sp)
+	defer r.t.done(ctx, "carts.purge_expired", time.Now(), &err, sp)
 	return r.next.PurgeExpired(ctx, now)
 }
 
@@ -379,37 +369,37 @@ type observedSessions struct {
 
 func (r observedSessions) CreateSession(ctx context.Context, s session.Session) (err error) {
 	ctx, sp := r.t.span(ctx, "sessions.create_session")
-	defer r.t.done("sessions.create_session", time.Now(), &err, sp)
+	defer r.t.done(ctx, "sessions.create_session", time.Now(), &err, sp)
 	return r.next.CreateSession(ctx, s)
 }
 
 func (r observedSessions) GetSession(ctx context.Context, id string, now time.Time) (s session.Session, err error) {
 	ctx, sp := r.t.span(ctx, "sessions.get_session")
-	defer r.t.done("sessions.get_session", time.Now(), &err, sp)
+	defer r.t.done(ctx, "sessions.get_session", time.Now(), &err, sp)
 	return r.next.GetSession(ctx, id, now)
 }
 
 func (r observedSessions) BindUser(ctx context.Context, id, userID string, now time.Time) (s session.Session, err error) {
 	ctx, sp := r.t.span(ctx, "sessions.bind_user")
-	defer r.t.done("sessions.bind_user", time.Now(), &err, sp)
+	defer r.t.done(ctx, "sessions.bind_user", time.Now(), &err, sp)
 	return r.next.BindUser(ctx, id, userID, now)
 }
 
 func (r observedSessions) Touch(ctx context.Context, id string, now time.Time) (err error) {
 	ctx, sp := r.t.span(ctx, "sessions.touch")
-	defer r.t.done("sessions.touch", time.Now(), &err, sp)
+	defer r.t.done(ctx, "sessions.touch", time.Now(), &err, sp)
 	return r.next.Touch(ctx, id, now)
 }
 
 func (r observedSessions) Revoke(ctx context.Context, id string) (err error) {
 	ctx, sp := r.t.span(ctx, "sessions.revoke")
-	defer r.t.done("sessions.revoke", time.Now(), &err, sp)
+	defer r.t.done(ctx, "sessions.revoke", time.Now(), &err, sp)
 	return r.next.Revoke(ctx, id)
 }
 
 func (r observedSessions) PurgeExpired(ctx context.Context, now time.Time) (n int, err error) {
 	ctx, sp := r.t.span(ctx, "sessions.purge_expired")
-	defer r.t.done("sessions.purge_expired", time.Now(), &err, sp)
+	defer r.t.done(ctx, "sessions.purge_expired", time.Now(), &err, sp)
 	return r.next.PurgeExpired(ctx, now)
 }
 
@@ -420,19 +410,19 @@ type observedEvents struct {
 
 func (r observedEvents) AppendEvent(ctx context.Context, e event.Event) (err error) {
 	ctx, sp := r.t.span(ctx, "events.append_event")
-	defer r.t.done("events.append_event", time.Now(), &err, sp)
+	defer r.t.done(ctx, "events.append_event", time.Now(), &err, sp)
 	return r.next.AppendEvent(ctx, e)
 }
 
 func (r observedEvents) ListEvents(ctx context.Context, q event.Query) (p paging.Page[event.Event], err error) {
 	ctx, sp := r.t.span(ctx, "events.list_events")
-	defer r.t.done("events.list_events", time.Now(), &err, sp)
+	defer r.t.done(ctx, "events.list_events", time.Now(), &err, sp)
 	return r.next.ListEvents(ctx, q)
 }
 
 func (r observedEvents) PurgeEvents(ctx context.Context, before time.Time) (n int, err error) {
 	ctx, sp := r.t.span(ctx, "events.purge_events")
-	defer r.t.done("events.purge_events", time.Now(), &err, sp)
+	defer r.t.done(ctx, "events.purge_events", time.Now(), &err, sp)
 	return r.next.PurgeEvents(ctx, before)
 }
 
@@ -443,13 +433,13 @@ type observedHistory struct {
 
 func (r observedHistory) UpsertEntry(ctx context.Context, e history.Entry) (err error) {
 	ctx, sp := r.t.span(ctx, "history.upsert_entry")
-	defer r.t.done("history.upsert_entry", time.Now(), &err, sp)
+	defer r.t.done(ctx, "history.upsert_entry", time.Now(), &err, sp)
 	return r.next.UpsertEntry(ctx, e)
 }
 
 func (r observedHistory) ListHistory(ctx context.Context, userID string, page paging.Request) (p paging.Page[history.Entry], err error) {
 	ctx, sp := r.t.span(ctx, "history.list_history")
-	defer r.t.done("history.list_history", time.Now(), &err, sp)
+	defer r.t.done(ctx, "history.list_history", time.Now(), &err, sp)
 	return r.next.ListHistory(ctx, userID, page)
 }
 
@@ -460,13 +450,13 @@ type observedCatalog struct {
 
 func (r observedCatalog) GetProduct(ctx context.Context, id string) (p catalog.Product, err error) {
 	ctx, sp := r.t.span(ctx, "catalog.get_product")
-	defer r.t.done("catalog.get_product", time.Now(), &err, sp)
+	defer r.t.done(ctx, "catalog.get_product", time.Now(), &err, sp)
 	return r.next.GetProduct(ctx, id)
 }
 
 func (r observedCatalog) SearchProducts(ctx context.Context, q catalog.Search) (p paging.Page[catalog.Product], err error) {
 	ctx, sp := r.t.span(ctx, "catalog.search_products")
-	defer r.t.done("catalog.search_products", time.Now(), &err, sp)
+	defer r.t.done(ctx, "catalog.search_products", time.Now(), &err, sp)
 	return r.next.SearchProducts(ctx, q)
 }
 
@@ -477,6 +467,6 @@ type observedCatalogSink struct {
 
 func (r observedCatalogSink) UpsertProduct(ctx context.Context, p catalog.Product) (err error) {
 	ctx, sp := r.t.span(ctx, "catalog.upsert_product")
-	defer r.t.done("catalog.upsert_product", time.Now(), &err, sp)
+	defer r.t.done(ctx, "catalog.upsert_product", time.Now(), &err, sp)
 	return r.next.UpsertProduct(ctx, p)
 }

@@ -416,6 +416,6 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 			return nil, err
 		}
 	}
-	s.observe(cfg, o, opened)
+	s.Decorate(cfg, o)
 	return s, nil
 }

@@ -27,10 +27,6 @@ func openCassandra(ctx context.Context, o Options) (backend, error) {
 	return cassandraBackend{st: st}, nil
 }
 
-// Unavailable: too few replicas for the level, a coordinator timeout, no node reachable are
-// 503s with Retry-After (unavailableMapper).
-func (b cassandraBackend) Unavailable(err error) error { return cassandrastore.Unavailable(err) }
-
 func (b cassandraBackend) Close() error                        { return b.st.Close() }
 func (b cassandraBackend) Ping(ctx context.Context) error      { return b.st.Ping(ctx) }
 func (b cassandraBackend) Carts() cart.Repository              { return b.st.Carts() }

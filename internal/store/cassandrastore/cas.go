@@ -52,7 +52,7 @@ func casDo(q *gocql.Query) *casOp[struct{}] {
 type casRound[T any] func(ctx context.Context, a casAttempt) (T, *casOp[T], error)
 
 // casError ends a casLoop that ran out of attempts or could not learn an outcome: the
-// condition is transient (contention, a sick coordinator), so the HTTP layer answers 503.
+// condition is transient (contention, a sick coordinator), so Unavailable makes it a 503.
 type casError struct {
 	what     string
 	attempts int
@@ -80,9 +80,6 @@ func (e *casError) Unwrap() []error {
 	}
 	return errs
 }
-
-// Unavailable tells the HTTP layer that retrying later may succeed (503, Retry-After).
-func (e *casError) Unavailable() bool { return true }
 
 // casLoop owns the retry loop of a lightweight transaction: attempts, contention re-reads, and
 // unknown outcomes. A statement is never repeated blindly: after a refusal or a timeout the

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shardmart/shardmart/internal/cart"
+	storepkg "github.com/shardmart/shardmart/internal/store"
 )
 
 // A partition the loop's rounds read and propose against: proposals answer with the outcomes
@@ -94,8 +95,7 @@ func TestCASLoop(t *testing.T) {
 			if errors.Is(err, ErrOutcomeUnknown) != tc.unknown {
 				t.Errorf("errors.Is(%v, ErrOutcomeUnknown) = %v, want %v", err, !tc.unknown, tc.unknown)
 			}
-			var un interface{ Unavailable() bool }
-			if tc.unknown && !(errors.As(err, &un) && un.Unavailable()) {
+			if tc.unknown && !errors.Is(Unavailable(err), storepkg.ErrUnavailable) {
 				t.Errorf("%v: not reported unavailable (503)", err)
 			}
 			if tc.f.proposed != tc.proposals {
@@ -116,7 +116,7 @@ func TestCASLoopContended(t *testing.T) {
 	}
 	_, err := casLoop(context.Background(), nil, "put item", f.round(7))
 	var ce *casError
-	if !errors.As(err, &ce) || errors.Is(err, ErrOutcomeUnknown) || !ce.Unavailable() || f.proposed != maxCASAttempts {
+	if !errors.As(err, &ce) || errors.Is(err, ErrOutcomeUnknown) || !errors.Is(Unavailable(err), storepkg.ErrUnavailable) || f.proposed != maxCASAttempts {
 		t.Fatalf("got %v after %d proposals; want a contended casError after %d", err, f.proposed, maxCASAttempts)
 	}
 }

@@ -8,12 +8,10 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/shardmart/shardmart/internal/cassandra/cqltls"
-	storepkg "github.com/shardmart/shardmart/internal/store"
 )
 
 // Connection is how a client reaches a production cluster, shared by every command that opens a
@@ -291,34 +289,4 @@ func openChecked(_ context.Context, cfg Config, cc *gocql.ClusterConfig) (*gocql
 		return nil, err
 	}
 	return s, nil
-}
-
-// Unavailable wraps in store.ErrUnavailable the failures a healthy cluster heals by itself: too
-// few replicas alive for the statement's level (a node down, the data centres cut apart), a
-// coordinator's timeout, no connection to any host. The reason names the level and the count,
-// so a 503 says why (QUORUM spans every DC; LOCAL_QUORUM only the client's). Other errors are
-// returned as they are.
-func Unavailable(err error) error {
-	if err == nil || errors.Is(err, storepkg.ErrUnavailable) {
-		return err
-	}
-	var (
-		un *gocql.RequestErrUnavailable
-		wt *gocql.RequestErrWriteTimeout
-		rt *gocql.RequestErrReadTimeout
-	)
-	reason := ""
-	switch {
-	case errors.As(err, &un):
-		reason = fmt.Sprintf("cassandra: %s needs %d replicas, %d reachable", un.Consistency, un.Required, un.Alive)
-	case errors.As(err, &wt):
-		reason = fmt.Sprintf("cassandra: write at %s timed out (%d of %d replicas acknowledged)", wt.Consistency, wt.Received, wt.BlockFor)
-	case errors.As(err, &rt):
-		reason = fmt.Sprintf("cassandra: read at %s timed out (%d of %d replicas answered)", rt.Consistency, rt.Received, rt.BlockFor)
-	case errors.Is(err, gocql.ErrNoConnections):
-		reason = "cassandra: no node reachable"
-	default:
-		return err
-	}
-	return &storepkg.UnavailableError{Reason: reason, RetryAfter: time.Second, Err: err}
 }

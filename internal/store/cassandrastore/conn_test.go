@@ -69,7 +69,7 @@ func TestUnavailableNamesLevelAndReplicas(t *testing.T) {
 	un := &gocql.RequestErrUnavailable{Consistency: gocql.Quorum, Required: 3, Alive: 1}
 	err := Unavailable(un)
 	var ue *storepkg.UnavailableError
-	if !errors.As(err, &ue) || !errors.Is(err, storepkg.ErrUnavailable) || ue.Reason != "cassandra: QUORUM needs 3 replicas, 1 reachable" {
+	if !errors.As(err, &ue) || !errors.Is(err, storepkg.ErrUnavailable) || ue.Reason != "QUORUM needs 3 replicas, 1 reachable" {
 		t.Errorf("Unavailable(%v) = %v", un, err)
 	}
 	if !errors.As(err, new(*gocql.RequestErrUnavailable)) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -230,29 +229,17 @@ func (h *hostHealth) each(fn func(addr string, suspect bool)) {
 // callerDone is whether the statement's own context had ended (then a cancelled attempt is
 // the caller's doing, not the host's).
 func outcomeOf(err error, callerDone bool) (outcome string, bad bool) {
-	if err == nil || errors.Is(err, gocql.ErrNotFound) {
-		return "ok", false
-	}
-	var (
-		rt *gocql.RequestErrReadTimeout
-		wt *gocql.RequestErrWriteTimeout
-		cu *gocql.RequestErrCASWriteUnknown
-		un *gocql.RequestErrUnavailable
-		ov *gocql.RequestErrOverloaded
-		bs *gocql.RequestErrBootstrapping
-		ne net.Error
-	)
 	switch {
+	case err == nil || errors.Is(err, gocql.ErrNotFound):
+		return "ok", false
 	case errors.Is(err, context.Canceled):
 		// Lost to a speculative execution that finished first, unless the caller gave up.
 		return "cancelled", !callerDone
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, gocql.ErrTimeoutNoResponse),
-		errors.As(err, &rt), errors.As(err, &wt), errors.As(err, &cu):
+	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout", true
-	case errors.As(err, &un), errors.As(err, &ov), errors.As(err, &bs):
-		return "unavailable", true
-	case errors.Is(err, gocql.ErrConnectionClosed), errors.Is(err, gocql.ErrNoConnections), errors.As(err, &ne):
-		return "connection", true
+	}
+	if c, _ := transientClass(err); c != nil {
+		return c.outcome, true
 	}
 	// The request itself was refused (invalid, syntax) or could not be built (marshalling):
 	// not the host's fault, and no other host would do better.

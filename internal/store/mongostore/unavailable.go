@@ -60,9 +60,6 @@ func Unavailable(err error) error {
 	return err
 }
 
-// Unavailable is Unavailable as a method, for placement to apply to every repository call.
-func (s *Store) Unavailable(err error) error { return Unavailable(err) }
-
 func transientReason(err error) string {
 	var se mongo.ServerError
 	if errors.As(err, &se) {
