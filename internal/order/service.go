@@ -33,8 +33,27 @@ type Service struct {
 	Orders    Repository
 	Carts     Checkouts
 	Projector Syncer
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// SyncWait bounds how long an order or a status change waits for its follow-ups before it
+	// answers (they are committed with it, and the projector applies them in any case); 0 is
+	// DefaultSyncWait.
+	SyncWait time.Duration
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// DefaultSyncWait: a drain takes milliseconds; seconds mean a follow-up's store is sick (a
+// node frozen or restarting), and the order, already placed, must not wait on it.
+const DefaultSyncWait = 1500 * time.Millisecond
+
+// sync applies the follow-ups of what the caller committed, waiting at most SyncWait.
+func (s *Service) sync(ctx context.Context) error {
+	wait := s.SyncWait
+	if wait <= 0 {
+		wait = DefaultSyncWait
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return s.Projector.Sync(ctx)
 }
 
 var keyPattern = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`)
@@ -129,7 +148,7 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 		return replay(o, zone)
 	}
 	if s.Projector != nil {
-		if err := s.Projector.Sync(ctx); err != nil {
+		if err := s.sync(ctx); err != nil {
 			s.logger().Warn("order committed; follow-ups deferred to the projector", "order", o.ID, "err", err)
 		}
 	}
@@ -175,7 +194,7 @@ func (s *Service) Transition(ctx context.Context, id string, to Status) (Order, 
 		return Order{}, err
 	}
 	if s.Projector != nil {
-		if err := s.Projector.Sync(ctx); err != nil {
+		if err := s.sync(ctx); err != nil {
 			s.logger().Warn("status committed; follow-ups deferred to the projector", "order", o.ID, "err", err)
 		}
 	}

@@ -119,10 +119,11 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 
 // Sync returns once a drain that started after the call has finished, so everything the
 // caller committed before calling is applied (read-your-writes). Concurrent callers share
-// drains: while one runs, later callers wait and the first of them runs one more for all. A
-// caller whose ctx ends while it waits returns ctx's error at once: the drain it waits on runs
-// under another request's deadline (stuck on a frozen primary, it holds until that one), and a
-// caller must never answer past its own.
+// drains: while one runs, later callers wait and the first of them starts one more for all.
+// The drain runs detached from the caller that started it, bounded by RunDrainTimeout: a
+// caller whose ctx ends returns ctx's error at once, whether it started the drain or waits on
+// another's, and the drain goes on for the others (a caller must never answer past its own
+// deadline, and one caller giving up must not cut the drain everyone waits on).
 func (p *Projector) Sync(ctx context.Context) (err error) {
 	if sctx, sp := tracing.Child(ctx, "projector.sync", tracing.KindSync); sp != nil {
 		ctx = sctx
@@ -131,28 +132,31 @@ func (p *Projector) Sync(ctx context.Context) (err error) {
 	p.syncMu.Lock()
 	need := p.started + 1 // a drain already running may have read the outbox before our commit
 	for p.finished < need {
-		if done := p.drained; done != nil {
-			p.syncMu.Unlock()
-			endWait := tracing.Wait(ctx, "projector.wait_drain")
-			select {
-			case <-done:
-			case <-ctx.Done():
-				endWait()
-				return fmt.Errorf("outbox: waiting for a drain: %w", ctx.Err())
-			}
-			endWait()
-			p.syncMu.Lock()
-			continue
+		done := p.drained
+		if done == nil {
+			done = make(chan struct{})
+			p.drained = done
+			p.started++
+			gen := p.started
+			dctx := context.WithoutCancel(ctx)
+			go func() {
+				_, derr := p.drainAll(dctx, true, RunDrainTimeout)
+				p.syncMu.Lock()
+				p.drained, p.finished, p.syncErr = nil, gen, derr
+				p.syncMu.Unlock()
+				close(done)
+			}()
 		}
-		done := make(chan struct{})
-		p.drained = done
-		p.started++
-		gen := p.started
 		p.syncMu.Unlock()
-		_, derr := p.drainAll(ctx, true, 0)
+		endWait := tracing.Wait(ctx, "projector.wait_drain")
+		select {
+		case <-done:
+		case <-ctx.Done():
+			endWait()
+			return fmt.Errorf("outbox: waiting for a drain: %w", ctx.Err())
+		}
+		endWait()
 		p.syncMu.Lock()
-		p.drained, p.finished, p.syncErr = nil, gen, derr
-		close(done)
 	}
 	err = p.syncErr
 	p.syncMu.Unlock()

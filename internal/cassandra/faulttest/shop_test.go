@@ -3,6 +3,7 @@ package faulttest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +31,7 @@ import (
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/shop"
+	store "github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
 // The shop as users meet it, on the 3-node cluster (RF 3): two shop processes (two shop
@@ -65,11 +68,28 @@ var reqKinds = []string{reqSession, reqCart, reqEvent, reqOrder}
 
 // shopProc is one shop process: its services and its HTTP API.
 type shopProc struct {
-	name   string
-	sh     *shop.Shop
-	base   string
-	http   *http.Client
-	causes *serverproc.Output // the API's error log: the cause of every 5xx
+	name     string
+	sh       *shop.Shop
+	base     string
+	http     *http.Client
+	causes   *serverproc.Output // the API's error log: the cause of every 5xx
+	attempts *sync.Map          // callHeader value -> *attemptLog, shared by the pair
+}
+
+// callHeader carries a test request's id to the server side, which logs the attempts of every
+// statement the request ran under it (store.WithAttemptLog): what a stall was waiting on.
+const callHeader = "X-Test-Call"
+
+// withAttempts is the test's middleware in front of the API.
+func withAttempts(h http.Handler, logs *sync.Map) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get(callHeader); id != "" {
+			l := &attemptLog{}
+			logs.Store(id, l)
+			r = r.WithContext(store.WithAttemptLog(r.Context(), l.add))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // shopPair is the two processes of one shop and the products they sell.
@@ -88,6 +108,7 @@ func openShopPair(t *testing.T, ctx context.Context) *shopPair {
 		t.Fatal(err)
 	}
 	db := filepath.Join(t.TempDir(), "orders.db")
+	attempts := &sync.Map{}
 	open := func(name string) *shopProc {
 		sh, err := shop.Open(ctx, shop.Config{Placement: pl, Logger: slog.New(slog.DiscardHandler), Backends: placement.Options{
 			SQLitePath: db, CassandraHosts: cluster.Hosts(), CassandraKeyspace: keyspace}})
@@ -97,10 +118,10 @@ func openShopPair(t *testing.T, ctx context.Context) *shopPair {
 		t.Cleanup(func() { _ = sh.Close() })
 		causes := &serverproc.Output{}
 		apiLog := slog.New(slog.NewTextHandler(causes, &slog.HandlerOptions{Level: slog.LevelError}))
-		srv := httptest.NewServer(httpapi.New(httpapi.Deps{Services: sh.API(), AdminToken: "x", Logger: apiLog}))
+		srv := httptest.NewServer(withAttempts(httpapi.New(httpapi.Deps{Services: sh.API(), AdminToken: "x", Logger: apiLog}), attempts))
 		t.Cleanup(srv.Close)
 		// A client waits longer than any fault: what is measured is the server's answer.
-		return &shopProc{name: name, sh: sh, base: srv.URL, causes: causes,
+		return &shopProc{name: name, sh: sh, base: srv.URL, causes: causes, attempts: attempts,
 			http: &http.Client{Timeout: opTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	}
 	p := &shopPair{a: open("A"), b: open("B")}
@@ -135,6 +156,7 @@ type reply struct {
 	problem    string // the problem's type and detail
 	retryAfter string
 	requestID  string
+	attempts   *attemptLog // the statements it ran, when recorded
 }
 
 func (r reply) ok() bool { return r.status >= 200 && r.status < 300 }
@@ -211,6 +233,11 @@ func (p *shopProc) call(ctx context.Context, rec *shopRecord, kind, method, path
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
+	id := ""
+	if kind != "" && rec != nil {
+		id = fmt.Sprintf("%p-%d", rec, callSeq.Add(1))
+		req.Header.Set(callHeader, id)
+	}
 	r.start = time.Now()
 	resp, err := p.http.Do(req)
 	var out []byte
@@ -228,10 +255,48 @@ func (p *shopProc) call(ctx context.Context, rec *shopRecord, kind, method, path
 		_ = json.Unmarshal(out, &pr)
 		r.problem = pr.Type[strings.LastIndexByte(pr.Type, '/')+1:] + ": " + pr.Detail
 	}
-	if kind != "" && rec != nil {
-		rec.add(r)
+	if id != "" {
+		if l, ok := p.attempts.LoadAndDelete(id); ok {
+			r.attempts = l.(*attemptLog)
+		}
+		// A request cut short because the load was stopping says nothing about the shop.
+		if ctx.Err() == nil {
+			rec.add(r)
+		}
 	}
 	return r, out
+}
+
+var callSeq atomic.Int64
+
+// explainReplyGap logs the requests of any kind in flight during the gap of kind [from, to]
+// (a client's requests run one after another, so one kind can wait on another), the longest
+// first, with the attempts of their statements: which statement on which coordinator took the
+// time.
+func explainReplyGap(t *testing.T, rs []reply, kind string, from, to time.Time) {
+	t.Helper()
+	const maxLogged = 8
+	var in []reply
+	for _, r := range rs {
+		if !r.end.Before(from) && !r.start.After(to) && r.end.Sub(r.start) > maxStall/4 {
+			in = append(in, r)
+		}
+	}
+	slices.SortFunc(in, func(a, b reply) int { return cmp.Compare(b.end.Sub(b.start), a.end.Sub(a.start)) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d requests over %s in flight during the %s gap %s-%s", len(in), maxStall/4, kind, from.Format("15:04:05.000"), to.Format("15:04:05.000"))
+	for _, r := range in[:min(len(in), maxLogged)] {
+		fmt.Fprintf(&b, "\n  %s +%s", r, r.end.Sub(r.start).Round(time.Millisecond))
+		if r.attempts == nil {
+			continue
+		}
+		attempts := r.attempts.list()
+		slices.SortFunc(attempts, func(a, b store.Attempt) int { return a.Start.Compare(b.Start) })
+		for _, a := range attempts {
+			fmt.Fprintf(&b, "\n    %s", a)
+		}
+	}
+	t.Log(b.String())
 }
 
 // untilAnswered repeats a request the shop answered "retry" (503, 504, no answer) until it
@@ -353,11 +418,12 @@ type shopLoadRun struct {
 func startShopLoad(t *testing.T, ctx context.Context, pair *shopPair) (*shopLoadRun, func()) {
 	t.Helper()
 	l := &shopLoadRun{pair: pair}
+	// Buyers order through A only: the two instances share one embedded order store, whose
+	// outbox has no drain lease across processes (serve refuses a second process on one data
+	// directory), so orders through both would have two projectors apply the same follow-ups at
+	// once, contending for the same carts' Paxos rounds as no production shop does.
 	for i := range shopBuyers {
 		via := pair.a
-		if i%2 == 1 {
-			via = pair.b
-		}
 		tok, err := register(ctx, via, fmt.Sprintf("buyer-%d-%d@example.com", time.Now().UnixNano(), i))
 		if err != nil {
 			t.Fatal(err)
@@ -366,11 +432,16 @@ func startShopLoad(t *testing.T, ctx context.Context, pair *shopPair) (*shopLoad
 	}
 	loadCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	// Guests and buyers are separate clients, so a request kind stalls only on its own path.
 	for c := range shopBuyers {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			l.client(loadCtx, c)
+			l.guest(loadCtx, c)
+		}()
+		go func() {
+			defer wg.Done()
+			l.buy(loadCtx, c)
 		}()
 	}
 	return l, func() { stop(); wg.Wait() }
@@ -382,10 +453,11 @@ func (l *shopLoadRun) wrong(format string, args ...any) {
 	l.mu.Unlock()
 }
 
-func (l *shopLoadRun) client(ctx context.Context, c int) {
+// guest starts a session through one process and, through the other at once, puts a line in
+// its cart and posts a click.
+func (l *shopLoadRun) guest(ctx context.Context, c int) {
 	tick := time.NewTicker(shopPace)
 	defer tick.Stop()
-	u := l.buyers[c]
 	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
@@ -414,7 +486,21 @@ func (l *shopLoadRun) client(ctx context.Context, c int) {
 				return user.call(ctx, &l.rec, reqEvent, "POST", "/v1/events", tok, map[string]string{"type": "click", "product_id": product})
 			})
 		}
-		if err := u.step(ctx, &l.rec, product); err != nil {
+	}
+}
+
+// buy runs buyer c: an order step per tick.
+func (l *shopLoadRun) buy(ctx context.Context, c int) {
+	tick := time.NewTicker(shopPace)
+	defer tick.Stop()
+	u := l.buyers[c]
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := u.step(ctx, &l.rec, l.pair.products[(c*3+i)%len(l.pair.products)]); err != nil {
 			l.wrong("buyer %d: %v", c, err)
 		}
 	}
@@ -453,7 +539,7 @@ type shopFault struct {
 // cluster settled answered 2xx; every acknowledged cart line and order read back through the
 // API.
 func runShopFault(t *testing.T, f shopFault) {
-	ctx := start(t)
+	ctx := startSick(t) // the tables as the shop has them
 	pair := openShopPair(t, ctx)
 	load, stopLoad := startShopLoad(t, ctx, pair)
 	defer stopLoad()
@@ -523,6 +609,7 @@ func runShopFault(t *testing.T, f shopFault) {
 	for _, k := range reqKinds {
 		g, at := longestReplyGap(rs, k, faultAt, endAt)
 		if g > maxStall {
+			explainReplyGap(t, rs, k, at, at.Add(g))
 			t.Errorf("%s: no %s answered 2xx for %s from %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), at.Format("15:04:05.000"), maxStall)
 		}
 		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
@@ -660,6 +747,7 @@ func TestShopSurvivesKillRestartAndFreeze(t *testing.T) {
 		if err := cluster.KillNode(ctx, n2); err != nil {
 			return err
 		}
+		t.Logf("node 2 killed at %s", time.Now().Format("15:04:05.000"))
 		t.Cleanup(func() { _ = cluster.ResumeNode(n3) })
 		// Down long enough for the others to see it down: its hints build up.
 		if err := sleepCtx(ctx, 5*time.Second); err != nil {
@@ -674,9 +762,11 @@ func TestShopSurvivesKillRestartAndFreeze(t *testing.T) {
 		if err := cluster.PauseNode(n3); err != nil {
 			return err
 		}
+		t.Logf("node 3 frozen at %s", time.Now().Format("15:04:05.000"))
 		if err := sleepCtx(ctx, faultHold); err != nil {
 			return err
 		}
+		t.Logf("node 3 resumed at %s", time.Now().Format("15:04:05.000"))
 		return cluster.ResumeNode(n3)
 	}})
 }
@@ -689,6 +779,7 @@ func TestShopSurvivesRollingRestart(t *testing.T) {
 			if err := cluster.StopNode(ctx, i); err != nil {
 				return err
 			}
+			t.Logf("node %d stopped at %s", i+1, time.Now().Format("15:04:05.000"))
 			if err := restartChecked(t, ctx, i); err != nil {
 				return err
 			}
@@ -704,7 +795,7 @@ func TestShopSurvivesRollingRestart(t *testing.T) {
 // other on the very next request, sessionTokens times in parallel; the same for the token a
 // login hands out (the guest's is revoked, the new one must work at once).
 func TestSessionTokensWorkAcrossProcesses(t *testing.T) {
-	ctx := start(t)
+	ctx := startSick(t)
 	pair := openShopPair(t, ctx)
 	product := pair.products[0]
 	var mu sync.Mutex

@@ -53,12 +53,20 @@ func bucketOfProduct(id string) int {
 	return int(h.Sum32() % CategoryBuckets)
 }
 
-// UpsertProduct writes both tables in one logged batch: the batch log guarantees that both
-// or neither eventually apply even if the coordinator dies, while
-// the outbox makes the whole read model eventually consistent with the store of record
-// (CQRS). A version older than the stored one (a replay) is skipped; the rows are written at
-// projectorWriteTime (see there), so a product's later refresh always wins over its earlier
-// ones and over the migration's backfill; a category or price change deletes the old search row.
+// UpsertProduct writes the product row and its search rows as single-partition upserts and
+// deletes at one write time, each through the client policy. Not a logged batch: its batch log
+// is written to two other nodes and waits for both, so on a 3-node cluster every batch stalled
+// for the write timeout while one node was frozen and not yet convicted (every checkout's
+// drain with it). The order of the writes keeps the search tables free of rows no product row
+// names, whatever fails: when a search key changes (category, price, creation time, on sale),
+// the old rows are deleted first, then the product row is written, then the new rows; a
+// failure anywhere is repaired by the outbox's retry, which reads the product row again (it
+// names the old keys until it is rewritten) and repeats the steps. A search may miss the product
+// for the moment between the delete and the new row, as it could miss one half of a batch.
+// When no key changes, every row is written at once. The outbox makes the whole read model
+// eventually consistent with the store of record (CQRS). A version older than the stored one
+// (a replay) is skipped; the rows are written at projectorWriteTime (see there), so a product's
+// later refresh always wins over its earlier ones and over the migration's backfill.
 func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	var (
 		old                catalog.Product
@@ -93,31 +101,54 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	if stock == nil {
 		stock = map[string]int64{}
 	}
-	// Every entry is idempotent (fixed values at a fixed write time): the batch may be repeated.
-	b := c.p.idempotentBatch(ctx, c.s.Batch(gocql.LoggedBatch).Consistency(c.p.levels().Catalog))
-	add := func(stmt string, args ...any) {
-		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: stmt, Args: args, Idempotent: true})
-	}
 	bucket := bucketOfProduct(p.ID)
+	var deletes, inserts []*gocql.Query
+	q := func(stmt string, args ...any) *gocql.Query {
+		return c.p.idempotent(ctx, c.s.Query(stmt, args...).Consistency(c.p.levels().Catalog))
+	}
 	// Search rows exist for active products only; a row under an old key is deleted.
 	if exists && !old.Inactive && (p.Inactive || old.Category != p.Category || old.Price != p.Price) {
-		add(byCatDelete, wt, old.Category, bucket, int64(old.Price), p.ID)
+		deletes = append(deletes, q(byCatDelete, wt, old.Category, bucket, int64(old.Price), p.ID))
 	}
 	// created_at is compared as stored (ms): the embedded store and the outbox carry it in ns,
 	// and reading that as a new created_at would delete and rewrite the same newest-first row
 	// at one timestamp, where the delete wins.
 	if exists && !old.Inactive && (p.Inactive || old.Category != p.Category || !old.CreatedAt.Equal(p.CreatedAt.Truncate(time.Millisecond))) {
-		add(newestDelete, wt, old.Category, bucket, ts(old.CreatedAt), p.ID)
+		deletes = append(deletes, q(newestDelete, wt, old.Category, bucket, ts(old.CreatedAt), p.ID))
 	}
 	cols := []any{p.ID, p.Name, p.Description, !p.Inactive, p.Category, int64(p.Price), attrs, stock, ts(p.CreatedAt), ts(p.UpdatedAt)}
-	add(productInsert, append(cols, wt)...)
+	row := q(productInsert, append(cols, wt)...)
 	for _, t := range searchTablesOf(p) {
-		add(t.insert, append(append([]any{bucket}, cols...), wt)...)
+		inserts = append(inserts, q(t.insert, append(append([]any{bucket}, cols...), wt)...))
 	}
-	if err := b.Exec(); err != nil {
-		return fmt.Errorf("upsert product %s: %w", p.ID, err)
+	sameKeys := exists && !old.Inactive && !p.Inactive && old.Category == p.Category && old.Price == p.Price &&
+		old.CreatedAt.Equal(p.CreatedAt.Truncate(time.Millisecond))
+	steps := [][]*gocql.Query{append([]*gocql.Query{row}, inserts...)}
+	if !sameKeys {
+		// New keys: their rows only once the product row names them, old ones gone first.
+		steps = [][]*gocql.Query{deletes, {row}, inserts}
+	}
+	for _, step := range steps {
+		if err := execAll(step); err != nil {
+			return fmt.Errorf("upsert product %s: %w", p.ID, err)
+		}
 	}
 	return nil
+}
+
+// execAll runs independent statements at once and returns the first error.
+func execAll(qs []*gocql.Query) error {
+	errs := make([]error, len(qs))
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = q.Exec()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // lastProjectorWrite is the last write time projectorWriteTime issued in this process.

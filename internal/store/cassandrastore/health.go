@@ -299,7 +299,17 @@ func (p *tieredHosts) MaxHostTier() uint {
 }
 
 func (p *tieredHosts) Pick(q gocql.ExecutableStatement) gocql.NextHost {
-	next := p.HostSelectionPolicy.Pick(q)
+	return p.health.deferSuspect(p.HostSelectionPolicy.Pick(q))
+}
+
+// deferSuspect passes next's hosts on, except that a host suspect at the moment it comes up is
+// kept for after the others. The token-aware policy orders a statement's replicas once, when
+// the statement starts; a speculative execution or a retry asks for the next host later, by
+// when the host after the first may have become suspect (frozen since): it goes last then.
+func (h *hostHealth) deferSuspect(next gocql.NextHost) gocql.NextHost {
+	if h == nil {
+		return next
+	}
 	var later []gocql.SelectedHost
 	done := false
 	return func() gocql.SelectedHost {
@@ -309,7 +319,7 @@ func (p *tieredHosts) Pick(q gocql.ExecutableStatement) gocql.NextHost {
 				done = true
 				break
 			}
-			if p.health.suspect(sh.Info()) {
+			if h.suspect(sh.Info()) {
 				later = append(later, sh)
 				continue
 			}

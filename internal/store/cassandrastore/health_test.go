@@ -138,3 +138,33 @@ func TestTieredHostsSuspectLast(t *testing.T) {
 		}
 	}
 }
+
+// A host that becomes suspect after a statement's hosts were ordered is still tried last: a
+// speculative execution or a retry asks for the next host later than the order was made.
+func TestDeferSuspectLooksAgainAtEachHost(t *testing.T) {
+	h, c := newClockHealth()
+	first, froze, third := testHost(t, 1), testHost(t, 2), testHost(t, 3)
+	plan := []*gocql.HostInfo{first, froze, third}
+	next := h.deferSuspect(func() gocql.SelectedHost {
+		if len(plan) == 0 {
+			return nil
+		}
+		hi := plan[0]
+		plan = plan[1:]
+		return selected{hi}
+	})
+	if got := next().Info(); got != first {
+		t.Fatalf("first host %v, want %v", got.ConnectAddress(), first.ConnectAddress())
+	}
+	// The second host freezes after the order was made: sent a request, silent past stallAfter.
+	h.sent(froze)
+	c.add(stallAfter + time.Millisecond)
+	var got []string
+	for sh := next(); sh != nil; sh = next() {
+		got = append(got, sh.Info().ConnectAddress().String())
+	}
+	want := []string{third.ConnectAddress().String(), froze.ConnectAddress().String()}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("hosts after the first %v, want %v (the host that froze last)", got, want)
+	}
+}

@@ -22,6 +22,8 @@ const routingWait = 100 * time.Millisecond
 type quickRouting struct {
 	gocql.HostSelectionPolicy // token aware
 	fallback                  gocql.HostSelectionPolicy
+	// health defers a host that became suspect after the token-aware order was made.
+	health *hostHealth
 }
 
 func (p *quickRouting) Pick(q gocql.ExecutableStatement) gocql.NextHost {
@@ -31,11 +33,11 @@ func (p *quickRouting) Pick(q gocql.ExecutableStatement) gocql.NextHost {
 	defer t.Stop()
 	select {
 	case next := <-picked:
-		return next
+		return p.health.deferSuspect(next)
 	case <-t.C:
 		select {
 		case next := <-picked: // both ready after the process was descheduled
-			return next
+			return p.health.deferSuspect(next)
 		default:
 			return p.fallback.Pick(q)
 		}

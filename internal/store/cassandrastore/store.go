@@ -98,6 +98,7 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy, error) {
 	c.PoolConfig.HostSelectionPolicy = &quickRouting{
 		HostSelectionPolicy: gocql.TokenAwareHostPolicy(tiered, gocql.ShuffleReplicas(), gocql.NonLocalReplicasFallback()),
 		fallback:            tiered,
+		health:              p.health,
 	}
 	c.StreamObserver = streamWatch{p.health}
 	c.SerialConsistency = cl.Serial
