@@ -48,10 +48,12 @@ const shopPlacement = "carts=cassandra,sessions=cassandra,events=cassandra,histo
 const (
 	shopZone     = "eu"
 	shopProducts = 20
-	shopBuyers   = 6
-	// shopPace is each client's time per iteration: a session, a cart edit, a click and an
-	// order step, through both processes.
-	shopPace = 150 * time.Millisecond
+	// shopBuyers guests and as many buyers, each a client of its own.
+	shopBuyers = 4
+	// shopPace is each client's time per iteration (a guest's session, cart edit and click; a
+	// buyer's cart edit and order): steady load, not saturation of the shared 2 cores, where
+	// two shop processes, three nodes and a restarting one's JVM already run.
+	shopPace = 200 * time.Millisecond
 	// sessionTokens is how many tokens the cross-process session test issues, and logs in.
 	sessionTokens = 1000
 )
@@ -605,8 +607,18 @@ func runShopFault(t *testing.T, f shopFault) {
 	for _, w := range load.bad[:min(len(load.bad), 5)] {
 		t.Errorf("%s: wrong answer: %s", f.name, w)
 	}
-	var gaps []string
+	var gaps, before []string
 	for _, k := range reqKinds {
+		var took []time.Duration
+		for _, r := range rs {
+			if r.kind == k && r.ok() && r.end.Before(faultAt) {
+				took = append(took, r.end.Sub(r.start))
+			}
+		}
+		slices.Sort(took)
+		if len(took) > 0 {
+			before = append(before, fmt.Sprintf("%s p50 %s p99 %s", k, took[len(took)/2].Round(time.Millisecond), took[len(took)*99/100].Round(time.Millisecond)))
+		}
 		g, at := longestReplyGap(rs, k, faultAt, endAt)
 		if g > maxStall {
 			explainReplyGap(t, rs, k, at, at.Add(g))
@@ -614,9 +626,9 @@ func runShopFault(t *testing.T, f shopFault) {
 		}
 		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
 	}
-	t.Logf("%s: faults %s, settled %s after; %d requests, retry answers %v; %d sessions issued and used at once through the other process; longest stall: %s; load %s",
+	t.Logf("%s: faults %s, settled %s after; %d requests, retry answers %v; %d sessions issued and used at once through the other process; before the fault: %s; longest stall: %s; load %s",
 		f.name, healedAt.Sub(faultAt).Round(100*time.Millisecond), settledAt.Sub(healedAt).Round(100*time.Millisecond),
-		len(rs), retried, load.rec.issued, strings.Join(gaps, ", "), loadavg())
+		len(rs), retried, load.rec.issued, strings.Join(before, ", "), strings.Join(gaps, ", "), loadavg())
 	lost := shopLost(t, ctx, load)
 	t.Logf("%s: %d cart lines and %d orders acknowledged; %d lost", f.name, len(load.rec.lines), len(load.rec.orders), lost)
 	if lost > 0 {
