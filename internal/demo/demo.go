@@ -81,6 +81,12 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 	if opt.Products < opt.Categories || opt.Users < 0 {
 		return Result{}, fmt.Errorf("demo: need at least one product per category and users >= 0")
 	}
+	// A user's open cart is filled right after their orders: each order waits for its follow-ups
+	// (the cart marked ordered) however long a drain behind thousands of seeded products takes,
+	// where a shopper's order answers after DefaultSyncWait.
+	seeding := *orders
+	seeding.SyncWait = time.Minute
+	orders = &seeding
 	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eed))
 	progress := func(format string, a ...any) {
 		if opt.Progress != nil {

@@ -537,7 +537,8 @@ type shopFault struct {
 
 // runShopFault runs the shop's load through warm-up, the fault sequence, the settling of the
 // cluster and a cool-down, then asserts: no 500 at any time; no fresh token refused; no
-// request kind without a 2xx answer for more than maxStall; every request started after the
+// request kind without a 2xx answer for more than maxStall (for orders: maxStall beyond an
+// order's p99 before the fault); every request started after the
 // cluster settled answered 2xx; every acknowledged cart line and order read back through the
 // API.
 func runShopFault(t *testing.T, f shopFault) {
@@ -607,6 +608,9 @@ func runShopFault(t *testing.T, f shopFault) {
 	for _, w := range load.bad[:min(len(load.bad), 5)] {
 		t.Errorf("%s: wrong answer: %s", f.name, w)
 	}
+	// A checkout is several steps (a cart read, lightweight transactions, the order store, up to
+	// DefaultSyncWait for its follow-ups): on these 2 cores its healthy p99 is already around a
+	// second, so what the fault may add to it is bounded, not the time between two orders.
 	var gaps, before []string
 	for _, k := range reqKinds {
 		var took []time.Duration
@@ -616,15 +620,20 @@ func runShopFault(t *testing.T, f shopFault) {
 			}
 		}
 		slices.Sort(took)
+		limit := maxStall
 		if len(took) > 0 {
-			before = append(before, fmt.Sprintf("%s p50 %s p99 %s", k, took[len(took)/2].Round(time.Millisecond), took[len(took)*99/100].Round(time.Millisecond)))
+			p99 := took[len(took)*99/100]
+			before = append(before, fmt.Sprintf("%s p50 %s p99 %s", k, took[len(took)/2].Round(time.Millisecond), p99.Round(time.Millisecond)))
+			if k == reqOrder {
+				limit += p99
+			}
 		}
 		g, at := longestReplyGap(rs, k, faultAt, endAt)
-		if g > maxStall {
+		if g > limit {
 			explainReplyGap(t, rs, k, at, at.Add(g))
-			t.Errorf("%s: no %s answered 2xx for %s from %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), at.Format("15:04:05.000"), maxStall)
+			t.Errorf("%s: no %s answered 2xx for %s from %s (limit %s)", f.name, k, g.Round(10*time.Millisecond), at.Format("15:04:05.000"), limit.Round(time.Millisecond))
 		}
-		gaps = append(gaps, fmt.Sprintf("%s %s", k, g.Round(10*time.Millisecond)))
+		gaps = append(gaps, fmt.Sprintf("%s %s (limit %s)", k, g.Round(10*time.Millisecond), limit.Round(time.Millisecond)))
 	}
 	t.Logf("%s: faults %s, settled %s after; %d requests, retry answers %v; %d sessions issued and used at once through the other process; before the fault: %s; longest stall: %s; load %s",
 		f.name, healedAt.Sub(faultAt).Round(100*time.Millisecond), settledAt.Sub(healedAt).Round(100*time.Millisecond),

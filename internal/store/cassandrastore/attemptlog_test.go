@@ -48,8 +48,8 @@ func TestAttemptLog(t *testing.T) {
 		}
 		if a.Statement == "insert.sessions" {
 			inserts++
-			if a.Consistency != "ONE" || a.LWT || a.N != 0 {
-				t.Errorf("session insert attempt %s: want ONE, no LWT, the first attempt", a)
+			if a.Consistency != "QUORUM" || a.LWT || a.N != 0 {
+				t.Errorf("session insert attempt %s: want QUORUM (sessions are created at a quorum), no LWT, the first attempt", a)
 			}
 		}
 	}
