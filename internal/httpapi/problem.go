@@ -67,6 +67,13 @@ var (
 	errNotFound = problem(http.StatusNotFound, "not-found", "Not found", "no such resource")
 )
 
+// StatusOf is the HTTP status the API answers err with: the fault suites that drive the
+// services without HTTP use it to hold every error they meet to "never a 500".
+func StatusOf(err error) int {
+	p, _ := toProblem(err)
+	return p.Status
+}
+
 // toProblem maps a domain or decoding error to the problem the client sees. Anything it does
 // not recognise is a 500 whose cause is logged, never sent.
 func toProblem(err error) (p *Problem, internal bool) {

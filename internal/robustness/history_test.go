@@ -37,6 +37,16 @@ type recorder struct {
 	ops      []op
 	reserved map[string]int
 	faults   []fault
+	// internal are errors the API would answer 500 (httpapi.StatusOf): each one fails the run.
+	internal []string
+}
+
+// internalError records an error the API would answer 500: a store's transient state that is
+// not read as one, or a bug.
+func (r *recorder) internalError(key string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.internal = append(r.internal, key+": "+err.Error())
 }
 
 // fault is a nemesis's window, drawn on the visualisation.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/eventually"
+	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/shop"
@@ -74,6 +77,7 @@ type workload struct {
 	orders    []placed        // every order attempted, acknowledged or not
 	cartPuts  map[string]puts // cart user -> product -> outcome
 	failures  []time.Time     // when operations in no history failed (cart puts, status reads)
+	internal  []string        // errors of operations in no history that the API would answer 500
 	nextPrice int64
 }
 
@@ -209,6 +213,9 @@ func timed(ctx context.Context, r *recorder, c int, key string, in any, do func(
 	switch {
 	case err == nil:
 		o.out = result{value: v}
+	case ctx.Err() == nil && httpapi.StatusOf(err) == http.StatusInternalServerError:
+		r.internalError(key, err)
+		fallthrough
 	default:
 		res, known := classify(err)
 		if !known {
@@ -256,7 +263,7 @@ func (w *workload) orderClient(ctx context.Context, c int, rng *rand.Rand) {
 		_, err := w.sh.Carts.Put(pctx, cart.User(user), time.Time{}, p, qty)
 		cancel()
 		if err != nil {
-			w.failed()
+			w.failed(ctx, err)
 			w.pause(ctx, rng) // no order without a cart line; not part of the stock history
 			continue
 		}
@@ -327,7 +334,7 @@ func (w *workload) readStatus(ctx context.Context, c int, id string) bool {
 	rec := op{client: c, key: "status/" + id, in: statusOp{}, call: call, ret: time.Now(), out: result{value: o.Status}}
 	switch {
 	case err != nil:
-		w.failed() // a read that failed tells nothing about the status
+		w.failed(ctx, err) // a read that failed tells nothing about the status
 		return true
 	case o.Status == order.Created:
 		w.status.add(rec)
@@ -430,7 +437,7 @@ func (w *workload) cartClient(ctx context.Context, c int, rng *rand.Rand, u int)
 		res := result{}
 		if err != nil {
 			res = result{unknown: true}
-			w.failed()
+			w.failed(ctx, err)
 		}
 		w.mu.Lock()
 		w.cartPuts[user][p] = res
@@ -442,11 +449,29 @@ func (w *workload) cartClient(ctx context.Context, c int, rng *rand.Rand, u int)
 	}
 }
 
-// failed notes that an operation in no history failed just now.
-func (w *workload) failed() {
+// failed notes that an operation in no history failed just now, and holds its error to
+// "never a 500" while the run goes on (ctx live).
+func (w *workload) failed(ctx context.Context, err error) {
 	w.mu.Lock()
 	w.failures = append(w.failures, time.Now())
+	if ctx.Err() == nil && httpapi.StatusOf(err) == http.StatusInternalServerError {
+		w.internal = append(w.internal, err.Error())
+	}
 	w.mu.Unlock()
+}
+
+// checkInternal fails the run for every error the API would have answered 500.
+func (w *workload) checkInternal(t *testing.T) {
+	t.Helper()
+	all := slices.Clone(w.internal)
+	for _, r := range []*recorder{w.stock, w.status, w.price, w.pricePage, w.statusPage, w.historyPage} {
+		r.mu.Lock()
+		all = append(all, r.internal...)
+		r.mu.Unlock()
+	}
+	if len(all) > 0 {
+		t.Errorf("%d errors the API would answer 500 (a store state not read as transient, or a bug), first: %s", len(all), strings.Join(all[:min(5, len(all))], "; "))
+	}
 }
 
 // phase is what the clients saw in one phase of a run: writes acknowledged (orders among
@@ -710,6 +735,7 @@ func (w *workload) verify(t *testing.T, ctx context.Context) summary {
 		return o.to, o.to != ""
 	})
 	w.checkHistory(t)
+	w.checkInternal(t)
 	w.checkOrders(t, ctx, &s)
 	w.checkCarts(t, ctx, &s)
 	return s

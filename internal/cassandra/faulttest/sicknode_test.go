@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 	"github.com/shardmart/shardmart/internal/faultnet"
 	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	sessionpkg "github.com/shardmart/shardmart/internal/session"
@@ -379,6 +381,13 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 		strings.Join(gaps, ", "), loadavg())
 	if n, byKind, first := failures(load.started(settledAt, endAt)); n > 0 {
 		t.Errorf("%s: %d requests failed after the cluster settled %v (first: %v)", f.name, n, byKind, first)
+	}
+	// Every error is one the API answers 503 (or 4xx), read as placement reads a Cassandra
+	// store's errors: never a 500.
+	for _, o := range load.overlapping(time.Time{}, endAt) {
+		if o.err != nil && httpapi.StatusOf(store.Unavailable(o.err)) == http.StatusInternalServerError {
+			t.Errorf("%s: %s at %s failed with an error the API would answer 500: %v", f.name, o.kind, o.start.Format("15:04:05.000"), o.err)
+		}
 	}
 	lost := lostWrites(t, ctx, load)
 	t.Logf("%s: %d cart lines, %d sessions, %d history entries acknowledged; %d lost", f.name,

@@ -144,7 +144,7 @@ func BenchmarkSessions(b *testing.B) {
 		}, func(ctx context.Context, i int64) error {
 			x := mk(-i)
 			return s.Query(sessionInsert, x.ID, nil, x.CreatedAt, x.LastActive, x.ExpiresAt, x.IP, x.UserAgent, string(x.Status), x.Data, 3600).
-				WithContext(ctx).Consistency(cas1.Sessions).Idempotent(true).Exec()
+				WithContext(ctx).Consistency(cas1.SessionWrites).Idempotent(true).Exec()
 		})
 	})
 	const n = 1000 // sessions to read, written once up front
