@@ -535,7 +535,7 @@ type shopFault struct {
 	// slack is added to every bound: a rolling restart is three faults in a row, and in a CI
 	// run at load 30 one of its restarts stalled guests 2.00 s and orders 0.16 s over theirs.
 	slack time.Duration
-	run  func(t *testing.T, ctx context.Context) error
+	run   func(t *testing.T, ctx context.Context) error
 }
 
 // runShopFault runs the shop's load through warm-up, the fault sequence, the settling of the
