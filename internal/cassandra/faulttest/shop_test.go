@@ -336,13 +336,7 @@ func (p *shopProc) putLine(ctx context.Context, rec *shopRecord, token, product 
 	if !r.ok() {
 		return r, nil
 	}
-	var v struct {
-		Items []struct {
-			ProductID string `json:"product_id"`
-			Quantity  int64
-			Available bool
-		}
-	}
+	var v cartAnswer
 	if err := json.Unmarshal(b, &v); err != nil {
 		return r, err
 	}
@@ -352,6 +346,15 @@ func (p *shopProc) putLine(ctx context.Context, rec *shopRecord, token, product 
 		}
 	}
 	return r, fmt.Errorf("cart answer %s does not price %d of %s", b, quantity, product)
+}
+
+// cartAnswer is the part of a cart answer the tests read.
+type cartAnswer struct{ Items []cartLineAnswer }
+
+type cartLineAnswer struct {
+	ProductID string `json:"product_id"`
+	Quantity  int64
+	Available bool
 }
 
 // buyer is a registered user who orders through one process.
@@ -656,17 +659,9 @@ func shopLost(t *testing.T, ctx context.Context, l *shopLoadRun) int {
 	lost := 0
 	for _, line := range l.rec.lines {
 		r, b := untilAnswered(ctx, func() (reply, []byte) { return l.pair.a.call(ctx, nil, "", "GET", "/v1/cart", line.token, nil) })
-		var v struct {
-			Items []struct {
-				ProductID string `json:"product_id"`
-				Quantity  int64
-			}
-		}
+		var v cartAnswer
 		_ = json.Unmarshal(b, &v)
-		if !r.ok() || !slices.ContainsFunc(v.Items, func(it struct {
-			ProductID string `json:"product_id"`
-			Quantity  int64
-		}) bool {
+		if !r.ok() || !slices.ContainsFunc(v.Items, func(it cartLineAnswer) bool {
 			return it.ProductID == line.product && it.Quantity == line.quantity
 		}) {
 			lost++
