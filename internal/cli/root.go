@@ -29,6 +29,8 @@ func NewRootCmd(stdio IO) *cobra.Command {
 		newCmdBench(stdio, nil),
 		newCmdMonitor(stdio, nil),
 		newCmdMigrate(stdio),
+		newCmdBackup(stdio),
+		newCmdRestore(stdio),
 	)
 	return root
 }
