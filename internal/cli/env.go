@@ -37,6 +37,10 @@ var deploymentEnv = []string{
 	"SHARDMART_MIGRATIONS",
 }
 
+// DeploymentEnv returns the environment variables shardmart reads for its settings, in the
+// README's order: the deployment files (deploy/) are checked against it.
+func DeploymentEnv() []string { return slices.Clone(deploymentEnv) }
+
 // flaglessEnv are the variables of deploymentEnv read directly, with no flag: secrets that must
 // not appear on a command line.
 var flaglessEnv = []string{passwordEnv}

@@ -25,10 +25,13 @@ import (
 	"time"
 )
 
+// CacheDirEnv names the directory of the fetched server binaries and jars.
+const CacheDirEnv = "SHARDMART_CACHE_DIR"
+
 // CacheDir is where fetched server binaries and jars live, outside the repository:
 // $SHARDMART_CACHE_DIR, else the user cache directory's shardmart folder.
 func CacheDir() string {
-	if d := os.Getenv("SHARDMART_CACHE_DIR"); d != "" {
+	if d := os.Getenv(CacheDirEnv); d != "" {
 		return d
 	}
 	if d, err := os.UserCacheDir(); err == nil {
