@@ -131,6 +131,30 @@ func checkCommand(argv []string, pendingRepair bool) error {
 	return nil
 }
 
+// commandEnv lists the variables argv's command reads through its flags (and, while the repair
+// extension is pending, the repair command's assumed ones). An unknown command reads none.
+func commandEnv(argv []string, pendingRepair bool) []string {
+	if len(argv) < 2 {
+		return nil
+	}
+	cmd, _, err := rootCmd().Find(argv[1:])
+	if err != nil {
+		return nil
+	}
+	var env []string
+	visit := func(f *pflag.Flag) {
+		if e := cli.FlagEnv(f); e != "" {
+			env = append(env, e)
+		}
+	}
+	cmd.LocalFlags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	if pendingRepair && slices.Equal(argv[1:min(len(argv), 1+len(repairCommand))], repairCommand) {
+		env = append(env, repairAssumedEnv...)
+	}
+	return env
+}
+
 // flagDefault is the default of a command's flag, as its --help shows it.
 func flagDefault(t *testing.T, command []string, flag string) string {
 	t.Helper()

@@ -41,6 +41,14 @@ var deploymentEnv = []string{
 // README's order: the deployment files (deploy/) are checked against it.
 func DeploymentEnv() []string { return slices.Clone(deploymentEnv) }
 
+// FlagEnv names the variable that may set flag f, "" if none does.
+func FlagEnv(f *pflag.Flag) string {
+	if v := f.Annotations[envAnnotation]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // flaglessEnv are the variables of deploymentEnv read directly, with no flag: secrets that must
 // not appear on a command line.
 var flaglessEnv = []string{passwordEnv}
