@@ -6,6 +6,7 @@ package monitoring
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,15 +40,25 @@ func tool(t *testing.T, name, pkg string) string {
 // while this package's Cassandra nodes booted.
 func run(t *testing.T, name, pkg string, args ...string) string {
 	t.Helper()
+	out, err := runErr(t, name, pkg, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runErr is run returning the tool's failure, with its whole output, instead of failing.
+func runErr(t *testing.T, name, pkg string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, tool(t, name, pkg), args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+		return out.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out.String())
 	}
-	return out.String()
+	return out.String(), nil
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
