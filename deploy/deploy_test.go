@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -167,17 +166,6 @@ func flagDefault(t *testing.T, command []string, flag string) string {
 		t.Fatalf("%s has no --%s", cmd.CommandPath(), flag)
 	}
 	return f.DefValue
-}
-
-// tool returns the path of a Debian-packaged binary, failing (not skipping) when it is missing:
-// a skipped check would look like a pass in CI.
-func tool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s not found (%v): install it with `apt-get install %s` (.ci/run does)", name, err, pkg)
-	}
-	return p
 }
 
 // TestCheckCommandRefuses proves the command-line check can fail: a misspelt flag, a flag of

@@ -569,6 +569,8 @@ func TestKubernetesChecksRefuse(t *testing.T) {
 		"shared sqlite":            {"config.yaml", "SHARDMART_PLACEMENT: orders=mongo,", "SHARDMART_PLACEMENT: orders=sqlite,", "keeps a family on the embedded store"},
 		"writable root":            {"monitor.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", "readOnlyRootFilesystem: true"},
 		"bad schedule":             {"firehose-roll.yaml", `schedule: "5 0 * * *"`, `schedule: "5 0 * *"`, "expected exactly 5 fields"},
+		"pdb selector":             {"serve.yaml", "spec:\n  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: shardmart", "spec:\n  maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: shop", "PodDisruptionBudget shardmart-serve: selector matches no"},
+		"undeclared volume":        {"repair.yaml", "            - name: jmx\n              mountPath", "            - name: jmx-password\n              mountPath", "mounts volume jmx-password, which the pod does not declare"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m, err := editedManifests(t, e)
