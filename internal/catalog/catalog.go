@@ -41,7 +41,7 @@ type Product struct {
 	Description string
 	Category    string
 	Price       money.Amount
-	// Inactive hides the product from search and listings (the source design's is_active, inverted so
+	// Inactive hides the product from search and listings (an is_active flag inverted, so
 	// that a product stored or sent through the outbox before the flag existed reads as active).
 	Inactive   bool
 	Attributes map[string]string

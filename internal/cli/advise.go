@@ -78,7 +78,7 @@ See docs/advise.md for the workload format and how to read the output.`,
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up after this long")
 	f.StringVar(&o.From, "from", "", "advise on a live collection: mongodb:// URI of a mongos or a replica set")
 	f.StringVar(&o.Collection, "collection", "", "with --from: the collection, db.collection")
-	f.StringArrayVar(&o.Candidates, "candidate", nil, "with --from: a candidate key such as '{user_id: hashed}' (repeatable; default: the seeds' alternatives)")
+	f.StringArrayVar(&o.Candidates, "candidate", nil, "with --from: a candidate key such as '{user_id: hashed}' (repeatable; default: the sharding spec's alternatives)")
 	f.IntVar(&o.Sample, "sample", 1000, fmt.Sprintf("with --from: documents to $sample (at most %d)", live.MaxSample))
 	f.IntVar(&o.ProfileSeconds, "profile-seconds", 0, fmt.Sprintf("with --from: profile the database this long (at most %d) for the operation mix; replica sets only", live.MaxProfileSeconds))
 	return cmd

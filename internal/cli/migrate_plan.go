@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/migrate"
 )
 
@@ -21,12 +22,6 @@ func newCmdMigratePlan(stdio IO, fl *migrateFlags, runF func(context.Context, mi
 	return newCmdMigrateStoresVerb(&cobra.Command{Use: "plan", Short: "Row counts, estimated time and the placement change"},
 		fl, func(ctx context.Context, o migratePlanOptions) error { return migratePlan(ctx, stdio, o) }, runF)
 }
-
-// assumedRates are the plan's rows/s per family: the backfill's medians into one node with 4
-// workers in docs/benchmarks.md (2 shared cores), rounded down. A cluster of real machines
-// copies faster; a busy old store slower.
-var assumedRates = map[migrate.Family]float64{migrate.Sessions: 10_000, migrate.Carts: 7_000,
-	migrate.History: 11_000, migrate.Events: 17_000, migrate.Catalog: 3_000}
 
 func migratePlan(ctx context.Context, stdio IO, o migratePlanOptions) error {
 	env, fams, err := o.Stores.open(ctx, true)
@@ -48,7 +43,8 @@ func migratePlan(ctx context.Context, stdio IO, o migratePlanOptions) error {
 			return err
 		}
 		total += n
-		est := time.Duration(float64(n) / assumedRates[f] * float64(time.Second)).Round(time.Second)
+		spec, _ := family.Get(f)
+		est := time.Duration(float64(n) / spec.CopyRate * float64(time.Second)).Round(time.Second)
 		all += est
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s=%s -> %s=%s\n", f, n, est, migrate.PhaseName(states[f].Phase), f, o.Stores.From, f, o.Stores.To)
 	}

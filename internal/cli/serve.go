@@ -2,24 +2,20 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
+	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmart/shardmart/internal/demo"
-	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/httpapi"
-	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/shop"
@@ -103,16 +99,10 @@ const minAdminTokenLen = 32
 // runServe serves until ctx ends, then shuts down gracefully. ready, if not nil, receives the
 // bound address once the server accepts connections (tests).
 func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string) error {
-	var handler slog.Handler
-	switch o.logFormat {
-	case "text":
-		handler = slog.NewTextHandler(stdio.Err, nil)
-	case "json":
-		handler = slog.NewJSONHandler(stdio.Err, nil)
-	default:
-		return fmt.Errorf("--log-format must be text or json, got %q", o.logFormat)
+	logger, err := newLogger(o.logFormat, stdio.Err)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(handler)
 	cfg, err := o.backend.config(logger)
 	if err != nil {
 		return err
@@ -125,40 +115,11 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		defer release()
 	}
 	cfg.CacheStaleAfter = o.cacheStaleness
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every repository call, same op names on every backend
-	cfg.Backends.CassandraMetrics = reg
-	if o.statementMetrics {
-		cfg.Backends.ObserveStatement = httpapi.NewStatementObserver(reg)
-	}
-	tr, err := tracing.Start(ctx, o.trace)
+	reg, traces, stopTracing, err := observe(ctx, &cfg, o, logger)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := tr.Shutdown(sctx); err != nil {
-			logger.Warn("tracing: flushing spans at shutdown", "err", err)
-		}
-	}()
-	cfg.Backends.Tracer, cfg.Backends.Outcome = tr.Tracer(), httpapi.StoreOutcome
-	var traces func() []tracing.Span
-	if tr != nil {
-		traces = tr.Recent.Spans
-		logger.Info("tracing on", "sample_ratio", tr.Ratio, "otlp_export", tr.Exporting, "spans_kept", o.trace.Keep)
-	}
-
-	if cfg.Backends.Migrations {
-		mirrorErrors := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardmart_migration_mirror_errors_total",
-			Help: "Changes the dual write could not copy to Cassandra (the old store committed them; verify lists the keys)."}, []string{"family"})
-		reg.MustRegister(mirrorErrors)
-		cfg.Backends.MigrationError = func(f placement.Family, key string, err error) {
-			mirrorErrors.WithLabelValues(string(f)).Inc()
-			logger.Error("dual write: change not copied to Cassandra; `shardmart migrate verify --repair` copies it", "family", f, "key", key, "err", err)
-		}
-	}
+	defer stopTracing()
 	s, err := shop.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -175,27 +136,17 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		}
 		seedNow = empty
 	}
-	if n := len(o.adminToken); n > 0 && n < minAdminTokenLen {
-		logger.Warn("the admin token is short: anyone who guesses it can change prices, stock and orders; use at least 32 random characters",
-			"length", n, "want_at_least", minAdminTokenLen)
-	}
-	if o.adminToken == "" {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		o.adminToken = hex.EncodeToString(b[:])
-		logger.Warn("no --admin-token / SHARDMART_ADMIN_TOKEN given: generated one for this run", "admin_token", o.adminToken)
-	}
+	o.adminToken = adminToken(o.adminToken, logger)
 
 	// Background work stops before the stores close (deferred above, so it runs last).
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{}, 4)
-	go func() { s.Projector.Run(bg, time.Second); done <- struct{}{} }()
-	go func() { purge(bg, s, o.purgeEvery, o.backend.eventRetention, logger); done <- struct{}{} }()
-	go func() { watchMigrations(bg, s, o.migrationPoll, logger); done <- struct{}{} }()
-	go func() { s.FollowChanges(bg); done <- struct{}{} }()
-	defer func() { stopBG(); <-done; <-done; <-done; <-done }()
-	registerCacheMetrics(reg, s)
-	registerLeaseMetrics(reg, s.Projector)
+	bgDone := make(chan error, 1)
+	go func() {
+		bgDone <- s.Run(bg, shop.RunOptions{PurgeEvery: o.purgeEvery, EventRetention: o.backend.eventRetention,
+			MigrationPoll: o.migrationPoll, Logger: logger})
+	}()
+	defer func() { stopBG(); <-bgDone }()
+	s.RegisterMetrics(reg)
 
 	// Seeding runs behind a listening server: /readyz says 503 with its progress until the
 	// data is in, so an orchestrator routes no traffic yet while /healthz says the process lives.
@@ -204,20 +155,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		msg := "seeding demo data"
 		seeding.Store(&msg)
 	}
-	api := httpapi.New(httpapi.Deps{
-		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
-		Ready: s.Stores.Ready, Limits: o.limits(), SharedLimits: s.Stores.RateLimits, Following: s.CacheFollowing,
-		Tracer: cfg.Backends.Tracer, Traces: traces,
-		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
-			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
-		},
-		Starting: func() string {
-			if p := seeding.Load(); p != nil {
-				return *p
-			}
-			return ""
-		},
-	})
+	api := newAPI(s, o, cfg.Backends.Tracer, logger, reg, traces, &seeding)
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
@@ -253,46 +191,6 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	return nil
 }
 
-// registerCacheMetrics exports how far this process's card cache is behind the outbox.
-func registerCacheMetrics(reg prometheus.Registerer, s *shop.Shop) {
-	if s.Tail == nil {
-		return
-	}
-	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "shardmart_card_cache_tail_behind_seconds",
-			Help: "Time since this process's outbox tail last read every change (the card cache's staleness bound in effect)."},
-			func() float64 { return s.Tail.State().Behind.Seconds() }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "shardmart_card_cache_bypassed",
-			Help: "1 while search bypasses the card cache because the tail is too far behind (or failing), else 0."},
-			func() float64 {
-				if s.CacheFollowing() != nil {
-					return 1
-				}
-				return 0
-			}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "shardmart_card_cache_tail_resets_total",
-			Help: "Times the card cache was emptied because its tail found outbox rows pruned before it read them."},
-			func() float64 { return float64(s.Tail.State().Resets) }),
-	)
-}
-
-// registerLeaseMetrics exports this process's projector's drain leases (a shared outbox is
-// drained by one process at a time; outbox/lease.go).
-func registerLeaseMetrics(reg prometheus.Registerer, p *outbox.Projector) {
-	counter := func(name, help string, v func(outbox.LeaseStats) int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(v(p.LeaseStats())) })
-	}
-	reg.MustRegister(
-		counter("shardmart_outbox_drain_lease_acquired_total", "Outbox drains this process ran under the shared drain lease.",
-			func(st outbox.LeaseStats) int64 { return st.Acquired }),
-		counter("shardmart_outbox_drain_lease_busy_total", "Drain attempts that found another process holding the lease (its drain did the work).",
-			func(st outbox.LeaseStats) int64 { return st.Busy }),
-		counter("shardmart_outbox_drain_lease_taken_over_total", "Leases this process took from a holder that let it expire (died or stalled mid-drain).",
-			func(st outbox.LeaseStats) int64 { return st.TakenOver }),
-	)
-}
-
 // seedInBackground seeds the demo data and clears the seeding state when done. A failure stops
 // the server with the error; a shutdown interrupts it, leaving part of the data.
 func seedInBackground(ctx context.Context, s *shop.Shop, opt demo.Options, seeding *atomic.Pointer[string],
@@ -324,64 +222,21 @@ func seedInBackground(ctx context.Context, s *shop.Shop, opt demo.Options, seedi
 		"took", time.Since(start).Round(time.Millisecond))
 }
 
-// watchMigrations applies the migration state every poll and heartbeats the applied phases
-// under this process's writer id, until ctx ends. Without --migrations it returns at once.
-func watchMigrations(ctx context.Context, s *shop.Shop, poll time.Duration, logger *slog.Logger) {
-	phases := s.Stores.MigrationPhases()
-	if len(phases) == 0 {
-		return
-	}
-	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	writer := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-	logger.Info("following the migration state", "writer", writer, "phases", phases)
-	if err := s.Stores.RefreshMigrations(ctx, writer); err != nil {
-		logger.Warn("migration state", "err", err)
-	}
-	last := s.Stores.MigrationPhases()
-	s.Stores.WatchMigrations(ctx, writer, poll, func(err error) { logger.Warn("migration state", "err", err) }, func(now map[placement.Family]migrate.Phase) {
-		for f, p := range now {
-			if last[f] != p {
-				logger.Info("migration phase changed", "family", f, "from", last[f], "to", p)
+// newAPI is the HTTP API over s: starting says how far seeding is while it runs.
+func newAPI(s *shop.Shop, o serveOptions, tracer trace.Tracer, logger *slog.Logger, reg *prometheus.Registry,
+	traces func() []tracing.Span, seeding *atomic.Pointer[string]) http.Handler {
+	return httpapi.New(httpapi.Deps{
+		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
+		Ready: s.Stores.Ready, Limits: o.limits(), SharedLimits: s.Stores.RateLimits, Following: s.CacheFollowing,
+		Tracer: tracer, Traces: traces,
+		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
+			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
+		},
+		Starting: func() string {
+			if p := seeding.Load(); p != nil {
+				return *p
 			}
-		}
-		last = now
+			return ""
+		},
 	})
-}
-
-// purge deletes expired sessions and guest carts (reads already hide them at once), events
-// past the retention, and the outbox rows every consumer has passed.
-func purge(ctx context.Context, s *shop.Shop, every, eventRetention time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		now := time.Now().UTC()
-		if n, err := s.Stores.Sessions.PurgeExpired(ctx, now); err != nil {
-			logger.Warn("purge sessions", "err", err)
-		} else if n > 0 {
-			logger.Info("purged expired sessions", "count", n)
-		}
-		if n, err := s.Stores.Carts.PurgeExpired(ctx, now); err != nil {
-			logger.Warn("purge guest carts", "err", err)
-		} else if n > 0 {
-			logger.Info("purged expired guest carts", "count", n)
-		}
-		if n, err := s.Stores.Events.PurgeEvents(ctx, event.Cutoff(now, eventRetention)); err != nil {
-			logger.Warn("purge events", "err", err)
-		} else if n > 0 {
-			logger.Info("purged events past the retention", "count", n, "retention", eventRetention)
-		}
-		if res, err := outbox.Prune(ctx, s.Stores.Outbox, s.OutboxConsumers()); err != nil {
-			logger.Warn("prune outbox", "err", err)
-		} else if res.Deleted > 0 || res.Behind > 0 {
-			// held_by names the consumer furthest behind: a stuck one keeps every row after it.
-			logger.Info("pruned outbox", "deleted", res.Deleted, "kept_unconsumed", res.Behind, "held_by", res.HeldBy)
-		}
-	}
 }

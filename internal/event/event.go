@@ -48,7 +48,7 @@ type Query struct {
 	Page  paging.Request
 }
 
-// DefaultRetention is how long events are kept: 90 days, as the source design's Cassandra TTL.
+// DefaultRetention is how long events are kept: 90 days, the events table's TTL on Cassandra.
 const DefaultRetention = 90 * 24 * time.Hour
 
 // Expiry is when an event that happened at `at` leaves the store under retention (0:

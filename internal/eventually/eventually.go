@@ -109,3 +109,11 @@ func wait(within time.Duration, check func() error) (last error, stop bool) {
 	defer cancel()
 	return poll(ctx, maxPoll(within), check)
 }
+
+// Context is a context that ends after d or when the test ends, whichever is first: the bound
+// of one test's calls to a server.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

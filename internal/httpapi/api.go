@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmart/shardmart/internal/outbox"
-	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/store"
 	"github.com/shardmart/shardmart/internal/tracing"
 )
@@ -359,6 +358,13 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request, _ *caller) erro
 	return reply(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// downBackends is a readiness error that names the backends that did not answer
+// (placement.DownError).
+type downBackends interface {
+	error
+	Backends() []string
+}
+
 func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ *caller) error {
 	if s.Starting != nil {
 		if detail := s.Starting(); detail != "" {
@@ -372,7 +378,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ *caller) error
 			s.log.Warn("not ready", "err", err)
 			// The backend's name, not its error: the error may carry addresses.
 			detail := "a backend does not answer"
-			var down *placement.DownError
+			var down downBackends
 			if errors.As(err, &down) {
 				detail = "not answering: " + strings.Join(down.Backends(), ", ")
 			}

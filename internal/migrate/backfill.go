@@ -67,7 +67,7 @@ type Stats struct {
 // their writes are upserts of the same cells with the same timestamps, so nothing is duplicated.
 func Backfill(ctx context.Context, src Reader, dst *Target, f Family, opts Options) (Stats, error) {
 	opts.defaults()
-	if _, err := f.family(); err != nil {
+	if _, err := codecOf(f); err != nil {
 		return Stats{}, err
 	}
 	ranges, err := runRanges(ctx, src, dst, f, opts)

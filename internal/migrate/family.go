@@ -11,12 +11,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// family is everything the engine knows about one data family, in one file per family
+// codec is everything the engine knows about one data family, in one file per family
 // (family_<name>.go): how each old store holds it, when a row last changed, how it is
 // written to and read back from Cassandra, and the canonical form verify hashes. Sources,
 // the target, the mirror and verify dispatch through it, so a new family is one new file
 // and one line in registry.
-type family interface {
+type codec interface {
 	// sqlite is the embedded store's table holding the family and its key column.
 	sqlite() (table, key string)
 	// readSQLite returns the rows with keys in r, ordered by key, read in tx.
@@ -43,7 +43,7 @@ type family interface {
 }
 
 // registry holds every family the engine moves.
-var registry = map[Family]family{
+var registry = map[Family]codec{
 	Sessions: sessionsFamily{},
 	Carts:    cartsFamily{},
 	History:  historyFamily{},
@@ -52,7 +52,7 @@ var registry = map[Family]family{
 }
 
 // familyOf is the family of row r (nil for a row of none).
-func familyOf(r Row) family {
+func familyOf(r Row) codec {
 	for _, f := range Families {
 		if fam := registry[f]; fam.holds(r) {
 			return fam
@@ -62,7 +62,7 @@ func familyOf(r Row) family {
 }
 
 // stampRows sets Modified and Expires on rows of f.
-func stampRows(fam family, rows []Row, retention time.Duration) []Row {
+func stampRows(fam codec, rows []Row, retention time.Duration) []Row {
 	for i := range rows {
 		fam.stamp(&rows[i], retention)
 	}

@@ -28,37 +28,41 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/session"
 )
 
-// Family is a data family the engine moves.
-type Family string
+// Family is a data family the engine moves (internal/family declares them).
+type Family = family.Name
 
+// The families the engine moves.
 const (
-	Sessions Family = "sessions"
-	Carts    Family = "carts"
-	History  Family = "history"
-	Events   Family = "events"
-	Catalog  Family = "catalog"
+	Sessions = family.Sessions
+	Carts    = family.Carts
+	History  = family.History
+	Events   = family.Events
+	Catalog  = family.Catalog
 )
 
 // Families lists every family the engine moves, in the order a full migration takes them.
-var Families = []Family{Sessions, Carts, History, Events, Catalog}
+var Families = family.ToCassandra()
 
 // ParseFamily accepts a family name.
 func ParseFamily(s string) (Family, error) {
-	f := Family(s)
-	_, err := f.family()
-	return f, err
+	f, err := family.ParseMigratable(s)
+	if err != nil {
+		return "", fmt.Errorf("migrate: %w", err)
+	}
+	return f, nil
 }
 
-// family is f's entry in the registry.
-func (f Family) family() (family, error) {
+// codecOf is f's entry in the registry.
+func codecOf(f Family) (codec, error) {
 	if fam, ok := registry[f]; ok {
 		return fam, nil
 	}
-	return nil, fmt.Errorf("migrate: family %q: want one of sessions, carts, history, events, catalog", f)
+	return nil, fmt.Errorf("migrate: family %q: want one of %s", f, family.Join(Families))
 }
 
 // Reader is the old store's side of a migration: the embedded store (Source) or MongoDB.

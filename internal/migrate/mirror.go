@@ -81,7 +81,7 @@ func (m *Mirror) Keys(ctx context.Context, f Family, keys ...string) error {
 }
 
 func (m *Mirror) key(ctx context.Context, f Family, key string) error {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return err
 	}

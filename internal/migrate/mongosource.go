@@ -114,7 +114,7 @@ func (s *MongoSource) collection(mf mongoFamily) *mongo.Collection {
 
 // Read returns the rows of f with keys in r, ordered by key: a range query on the key field.
 func (s *MongoSource) Read(ctx context.Context, f Family, r Range) ([]Row, error) {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (s *MongoSource) Read(ctx context.Context, f Family, r Range) ([]Row, error
 // which is off after an unclean shutdown and on sharded clusters with orphans). A cart caught
 // mid-retire counts twice.
 func (s *MongoSource) Count(ctx context.Context, f Family) (int64, error) {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return 0, err
 	}
@@ -172,7 +172,7 @@ func (s *MongoSource) Count(ctx context.Context, f Family) (int64, error) {
 // (count/n)-th. $bucketAuto would send back only the n boundaries, but it sorts every key in
 // memory (spilling to disk past 100 MB) instead of reading them in index order.
 func (s *MongoSource) Split(ctx context.Context, f Family, n int) ([]Range, error) {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func keyRange(col string, r Range) (string, []any) {
 // Read returns the rows of family f in r, ordered by key. It reads in one transaction, so a
 // cart and its lines come from one snapshot.
 func (s *Source) Read(ctx context.Context, f Family, r Range) ([]Row, error) {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func readSQLiteRows(ctx context.Context, tx *sql.Tx, query, col string, r Range,
 
 // Count returns the number of rows of f.
 func (s *Source) Count(ctx context.Context, f Family) (int64, error) {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return 0, err
 	}
@@ -100,7 +100,7 @@ func (s *Source) Count(ctx context.Context, f Family) (int64, error) {
 
 // Split reads every (count/n)-th key of f in key order, in one pass over the key's index.
 func (s *Source) Split(ctx context.Context, f Family, n int) ([]Range, error) {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ const writeConcurrency = 32
 // Every write is an idempotent upsert, so writing a range again changes nothing. Writes run
 // concurrently; Write returns once every one was acknowledged, or the first error.
 func (t *Target) Write(ctx context.Context, f Family, rows []Row, now time.Time) (skipped int, err error) {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return 0, err
 	}
@@ -157,7 +157,7 @@ func SourceID(g gocql.UUID) string {
 // Verify. It is a full-table scan (paged), once per verify, not once per range: the tables are
 // partitioned by owner or session, not by the source's key ranges.
 func (t *Target) Scan(ctx context.Context, f Family, fn func(Row) error) error {
-	fam, err := f.family()
+	fam, err := codecOf(f)
 	if err != nil {
 		return err
 	}

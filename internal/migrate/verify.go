@@ -40,7 +40,7 @@ func Verify(ctx context.Context, src Reader, dst *Target, f Family, opts Options
 	opts.defaults()
 	const margin = time.Minute
 	rep := Report{Family: f}
-	if _, err := f.family(); err != nil {
+	if _, err := codecOf(f); err != nil {
 		return rep, err
 	}
 	ranges, err := src.Split(ctx, f, opts.Split)

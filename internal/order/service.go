@@ -60,14 +60,6 @@ var keyPattern = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`)
 
 const keyField, keyRule = "Idempotency-Key", "header is required: 1-128 printable ASCII characters"
 
-// ValidateKey checks an Idempotency-Key header value.
-func ValidateKey(key string) error {
-	if !keyPattern.MatchString(key) {
-		return validation.Field(keyField, keyRule)
-	}
-	return nil
-}
-
 // PlaceFromCart turns the user's active cart into an order. A repeated key returns the first
 // order (created=false) whatever the cart holds now.
 func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (Order, bool, error) {

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shardmart/shardmart/internal/cart"
-	"github.com/shardmart/shardmart/internal/event"
-	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/migrate"
-	"github.com/shardmart/shardmart/internal/session"
 )
 
 // The dual-write layer: how a shop process takes part in `shardmart migrate`. A process
@@ -101,7 +98,7 @@ func (d *pair[R]) writeThenCopy(ctx context.Context, f Family, key string, write
 }
 
 // migratable are the families `shardmart migrate` can move to Cassandra.
-var migratable = []Family{Sessions, Carts, Events, History, Catalog}
+var migratable = family.ToCassandra()
 
 // openDualWrite wraps the families cfg keeps in an old store with the dual-write layer,
 // opening Cassandra if the placement did not, and applies the current state once.
@@ -151,19 +148,7 @@ func (s *Stores) openDualWrite(ctx context.Context, cfg Config, o Options, opene
 			}
 			fm = m.with(mr)
 		}
-		switch f {
-		case Sessions:
-			s.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: cb.Sessions(), m: fm, ph: ph}}
-		case Carts:
-			s.Carts = &dualWriteCarts{pair[cart.Repository]{old: s.Carts, neu: cb.Carts(), m: fm, ph: ph}}
-		case Events:
-			s.Events = &dualWriteEvents{pair[event.Repository]{old: s.Events, neu: cb.Events(), m: fm, ph: ph}}
-		case History:
-			s.History = &dualWriteHistory{pair[history.Repository]{old: s.History, neu: cb.History(), m: fm, ph: ph}}
-		case Catalog:
-			s.Catalog = &dualWriteCatalog{pair[CatalogReader]{old: s.Catalog, neu: cb.Catalog(), ph: ph}}
-			s.CatalogSink = &catalogSink{neu: cb.CatalogSink(), ph: ph}
-		}
+		slots[f].wrap(s, cb, fm, ph)
 	}
 	s.dualWrite = m
 	// Apply the state before serving anything: a family cut over must never be served from
@@ -173,7 +158,7 @@ func (s *Stores) openDualWrite(ctx context.Context, cfg Config, o Options, opene
 		return fmt.Errorf("dual writes: %w", err)
 	}
 	for f, ph := range m.phases {
-		ph.set(states[migrate.Family(f)].Phase)
+		ph.set(states[f].Phase)
 	}
 	return nil
 }

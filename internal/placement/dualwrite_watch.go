@@ -38,9 +38,9 @@ func (s *Stores) RefreshMigrations(ctx context.Context, writer string) error {
 	}
 	var errs []error
 	for f, ph := range m.phases {
-		st := states[migrate.Family(f)]
+		st := states[f]
 		ph.set(st.Phase)
-		if err := m.target.Heartbeat(ctx, migrate.Family(f), writer, st.Phase); err != nil {
+		if err := m.target.Heartbeat(ctx, f, writer, st.Phase); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
@@ -28,30 +29,27 @@ import (
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
-// Family is a group of data that moves between backends as one.
-type Family string
+// Family is a group of data that moves between backends as one (internal/family declares them).
+type Family = family.Name
 
+// The families, as internal/family declares them.
 const (
-	// Orders is the transactional family: orders, products with stock, the outbox and users.
-	// It needs multi-row transactions, so only the embedded store or MongoDB can hold it.
-	Orders   Family = "orders"
-	Carts    Family = "carts"
-	Sessions Family = "sessions"
-	Events   Family = "events"
-	History  Family = "history"
-	// Catalog is the product read model for search and product pages (CAT-1). On the
-	// transactional backend it is the products table itself; elsewhere the projector feeds it.
-	Catalog Family = "catalog"
+	Orders   = family.Orders
+	Carts    = family.Carts
+	Sessions = family.Sessions
+	Events   = family.Events
+	History  = family.History
+	Catalog  = family.Catalog
 )
 
 // Families lists every family in a stable order.
-var Families = []Family{Orders, Carts, Sessions, Events, History, Catalog}
+var Families = family.All()
 
 // Backend names.
 const (
-	SQLite    = "sqlite"
-	Cassandra = "cassandra"
-	Mongo     = "mongo"
+	SQLite    = family.SQLite
+	Cassandra = family.Cassandra
+	Mongo     = family.Mongo
 )
 
 // Config maps each family to a backend name.
@@ -101,15 +99,16 @@ func Parse(s string) (Config, error) {
 
 // Validate refuses placements a backend cannot serve.
 func (c Config) Validate() error {
-	for _, f := range Families {
-		switch b := c[f]; b {
-		case SQLite, Mongo:
-		case Cassandra:
-			if f == Orders {
+	for _, spec := range family.Specs {
+		b := c[spec.Name]
+		if _, known := openers[b]; !known {
+			return fmt.Errorf("placement: family %s: unknown backend %q (sqlite, cassandra, mongo)", spec.Name, b)
+		}
+		if !spec.Holds(b) {
+			if spec.Name == Orders {
 				return errors.New("placement: orders need multi-row transactions (stock, outbox); Cassandra cannot hold them")
 			}
-		default:
-			return fmt.Errorf("placement: family %s: unknown backend %q (sqlite, cassandra, mongo)", f, b)
+			return fmt.Errorf("placement: the %s backend cannot hold family %s", b, spec.Name)
 		}
 	}
 	return nil
@@ -365,45 +364,10 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 		s.closers = append(s.closers, b.Close)
 		s.pings = append(s.pings, namedPing{backend: name, ping: b.Ping})
 	}
-	missing := func(f Family) error {
-		return fmt.Errorf("placement: the %s backend cannot hold family %s", cfg[f], f)
-	}
-	op, ok := opened[cfg[Orders]].(ordersProvider)
-	if !ok {
-		_ = s.Close()
-		return nil, missing(Orders)
-	}
-	s.Orders, s.Products, s.Outbox, s.Users = op.Orders(), op.Products(), op.Outbox(), op.Users()
-	if p, ok := op.(rateLimitsProvider); ok {
-		s.RateLimits = p.SharedRateLimits()
-	}
-	s.Catalog = s.Products
 	var errs []error
-	if p, ok := opened[cfg[Carts]].(cartsProvider); ok {
-		s.Carts = p.Carts()
-	} else {
-		errs = append(errs, missing(Carts))
-	}
-	if p, ok := opened[cfg[Sessions]].(sessionsProvider); ok {
-		s.Sessions = p.Sessions()
-	} else {
-		errs = append(errs, missing(Sessions))
-	}
-	if p, ok := opened[cfg[Events]].(eventsProvider); ok {
-		s.Events = p.Events()
-	} else {
-		errs = append(errs, missing(Events))
-	}
-	if p, ok := opened[cfg[History]].(historyProvider); ok {
-		s.History = p.History()
-	} else {
-		errs = append(errs, missing(History))
-	}
-	if cfg[Catalog] != cfg[Orders] {
-		if p, ok := opened[cfg[Catalog]].(catalogProvider); ok {
-			s.Catalog, s.CatalogSink = p.Catalog(), p.CatalogSink()
-		} else {
-			errs = append(errs, missing(Catalog))
+	for _, f := range Families {
+		if !slots[f].fill(s, opened[cfg[f]], cfg) {
+			errs = append(errs, fmt.Errorf("placement: the %s backend cannot hold family %s", cfg[f], f))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -436,3 +436,16 @@ func LogLinesSince(path string, offset int64) []string {
 	}
 	return strings.Split(s, "\n")
 }
+
+// TB is the part of testing.TB the launchers' test helpers use. It is declared here, not
+// taken from package testing, so that the shardmart binary, which links the launchers, does
+// not link the testing package; a *testing.T or *testing.B satisfies it.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Failed() bool
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+}

@@ -18,8 +18,8 @@ var (
 	ErrBoundToOtherUser = errors.New("session belongs to another user")
 )
 
-// DefaultTTL is seven days; 24 h (the shorter of the source designs' two lifetimes) is one
-// flag away.
+// DefaultTTL is seven days; 24 h, the shorter lifetime some
+// shops want, is one flag away.
 const DefaultTTL = 7 * 24 * time.Hour
 
 // Status of a session.

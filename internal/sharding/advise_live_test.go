@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/shardmart/shardmart/internal/advise"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
 	"github.com/shardmart/shardmart/internal/sharding"
 )
@@ -107,7 +108,7 @@ func objectIDDocs(n int, from time.Time) []bson.D {
 // within ± 10 points. The shares are printed for docs/advise.md.
 func TestAdvisorAgreesWithTheRealCluster(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, settleTimeout+2*time.Minute)
+	ctx := eventually.Context(t, settleTimeout+2*time.Minute)
 	sim := simulated(t)
 	var real [3][]float64
 

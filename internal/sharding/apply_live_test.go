@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
 	"github.com/shardmart/shardmart/internal/sharding"
 )
@@ -32,7 +33,7 @@ func liveSpec(t *testing.T, now time.Time) sharding.Spec {
 // is in the cluster's metadata afterwards, and a second apply changes nothing.
 func TestApplyCreatesWhatItPrintsAndSecondApplyChangesNothing(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	spec := liveSpec(t, time.Now())
 
 	var out bytes.Buffer

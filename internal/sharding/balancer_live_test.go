@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
 	"github.com/shardmart/shardmart/internal/sharding"
 )
@@ -21,7 +22,7 @@ import (
 // than three times the range (chunk) size, so that is the bound asserted.
 func TestBalancerEvensDataInsertedOntoOneShard(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, settleTimeout+time.Minute)
+	ctx := eventually.Context(t, settleTimeout+time.Minute)
 	ns := liveDB(t) + ".items"
 	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: int32(1)}})
 	balancerOff(ctx, t, r) // every document lands where the collection starts: one chunk, one shard
@@ -70,7 +71,7 @@ func sizes(st map[string]shardtest.ShardStats) string {
 // SHD-3: an empty collection sharded on a hashed key is presplit across every shard.
 func TestEmptyHashedCollectionIsPresplit(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, time.Minute)
+	ctx := eventually.Context(t, time.Minute)
 	ns := liveDB(t) + ".carts"
 	shardColl(ctx, t, r, ns, bson.D{{Key: "_id", Value: "hashed"}})
 	info, err := r.Collection(ctx, ns)
@@ -90,7 +91,7 @@ func TestEmptyHashedCollectionIsPresplit(t *testing.T) {
 // --wait`; the documents then live on the target shard.
 func TestManualMoveRefusedWhileBalancerRunsDoneAfterStop(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	db := liveDB(t)
 	ns := db + ".items"
 	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: int32(1)}})
@@ -146,7 +147,7 @@ func TestManualMoveRefusedWhileBalancerRunsDoneAfterStop(t *testing.T) {
 // moving it is refused unless forceJumbo is given.
 func TestJumboRangeRefusedWithoutForceJumbo(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	db := liveDB(t)
 	ns := db + ".products"
 	shardColl(ctx, t, r, ns, bson.D{{Key: "category", Value: int32(1)}})
@@ -184,7 +185,7 @@ func TestJumboRangeRefusedWithoutForceJumbo(t *testing.T) {
 // server never auto-splits, and stop/start flip the mode.
 func TestBalancerStatusAndAutoSplitFromTheServer(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, time.Minute)
+	ctx := eventually.Context(t, time.Minute)
 	as, err := sharding.GetAutoSplit(ctx, r)
 	if err != nil {
 		t.Fatal(err)

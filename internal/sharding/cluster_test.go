@@ -52,12 +52,6 @@ func liveDB(t *testing.T) string {
 	return fmt.Sprintf("t%d_%s", dbSeq.Add(1), name[:min(len(name), 40)])
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // balancerOn, balancerOff and shardColl are shardtest's, failing the test on error.
 func balancerOn(ctx context.Context, t *testing.T, r *shardtest.Router) {
 	shardtest.BalancerOn(ctx, t, r)

@@ -32,7 +32,7 @@ func keyVariants() map[string][]Collection {
 	}, {
 		Name: "category_created_id",
 		Key:  Key{asc("category"), desc("created_at"), desc("_id")},
-		Why:  "PRD-5: a category newest first (as the source design's products_by_category, by created_at DESC), keyset on (created_at, _id)",
+		Why:  "PRD-5: a category newest first (a products_by_category listing, by created_at DESC), keyset on (created_at, _id)",
 	}}
 	// The active cart is found by its _id, derived from its owner, so no
 	// index on session_id or user_id: it would cost a write on every cart change.

@@ -19,7 +19,7 @@ import (
 // removed the category stays where it is put.
 func TestZoneRangePinsCategoryToItsShardUntilRemoved(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, settleTimeout+time.Minute)
+	ctx := eventually.Context(t, settleTimeout+time.Minute)
 	db := liveDB(t)
 	ns := db + ".products"
 	products := sharding.Collection{Name: "products", Key: sharding.Key{{Name: "category"}, {Name: "_id"}}}
@@ -117,7 +117,7 @@ func TestZoneRangePinsCategoryToItsShardUntilRemoved(t *testing.T) {
 // fast shard's.
 func TestFirehoseRollMovesYesterdayOffTheFastShard(t *testing.T) {
 	r := cluster(t)
-	ctx := ctxFor(t, settleTimeout+time.Minute)
+	ctx := eventually.Context(t, settleTimeout+time.Minute)
 	day := sharding.Day(time.Now())
 	spec := liveSpec(t, day) // fast: sh0, standard: sh1
 	if _, err := sharding.Apply(ctx, r, spec, &strings.Builder{}, false); err != nil {

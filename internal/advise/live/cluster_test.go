@@ -56,12 +56,6 @@ func liveDB(t *testing.T) string {
 	return fmt.Sprintf("a%d_%s", dbSeq.Add(1), name[:min(len(name), 40)])
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // orders makes n ~1 KB orders of users drawn Zipf-like from a pool (a few heavy buyers), with
 // ObjectIds ascending from `from`.
 func orders(n, users int, seed uint64, from time.Time) []bson.D {
@@ -184,7 +178,7 @@ const (
 // candidate and settled by the real balancer.
 func TestAdviceMatchesTheRealBalancer(t *testing.T) {
 	r := router(t)
-	ctx := ctxFor(t, 2*settleTimeout)
+	ctx := eventually.Context(t, 2*settleTimeout)
 	db := liveDB(t)
 	ns := db + ".orders"
 	shardColl(ctx, t, r, ns, bson.D{{Key: "user_id", Value: "hashed"}})
@@ -266,7 +260,7 @@ func TestAdviceMatchesTheRealBalancer(t *testing.T) {
 // chunk. The cluster then shows it is right: the next inserts all land on one shard.
 func TestAdviceDetectsAscendingKeyWriteSkew(t *testing.T) {
 	r := router(t)
-	ctx := ctxFor(t, 2*settleTimeout)
+	ctx := eventually.Context(t, 2*settleTimeout)
 	ns := liveDB(t) + ".events"
 	shardColl(ctx, t, r, ns, bson.D{{Key: "_id", Value: int32(1)}})
 	place(ctx, t, r, ns, orders(10000, 500, 2, time.Now().Add(-3*time.Hour)))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/advise"
 	"github.com/shardmart/shardmart/internal/advise/live"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/sharding"
 )
@@ -112,14 +113,14 @@ func refusal(t *testing.T, err error, want string) {
 
 func TestRefusesAMissingCollection(t *testing.T) {
 	c := replicaSet(t)
-	ctx := ctxFor(t, time.Minute)
+	ctx := eventually.Context(t, time.Minute)
 	_, err := live.Read(ctx, c, liveDB(t)+".nothing", live.Options{})
 	refusal(t, err, "not found")
 }
 
 func TestRefusesATooSmallCollection(t *testing.T) {
 	c := replicaSet(t)
-	ctx := ctxFor(t, time.Minute)
+	ctx := eventually.Context(t, time.Minute)
 	ns := liveDB(t) + ".orders"
 	insertOrders(ctx, t, c, ns, 20)
 	_, err := live.Read(ctx, c, ns, live.Options{})
@@ -131,7 +132,7 @@ func TestRefusesATooSmallCollection(t *testing.T) {
 // sampleRate 0.5 and a filter here), before system.profile is read.
 func TestProfileSampleReadsTheMixAndRestoresTheLevel(t *testing.T) {
 	c := replicaSet(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	db := liveDB(t)
 	ns := db + ".orders"
 	ds := insertOrders(ctx, t, c, ns, 300)
@@ -205,7 +206,7 @@ func TestProfileSampleReadsTheMixAndRestoresTheLevel(t *testing.T) {
 // ordersOf200 is a fresh database on the shared set holding 200 orders in db.orders.
 func ordersOf200(t *testing.T) (c *live.Client, ctx context.Context, db, ns string) {
 	c = replicaSet(t)
-	ctx = ctxFor(t, time.Minute)
+	ctx = eventually.Context(t, time.Minute)
 	db = liveDB(t)
 	ns = db + ".orders"
 	insertOrders(ctx, t, c, ns, 200)

@@ -15,8 +15,8 @@ import (
 
 // Model is how a Reading becomes an advisor workload.
 type Model struct {
-	// Candidates are the keys compared with the current one; nil means the seeds'
-	// alternatives for a collection of this name, else {_id: hashed} and {_id: 1}.
+	// Candidates are the keys compared with the current one; nil means the sharding
+	// spec's alternatives for a collection of this name, else {_id: hashed} and {_id: 1}.
 	Candidates []sharding.Key
 	// Shards is the cluster size simulated; 0 means the cluster's shard count, or 3 for a
 	// replica set.
@@ -179,7 +179,7 @@ func (r *Reading) candidates(given []sharding.Key) []sharding.Key {
 	return out
 }
 
-// SeedAlternatives are the shard keys the seeds compare for a collection of this name
+// SeedAlternatives are the shard keys the sharding spec compares for a collection of this name
 // (shardmart's sharding spec variants), or {_id: hashed} and {_id: 1} for another name.
 func SeedAlternatives(coll string) []sharding.Key {
 	var out []sharding.Key

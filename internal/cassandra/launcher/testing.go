@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
@@ -60,7 +59,7 @@ func StartShared(ctx context.Context, opts Options) (c *Cluster, stop func(), er
 
 // ForTest starts a cluster for one test and stops it in t.Cleanup, even when the test fails
 // or panics. Missing Java or Maven fails the test (never a skip) with the install command.
-func ForTest(t testing.TB, opts Options) *Cluster {
+func ForTest(t serverproc.TB, opts Options) *Cluster {
 	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
@@ -84,7 +83,7 @@ func ForTest(t testing.TB, opts Options) *Cluster {
 }
 
 // LogTails logs the last lines of every node's log, for a failed test.
-func (c *Cluster) LogTails(t testing.TB) {
+func (c *Cluster) LogTails(t serverproc.TB) {
 	t.Helper()
 	for _, n := range c.nodes {
 		t.Logf("node %d (%s):\n%s", n.Index+1, n.Addr, strings.TrimSpace(tailErrors(n)))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"testing"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
@@ -87,7 +86,7 @@ func portLock(port int) string {
 
 // ForTest starts a set for one test and stops it in t.Cleanup, even when the test fails or
 // panics. A missing python3/pip fails the test (never a skip) with the install command.
-func ForTest(t testing.TB, opts Options) *Set {
+func ForTest(t serverproc.TB, opts Options) *Set {
 	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
@@ -130,7 +129,7 @@ func StartSharedCluster(ctx context.Context, opts ClusterOptions) (c *Cluster, s
 
 // ClusterForTest starts a sharded cluster (config server and shards, no router) for one test
 // and SIGKILLs it in t.Cleanup, even when the test fails. Clusters on one BasePort take turns.
-func ClusterForTest(t testing.TB, opts ClusterOptions) *Cluster {
+func ClusterForTest(t serverproc.TB, opts ClusterOptions) *Cluster {
 	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()

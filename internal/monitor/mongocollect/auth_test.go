@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/mongodb/access"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
@@ -34,7 +35,7 @@ var monitorUser = launcher.HotShardMonitorUser("monitor", "monitor-pw")
 // role, and a wrong password fails them with one line instead of reporting the shard down.
 func TestMonitorUserOverTLS(t *testing.T) {
 	c, r := authLive.Get(t)
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := eventually.Context(t, 3*time.Minute)
 	ns := liveNS(t)
 	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: "hashed"}})
 	docs, _ := items(100, 100)

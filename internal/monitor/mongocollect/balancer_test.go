@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/sharding"
 )
 
@@ -14,7 +15,7 @@ import (
 // then started again.
 func TestBalancerGolden(t *testing.T) {
 	c, r := cluster(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	reg := exporter(t, c, "mongo_balancer")
 	const head = `
 # HELP shardmart_mongo_balancer_enabled 1 if the balancer is enabled (balancerStatus mode is not off)

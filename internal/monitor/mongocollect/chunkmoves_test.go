@@ -8,13 +8,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // A manual range move (moveRange, the balancer stopped) is one committed chunk move from the
 // donor to the recipient in config.changelog.
 func TestChunkMovesGolden(t *testing.T) {
 	c, r := cluster(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	balancerOff(ctx, t, r)
 	ns, from := oneChunk(ctx, t, r, 50, 10)
 	to := other(from)

@@ -8,13 +8,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // MON-1: a hashed collection presplit over both shards, with documents placed as mongos would route
 // them: chunks, documents, data size and orphans per shard, and both shards up, exactly.
 func TestCollStatsChunksShardsGolden(t *testing.T) {
 	c, r := cluster(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	balancerOff(ctx, t, r) // chunks stay where shardCollection put them
 	ns := liveNS(t)
 	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: "hashed"}})

@@ -15,7 +15,7 @@ import (
 // namespace on that shard once secs_running passes 1, and 0 on the other shard.
 func TestCurrentOpCountsLongOperations(t *testing.T) {
 	c, r := cluster(t)
-	ctx := ctxFor(t, time.Minute)
+	ctx := eventually.Context(t, time.Minute)
 	ns, busy := oneChunk(ctx, t, r, 1, 0)
 	idle := other(busy)
 	db, coll, _ := strings.Cut(ns, ".")

@@ -18,7 +18,7 @@ import (
 // its chunk counts (config server data) stay. The same clients see it up again once it is back.
 func TestShardDownIsAMetric(t *testing.T) {
 	c, r := cluster(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	ns := liveNS(t)
 	shardColl(ctx, t, r, ns, bson.D{{Key: "k", Value: "hashed"}})
 	reg := exporter(t, c)

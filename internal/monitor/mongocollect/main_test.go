@@ -38,12 +38,6 @@ func TestMain(m *testing.M) {
 
 func cluster(t *testing.T) (*launcher.Cluster, *shardtest.Router) { return live.Get(t) }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 var dbSeq atomic.Int64
 
 // liveNS names a collection in a database of its own for one test.

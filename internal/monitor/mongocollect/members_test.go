@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // Each shard of the live cluster is a 1-member replica set: its primary reports itself healthy.
@@ -14,7 +16,7 @@ import (
 // (internal/robustness, TestShardedCluster): shard_up 1, that member 0.
 func TestShardMembersUp(t *testing.T) {
 	c, _ := cluster(t)
-	ctxFor(t, time.Minute)
+	eventually.Context(t, time.Minute)
 	reg := exporter(t, c, "mongo_members")
 	var want strings.Builder
 	want.WriteString("# HELP shardmart_mongo_shard_member_up 1 if the shard primary reaches the member (replSetGetStatus health), 0 if it does not\n")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/monitor"
 )
 
@@ -13,7 +14,7 @@ import (
 // the advice starts with the stopped balancer.
 func TestOnceReportsHotShard(t *testing.T) {
 	c, r := cluster(t)
-	ctx := ctxFor(t, 2*time.Minute)
+	ctx := eventually.Context(t, 2*time.Minute)
 	balancerOff(ctx, t, r)
 	ns, hot := oneChunk(ctx, t, r, 2000, 1000)
 	var out strings.Builder

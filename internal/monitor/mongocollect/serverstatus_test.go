@@ -3,13 +3,15 @@ package mongocollect_test
 import (
 	"testing"
 	"time"
+
+	"github.com/shardmart/shardmart/internal/eventually"
 )
 
 // serverStatus and hostInfo on each shard primary: the counters are volatile, so each series
 // must be there for both shards with a sane value, and the collector must succeed.
 func TestServerStatusSeries(t *testing.T) {
 	c, _ := cluster(t)
-	ctxFor(t, time.Minute)
+	eventually.Context(t, time.Minute)
 	reg := exporter(t, c, "mongo_serverstatus")
 	if got := values(t, reg, "shardmart_monitor_collector_success"); got["collector=mongo_serverstatus"] != 1 {
 		t.Fatalf("collector_success %v, want 1", got)

@@ -159,11 +159,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return st, nil
 }
 
-// NewStore wraps a session the caller opened (keyspace set on its ClusterConfig, see
-// ClusterConfig); Close then leaves the session open. Fault tests use it with their own
-// sessions.
-func NewStore(s *gocql.Session) *Store { return &Store{s: s} }
-
 // Session is the driver session, for callers that need raw statements (benchmarks, tests).
 func (st *Store) Session() *gocql.Session { return st.s }
 

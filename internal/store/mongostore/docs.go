@@ -28,7 +28,7 @@ import (
 // double into an int64 field only when it has no fractional part.
 func cents(a money.Amount) int64 { return int64(a) }
 
-// Field names follow the source design where it names the field: order_date, total_price,
+// Field names are the data model's (docs/mongodb.md): order_date, total_price,
 // geo_zone, items[].product_id/category/price, stock, attributes[{key, value}], carts'
 // user_id/session_id/status/items/expires_at, sessions' ip_address/user_agent/last_active.
 

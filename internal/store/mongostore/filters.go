@@ -112,7 +112,7 @@ func orderStatusFilter(userID, orderID, from string) bson.D {
 
 // --- carts ---
 
-// ownerFields are the source design's owner fields; they sit in every cart filter so that the filter is
+// ownerFields are a cart's owner fields; they sit in every cart filter so that the filter is
 // also targeted under the alternative key {user_id: hashed} (guest carts: user_id null,
 // the single hashed value that is that key's downside).
 func ownerFields(o cart.Owner) bson.D {

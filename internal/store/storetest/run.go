@@ -42,19 +42,19 @@ func Run(t *testing.T, b Backend) {
 		name string
 		run  func(t *testing.T) bool
 	}{
-		{"products", func(t *testing.T) bool { return b.Products != nil && call(t, Products, b.Products) }},
-		{"orders", func(t *testing.T) bool { return b.Orders != nil && call(t, Orders, b.Orders) }},
-		{"users", func(t *testing.T) bool { return b.Users != nil && call(t, Users, b.Users) }},
+		{"products", func(t *testing.T) bool { return suite(t, Products, b.Products) }},
+		{"orders", func(t *testing.T) bool { return suite(t, Orders, b.Orders) }},
+		{"users", func(t *testing.T) bool { return suite(t, Users, b.Users) }},
 		{"carts", func(t *testing.T) bool {
-			return b.Carts != nil && call(t, Carts, b.Carts) && call(t, CartCheckout, b.Carts)
+			return suite(t, Carts, b.Carts) && suite(t, CartCheckout, b.Carts)
 		}},
-		{"checkout", func(t *testing.T) bool { return b.Checkout != nil && call(t, Checkout, b.Checkout) }},
-		{"sessions", func(t *testing.T) bool { return b.Sessions != nil && call(t, Sessions, b.Sessions) }},
-		{"events", func(t *testing.T) bool { return b.Events != nil && call(t, Events, b.Events) }},
-		{"history", func(t *testing.T) bool { return b.History != nil && call(t, History, b.History) }},
-		{"outbox", func(t *testing.T) bool { return b.Outbox != nil && call(t, Outbox, b.Outbox) }},
-		{"catalog read model", func(t *testing.T) bool { return b.Catalog != nil && call(t, CatalogReadModel, b.Catalog) }},
-		{"cached search", func(t *testing.T) bool { return b.CachedSearch != nil && call(t, CachedSearch, b.CachedSearch) }},
+		{"checkout", func(t *testing.T) bool { return suite(t, Checkout, b.Checkout) }},
+		{"sessions", func(t *testing.T) bool { return suite(t, Sessions, b.Sessions) }},
+		{"events", func(t *testing.T) bool { return suite(t, Events, b.Events) }},
+		{"history", func(t *testing.T) bool { return suite(t, History, b.History) }},
+		{"outbox", func(t *testing.T) bool { return suite(t, Outbox, b.Outbox) }},
+		{"catalog read model", func(t *testing.T) bool { return suite(t, CatalogReadModel, b.Catalog) }},
+		{"cached search", func(t *testing.T) bool { return suite(t, CachedSearch, b.CachedSearch) }},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
@@ -70,7 +70,11 @@ func Run(t *testing.T, b Backend) {
 	}
 }
 
-func call[R any](t *testing.T, suite func(*testing.T, func(*testing.T) R), repo func(*testing.T) R) bool {
-	suite(t, repo)
+// suite runs a contract suite on the backend's repository; false: the backend provides none.
+func suite[R any](t *testing.T, run func(*testing.T, func(*testing.T) R), repo func(*testing.T) R) bool {
+	if repo == nil {
+		return false
+	}
+	run(t, repo)
 	return true
 }
