@@ -31,6 +31,7 @@ import (
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 	"github.com/shardmart/shardmart/internal/store/sqlitestore"
+	"github.com/shardmart/shardmart/internal/testkit/dsbulk"
 )
 
 // BenchmarkBackfillVsDSBulk loads the same rows of every family into one one-node Cassandra on
@@ -42,7 +43,7 @@ import (
 //
 //	go test ./internal/migrate -run '^$' -bench BenchmarkBackfillVsDSBulk -benchtime 1x -timeout 60m
 //
-// DSBulk comes from $SHARDMART_DSBULK (a dsbulk executable) or else launcher.EnsureDSBulk
+// DSBulk comes from $SHARDMART_DSBULK (a dsbulk executable) or else dsbulk.Ensure
 // (Maven Central); without either the benchmark fails. Sizes: $SHARDMART_BENCH_SESSIONS
 // (50000), $SHARDMART_BENCH_CARTS (10000, 2-4 lines each), $SHARDMART_BENCH_HISTORY (20000
 // entries of $SHARDMART_BENCH_HISTORY/10 users), $SHARDMART_BENCH_EVENTS (50000, 1 in 1000
@@ -184,16 +185,16 @@ func dsbulkRunner(b *testing.B) func(ctx context.Context, args ...string) *exec.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	lib, err := launcher.EnsureDSBulk(ctx, launcher.DefaultCacheDir())
+	lib, err := dsbulk.Ensure(ctx, launcher.DefaultCacheDir())
 	if err != nil {
 		b.Fatalf("DSBulk is needed for this benchmark: set SHARDMART_DSBULK to a dsbulk executable, or let it be fetched from Maven Central: %v", err)
 	}
-	out, err := launcher.DSBulkCommand(ctx, lib, "--version").CombinedOutput()
+	out, err := dsbulk.Command(ctx, lib, "--version").CombinedOutput()
 	if err != nil {
 		b.Fatalf("dsbulk --version: %v\n%s", err, out)
 	}
 	b.Logf("%s (jars in %s)", strings.TrimSpace(string(out)), lib)
-	return func(ctx context.Context, args ...string) *exec.Cmd { return launcher.DSBulkCommand(ctx, lib, args...) }
+	return func(ctx context.Context, args ...string) *exec.Cmd { return dsbulk.Command(ctx, lib, args...) }
 }
 
 var dsbulkSummary = regexp.MustCompile(`(?m)^\s*([\d,]+) \|\s+([\d,]+) \|\s+([\d,]+) \|`)

@@ -18,7 +18,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
-	"github.com/shardmart/shardmart/internal/faultnet"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/money"

@@ -86,12 +86,12 @@ const pomTemplate = `<project xmlns="http://maven.apache.org/POM/4.0.0">
 // from Maven Central with `mvn dependency:copy-dependencies` on first use. A file lock makes
 // concurrent callers (parallel test packages) fetch once.
 func EnsureJars(ctx context.Context, cacheDir, version string) (string, error) {
-	return ensureMaven(ctx, filepath.Join(cacheDir, "cassandra-"+version), fmt.Sprintf(pomTemplate, version), "cassandra-all "+version, nil)
+	return EnsureMavenJars(ctx, filepath.Join(cacheDir, "cassandra-"+version), fmt.Sprintf(pomTemplate, version), "cassandra-all "+version, nil)
 }
 
-// ensureMaven fetches pom's runtime dependencies into base/lib once (mvn -C: Maven Central's
+// EnsureMavenJars fetches pom's runtime dependencies into base/lib once (mvn -C: Maven Central's
 // checksums must match), runs check on the fresh lib, and marks base complete.
-func ensureMaven(ctx context.Context, base, pom, what string, check func(lib string) error) (string, error) {
+func EnsureMavenJars(ctx context.Context, base, pom, what string, check func(lib string) error) (string, error) {
 	lib := filepath.Join(base, "lib")
 	done := filepath.Join(base, "complete")
 	if _, err := os.Stat(done); err == nil {

@@ -27,11 +27,11 @@ const (
 	DualWriteTestAddr    = "127.0.0.91" // internal/placement's dual-write tests, 1 node
 	// PolicyTestAddr: internal/store/cassandrastore's client-policy tests, 2 nodes (.121-.122).
 	PolicyTestAddr   = "127.0.0.121"
-	ScaleOutTestAddr = "127.0.0.111" // internal/scaleout: three serve processes on a hybrid placement, 1 node
-	// TwoDCTestAddr: internal/cassandra/twodc, two data centres (dc1 .131-.133, dc2 .134) with
+	ScaleOutTestAddr = "127.0.0.111" // internal/testkit/scaleout: three serve processes on a hybrid placement, 1 node
+	// TwoDCTestAddr: internal/testkit/twodc, two data centres (dc1 .131-.133, dc2 .134) with
 	// login and TLS; .131-.136 reserved.
 	TwoDCTestAddr = "127.0.0.131"
-	// RobustnessTestAddr: internal/robustness, nemeses and recorded histories against 3 nodes
+	// RobustnessTestAddr: internal/testkit/robustness, nemeses and recorded histories against 3 nodes
 	// (.151-.153).
 	RobustnessTestAddr = "127.0.0.151"
 	// CDSTrainAddr: the one-node training run that makes the class-data sharing archive

@@ -29,7 +29,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
-	"github.com/shardmart/shardmart/internal/faultnet"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/placement"

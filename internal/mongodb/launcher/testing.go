@@ -31,7 +31,7 @@ const (
 	// LauncherClusterTestPort: this package's own sharded cluster (config server 27560, shards
 	// from 27570), next to sets on LauncherTestPort.
 	LauncherClusterTestPort = 27560
-	ScaleOutTestPort        = 27950 // internal/scaleout: three serve processes on one replica set, 1 member
+	ScaleOutTestPort        = 27950 // internal/testkit/scaleout: three serve processes on one replica set, 1 member
 	// AdviseTestPort: internal/advise/live's sharded cluster (config server 28000, three shards
 	// from 28010); 1-member sets at AdviseTestPort+80 (with access control, the missing-role
 	// refusal), +90 (the profiler and refusal tests) and +95 (internal/cli's `advise --from`).
@@ -45,11 +45,11 @@ const (
 	// AuthCLIClusterTestPort: internal/cli's `mongo up --shards 1 --auth --tls` (config server
 	// 28120, shard 28130).
 	AuthCLIClusterTestPort = 28120
-	RobustnessTestPort     = 28200 // internal/robustness: process nemeses against a 3-member set (28200-28202)
-	// RobustnessPartitionTestPort: internal/robustness, network nemeses against a second
+	RobustnessTestPort     = 28200 // internal/testkit/robustness: process nemeses against a 3-member set (28200-28202)
+	// RobustnessPartitionTestPort: internal/testkit/robustness, network nemeses against a second
 	// 3-member set (28210-28212).
 	RobustnessPartitionTestPort = 28210
-	// RobustnessClusterTestPort: internal/robustness's router-less sharded cluster (config server
+	// RobustnessClusterTestPort: internal/testkit/robustness's router-less sharded cluster (config server
 	// 28300, shards from 28310).
 	RobustnessClusterTestPort = 28300
 )

@@ -13,7 +13,7 @@ import (
 
 // Each shard of the live cluster is a 1-member replica set: its primary reports itself healthy.
 // The member cut off while another member is primary is the robustness test's
-// (internal/robustness, TestShardedCluster): shard_up 1, that member 0.
+// (internal/testkit/robustness, TestShardedCluster): shard_up 1, that member 0.
 func TestShardMembersUp(t *testing.T) {
 	c, _ := cluster(t)
 	eventually.Context(t, time.Minute)

@@ -1,4 +1,6 @@
-package launcher
+// Package dsbulk fetches the DataStax Bulk Loader the migration benchmark measures the
+// backfill against, from its modules on Maven Central, and runs it.
+package dsbulk
 
 import (
 	"context"
@@ -10,16 +12,18 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 )
 
-// DSBulkVersion is the DataStax Bulk Loader the migration benchmark compares against. Maven
-// Central has no dsbulk-distribution archive, only its modules: EnsureDSBulk fetches the
+// Version is the DataStax Bulk Loader the migration benchmark compares against. Maven
+// Central has no dsbulk-distribution archive, only its modules: Ensure fetches the
 // runner, the load workflow, the CSV connector and the reactor executor and batcher, as the
 // distribution bundles them, plus logback for its logging.
-const DSBulkVersion = "1.10.0"
+const Version = "1.10.0"
 
 // dsbulkJarsSHA256 pins the fetched jar set: the SHA-256 of its manifest (one
-// "<sha256 of jar>  <name>" line per jar, sorted by name). DSBulkManifest computes it.
+// "<sha256 of jar>  <name>" line per jar, sorted by name). Manifest computes it.
 const dsbulkJarsSHA256 = "6c0a8032c07dcf7048267f69961c06734b5c1fbe1c4c8b4821c7a57215df72d4"
 
 const dsbulkPom = `<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -33,16 +37,16 @@ const dsbulkPom = `<project xmlns="http://maven.apache.org/POM/4.0.0">
 </project>
 `
 
-// EnsureDSBulk returns a directory holding DSBulk's jars, fetched from Maven Central on first
+// Ensure returns a directory holding DSBulk's jars, fetched from Maven Central on first
 // use and checked against dsbulkJarsSHA256.
-func EnsureDSBulk(ctx context.Context, cacheDir string) (string, error) {
+func Ensure(ctx context.Context, cacheDir string) (string, error) {
 	var deps strings.Builder
 	for _, a := range []string{"dsbulk-runner", "dsbulk-workflow-load", "dsbulk-connectors-csv", "dsbulk-executor-reactor", "dsbulk-batcher-reactor"} {
-		fmt.Fprintf(&deps, "    <dependency><groupId>com.datastax.oss</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n", a, DSBulkVersion)
+		fmt.Fprintf(&deps, "    <dependency><groupId>com.datastax.oss</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n", a, Version)
 	}
-	return ensureMaven(ctx, filepath.Join(cacheDir, "dsbulk-"+DSBulkVersion), fmt.Sprintf(dsbulkPom, deps.String()), "dsbulk "+DSBulkVersion,
+	return launcher.EnsureMavenJars(ctx, filepath.Join(cacheDir, "dsbulk-"+Version), fmt.Sprintf(dsbulkPom, deps.String()), "dsbulk "+Version,
 		func(lib string) error {
-			sum, err := DSBulkManifest(lib)
+			sum, err := Manifest(lib)
 			if err != nil {
 				return err
 			}
@@ -53,8 +57,8 @@ func EnsureDSBulk(ctx context.Context, cacheDir string) (string, error) {
 		})
 }
 
-// DSBulkManifest is the SHA-256 of lib's jar manifest (see dsbulkJarsSHA256).
-func DSBulkManifest(lib string) (string, error) {
+// Manifest is the SHA-256 of lib's jar manifest (see dsbulkJarsSHA256).
+func Manifest(lib string) (string, error) {
 	names, err := filepath.Glob(filepath.Join(lib, "*.jar"))
 	if err != nil {
 		return "", fmt.Errorf("dsbulk manifest: %w", err)
@@ -73,8 +77,8 @@ func DSBulkManifest(lib string) (string, error) {
 	return hex.EncodeToString(h[:]), nil
 }
 
-// DSBulkCommand runs DSBulk from the jars in lib with args (e.g. "load", "-k", ks, ...).
-func DSBulkCommand(ctx context.Context, lib string, args ...string) *exec.Cmd {
+// Command runs DSBulk from the jars in lib with args (e.g. "load", "-k", ks, ...).
+func Command(ctx context.Context, lib string, args ...string) *exec.Cmd {
 	a := append([]string{"-cp", filepath.Join(lib, "*"), "com.datastax.oss.dsbulk.runner.DataStaxBulkLoader"}, args...)
 	return exec.CommandContext(ctx, "java", a...)
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 	"github.com/shardmart/shardmart/internal/eventually"
-	"github.com/shardmart/shardmart/internal/faultnet"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/shop"

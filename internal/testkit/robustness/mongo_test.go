@@ -18,7 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/eventually"
-	"github.com/shardmart/shardmart/internal/faultnet"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
