@@ -18,13 +18,13 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
-	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	sessionpkg "github.com/shardmart/shardmart/internal/session"
 	store "github.com/shardmart/shardmart/internal/store/cassandrastore"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 )
 
 // One sick node of three (RF 3) must not stop the shop. Each test runs steady shop traffic

@@ -29,13 +29,13 @@ import (
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
-	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/shop"
 	store "github.com/shardmart/shardmart/internal/store/mongostore"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 )
 
 // The shop under a sick primary: steady traffic through the real HTTP API (every family on

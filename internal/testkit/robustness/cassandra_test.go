@@ -19,11 +19,11 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 	"github.com/shardmart/shardmart/internal/eventually"
-	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/shop"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 )
 
 // cassKeyspace holds every Cassandra run's data; the runs' ids keep them apart.

@@ -14,8 +14,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/eventually"
-	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 )
 
 // memberAddr is member i's host, port and process.

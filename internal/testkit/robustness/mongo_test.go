@@ -18,11 +18,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/eventually"
-	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/shop"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 )
 
 // electionTimeout is the set's electionTimeoutMillis: 2 s instead of MongoDB's 10 s, so that

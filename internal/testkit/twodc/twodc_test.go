@@ -21,7 +21,6 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 	"github.com/shardmart/shardmart/internal/catalog"
-	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/money"
@@ -32,6 +31,7 @@ import (
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/shop"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
+	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 )
 
 const (
