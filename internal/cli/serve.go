@@ -129,6 +129,7 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Backends.Observe = httpapi.NewStoreObserver(reg) // every repository call, same op names on every backend
 	cfg.Backends.CassandraMetrics = reg
+	cfg.Backends.MongoMetrics = reg
 	if o.statementMetrics {
 		cfg.Backends.ObserveStatement = httpapi.NewStatementObserver(reg)
 	}
