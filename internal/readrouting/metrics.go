@@ -71,8 +71,6 @@ func (x *Metrics) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect sends the counter, and the watched Monitor's latest snapshot and oplog windows.
-// Arbiters and members without an applied time have no lag; a set whose window is unknown has
-// neither window nor headroom.
 func (x *Metrics) Collect(ch chan<- prometheus.Metric) {
 	x.reads.Collect(ch)
 	m := x.mon.Load()
@@ -83,10 +81,18 @@ func (x *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if !snap.MeasuredAt.IsZero() {
 		ch <- prometheus.MustNewConstMetric(snapshotAgeDesc, prometheus.GaugeValue, max(x.now().Sub(snap.MeasuredAt), 0).Seconds())
 	}
+	SendReplication(ch, snap.Members, windows)
+}
+
+// SendReplication sends each set's oplog window (windows by replica set name), the lag of each
+// member, and its headroom (window − lag). Arbiters and members without an applied time have
+// no lag; a set whose window is unknown has neither window nor headroom. The hot-shard monitor
+// sends the same series from its own reading of each shard.
+func SendReplication(ch chan<- prometheus.Metric, members []MemberLag, windows map[string]OplogWindow) {
 	for set, w := range windows {
 		ch <- prometheus.MustNewConstMetric(oplogWindowDesc, prometheus.GaugeValue, w.Span().Seconds(), set)
 	}
-	for _, ml := range snap.Members {
+	for _, ml := range members {
 		if !ml.Measured || ml.State == StateArbiter {
 			continue
 		}

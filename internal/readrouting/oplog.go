@@ -131,8 +131,8 @@ func (m *Monitor) setName(name string) string {
 }
 
 // oplogs reads the oplog windows every OplogInterval until ctx is done, each round bounded by
-// the interval; a failing set is logged once per outage (clusterMonitor alone may not read
-// local.oplog.rs: the monitor's user then also needs read on local).
+// the interval; a failing set is logged once per outage. clusterMonitor grants the read (find
+// on the local database).
 func (m *Monitor) oplogs(ctx context.Context) {
 	every := m.OplogInterval
 	if every <= 0 {
