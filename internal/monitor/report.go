@@ -36,13 +36,14 @@ type MongoReport struct {
 	Todo        []string // one piece of advice per hot shard
 }
 
-// ReplicationRow is one replica-set member: its set's oplog window, its lag and its headroom
-// (shardmart_mongo_oplog_window_seconds, shardmart_mongo_member_lag_seconds,
-// shardmart_mongo_member_oplog_headroom_seconds), in seconds; NaN when the series is missing.
+// ReplicationRow is one replica-set member: its set's oplog window, how far it is behind its
+// primary and its headroom (shardmart_mongo_oplog_window_seconds,
+// shardmart_mongo_member_behind_primary_seconds, shardmart_mongo_member_oplog_headroom_seconds),
+// in seconds; NaN when the series is missing.
 type ReplicationRow struct {
-	Set, Member           string
-	Window, Lag, Headroom float64
-	Note                  string // what the figures mean for the member, when it matters
+	Set, Member              string
+	Window, Behind, Headroom float64
+	Note                     string // what the figures mean for the member, when it matters
 }
 
 // NamespaceReport is one collection's shards.
@@ -164,8 +165,9 @@ func mongoReport(s series, floorBytes float64) *MongoReport {
 	return m
 }
 
-// The read routing's staleness budgets (readrouting.Table): a member lagging past one sends
-// every read with that budget to the primary.
+// The read routing's staleness budgets (readrouting.Table): a member behind by more than one
+// sends every read with that budget to the primary (its lag as the routing measures it is at
+// least as large).
 const shortBudget, longBudget = 5.0, 10.0
 
 func replicationRows(s series) []ReplicationRow {
@@ -178,8 +180,8 @@ func replicationRows(s series) []ReplicationRow {
 		headroom[[2]string{x.labels["set"], x.labels["member"]}] = x.value
 	}
 	var rows []ReplicationRow
-	for _, x := range s["shardmart_mongo_member_lag_seconds"] {
-		r := ReplicationRow{Set: x.labels["set"], Member: x.labels["member"], Lag: x.value, Window: math.NaN(), Headroom: math.NaN()}
+	for _, x := range s["shardmart_mongo_member_behind_primary_seconds"] {
+		r := ReplicationRow{Set: x.labels["set"], Member: x.labels["member"], Behind: x.value, Window: math.NaN(), Headroom: math.NaN()}
 		if w, ok := windows[r.Set]; ok {
 			r.Window = w
 		}
@@ -189,10 +191,10 @@ func replicationRows(s series) []ReplicationRow {
 		switch {
 		case r.Headroom <= 0:
 			r.Note = "behind by more than the oplog window: it cannot catch up from the oplog and needs a full resync"
-		case r.Lag > longBudget:
-			r.Note = fmt.Sprintf("lag past both staleness budgets (%.0f s, %.0f s): every budgeted read goes to the primary", shortBudget, longBudget)
-		case r.Lag > shortBudget:
-			r.Note = fmt.Sprintf("lag past the %.0f s budget: reads with it go to the primary", shortBudget)
+		case r.Behind > longBudget:
+			r.Note = fmt.Sprintf("behind past both staleness budgets (%.0f s, %.0f s): every budgeted read goes to the primary", shortBudget, longBudget)
+		case r.Behind > shortBudget:
+			r.Note = fmt.Sprintf("behind past the %.0f s budget: reads with it go to the primary", shortBudget)
 		}
 		rows = append(rows, r)
 	}

@@ -84,21 +84,59 @@ func (x *Metrics) Collect(ch chan<- prometheus.Metric) {
 	SendReplication(ch, snap.Members, windows)
 }
 
-// SendReplication sends each set's oplog window (windows by replica set name), the lag of each
-// member, and its headroom (window − lag). Arbiters and members without an applied time have
-// no lag; a set whose window is unknown has neither window nor headroom. The hot-shard monitor
-// sends the same series from its own reading of each shard.
+// SendReplication sends the lag of each member, each set's oplog window (windows by replica
+// set name) and each member's headroom (window − lag). Arbiters and members without an applied
+// time have no lag; a set whose window is unknown has neither window nor headroom.
 func SendReplication(ch chan<- prometheus.Metric, members []MemberLag, windows map[string]OplogWindow) {
-	for set, w := range windows {
-		ch <- prometheus.MustNewConstMetric(oplogWindowDesc, prometheus.GaugeValue, w.Span().Seconds(), set)
-	}
+	behind := map[string]map[string]time.Duration{}
 	for _, ml := range members {
 		if !ml.Measured || ml.State == StateArbiter {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(memberLagDesc, prometheus.GaugeValue, ml.Lag.Seconds(), ml.Shard, ml.Host)
-		if w, ok := windows[ml.Shard]; ok {
-			ch <- prometheus.MustNewConstMetric(oplogHeadroomDesc, prometheus.GaugeValue, (w.Span() - ml.Lag).Seconds(), ml.Shard, ml.Host)
+		if behind[ml.Shard] == nil {
+			behind[ml.Shard] = map[string]time.Duration{}
+		}
+		behind[ml.Shard][ml.Host] = ml.Lag
+	}
+	for set, w := range windows {
+		SendOplogWindow(ch, set, w, behind[set])
+	}
+}
+
+// SendOplogWindow sends set's oplog window and, per member, its headroom: the window less how
+// far the member is behind (by member host). The exact headroom is the member's applied time −
+// the first entry's, which is the window less how far the member trails the primary's last
+// write; the lag serve measures is at most a heartbeat interval more, so its headroom errs low.
+func SendOplogWindow(ch chan<- prometheus.Metric, set string, w OplogWindow, behind map[string]time.Duration) {
+	ch <- prometheus.MustNewConstMetric(oplogWindowDesc, prometheus.GaugeValue, w.Span().Seconds(), set)
+	for member, d := range behind {
+		ch <- prometheus.MustNewConstMetric(oplogHeadroomDesc, prometheus.GaugeValue, (w.Span() - d).Seconds(), set, member)
+	}
+}
+
+// BehindPrimary is how far each member's applied writes trail its primary's, by member host:
+// the primary's lastAppliedWallTime − the member's (0 for the primary, never negative). Unlike
+// the lag (status date − applied time) it does not grow while the set takes no writes, so a
+// reader that writes no heartbeat (the hot-shard monitor) reads an idle set as caught up; but
+// it grows only as the primary writes, so it says how far behind, not how stale. Arbiters and
+// members without an applied time are left out, and every member when the status has no primary.
+func BehindPrimary(st ReplSetStatus) map[string]time.Duration {
+	var primary time.Time
+	for _, m := range st.Members {
+		if m.StateStr == StatePrimary {
+			primary = m.LastAppliedWallTime
 		}
 	}
+	if primary.IsZero() {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, m := range st.Members {
+		if m.StateStr == StateArbiter || m.LastAppliedWallTime.IsZero() {
+			continue
+		}
+		out[m.Name] = max(primary.Sub(m.LastAppliedWallTime), 0)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package readrouting
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,25 @@ shardmart_read_routing_lag_snapshot_age_seconds 1.5
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestBehindPrimary(t *testing.T) {
+	st := ReplSetStatus{Set: "rs0", Date: t0, Members: []MemberStatus{
+		{Name: "p", StateStr: StatePrimary, LastAppliedWallTime: t0.Add(-8 * time.Second)}, // idle: its last write 8 s ago
+		{Name: "s", StateStr: StateSecondary, LastAppliedWallTime: t0.Add(-8 * time.Second)},
+		{Name: "f", StateStr: StateSecondary, LastAppliedWallTime: t0.Add(-20 * time.Second)},
+		{Name: "ahead", StateStr: StateSecondary, LastAppliedWallTime: t0.Add(-7 * time.Second)}, // a reply racing the status
+		{Name: "a", StateStr: StateArbiter},
+		{Name: "new", StateStr: "STARTUP2"},
+	}}
+	got := BehindPrimary(st)
+	want := map[string]time.Duration{"p": 0, "s": 0, "f": 12 * time.Second, "ahead": 0}
+	if !maps.Equal(got, want) {
+		t.Errorf("BehindPrimary = %v, want %v", got, want)
+	}
+	st.Members[0].StateStr = StateSecondary
+	if got := BehindPrimary(st); got != nil {
+		t.Errorf("without a primary: %v, want nothing", got)
 	}
 }

@@ -10,11 +10,16 @@ import (
 	"github.com/shardmart/shardmart/internal/readrouting"
 )
 
-// replicationCollector reports, per shard that is up, its oplog window and each member's lag and
-// headroom, measured as the shop's read routing measures them (readrouting: replSetGetStatus on
-// the primary, the first and last oplog entries), under the same series names: the page shows
-// them, and a Prometheus scraping both the shop and the monitor reads one vocabulary. It costs a
-// status and two single-document oplog reads per shard and scrape.
+var behindPrimaryDesc = prometheus.NewDesc("shardmart_mongo_member_behind_primary_seconds",
+	"How far the member's applied writes trail its primary's (primary's lastAppliedWallTime − the member's, replSetGetStatus on the primary); 0 on an idle caught-up set",
+	[]string{"set", "member"}, nil)
+
+// replicationCollector reports, per shard that is up, its oplog window, how far each member is
+// behind its primary, and each member's oplog headroom (readrouting: replSetGetStatus on the
+// primary, the first and last oplog entries). The window and headroom series are the ones serve
+// exports; the lag serve exports (status date − applied time) is not: the monitor writes no
+// heartbeat, and on an idle set that figure reads up to the primary's 10 s no-op interval high.
+// It costs a status and two single-document oplog reads per shard and scrape.
 type replicationCollector struct{ c *Cluster }
 
 func (replicationCollector) Name() string { return "mongo_replication" }
@@ -39,7 +44,11 @@ func (rc replicationCollector) Update(ctx context.Context, ch chan<- prometheus.
 		if err != nil {
 			return err
 		}
-		readrouting.SendReplication(ch, readrouting.LagFromStatus(st), map[string]readrouting.OplogWindow{st.Set: w})
+		behind := readrouting.BehindPrimary(st)
+		for member, d := range behind {
+			ch <- prometheus.MustNewConstMetric(behindPrimaryDesc, prometheus.GaugeValue, d.Seconds(), st.Set, member)
+		}
+		readrouting.SendOplogWindow(ch, st.Set, w, behind)
 		return nil
 	})
 }
