@@ -316,7 +316,11 @@ func promtoolServices(t *testing.T, text string) (string, error) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for f, b := range map[string][]byte{servicesConfig: edited, rulesFile: nil} {
+	files := map[string][]byte{servicesConfig: edited}
+	for _, f := range ruleFiles {
+		files[f] = nil
+	}
+	for f, b := range files {
 		if b == nil {
 			if b, err = os.ReadFile(f); err != nil {
 				t.Fatal(err)
@@ -369,8 +373,8 @@ func TestPrometheusServicesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "SUCCESS: 1 rule files found") {
-		t.Errorf("%s does not load the rule file:\n%s", servicesConfig, out)
+	if want := fmt.Sprintf("SUCCESS: %d rule files found", len(ruleFiles)); !strings.Contains(out, want) {
+		t.Errorf("%s does not load the %d rule files:\n%s", servicesConfig, len(ruleFiles), out)
 	}
 	// Every annotation the pods carry is read by the relabelling, under Prometheus's name for it.
 	manifests, err := filepath.Glob(filepath.Join(manifestsDir, "*.yaml"))

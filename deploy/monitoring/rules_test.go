@@ -19,10 +19,13 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-const (
-	rulesFile   = "rules/shardmart.rules.yml"
-	contractDoc = "../../docs/monitor.md"
-)
+const contractDoc = "../../docs/monitor.md"
+
+// ruleFiles are the rule files prometheus/prometheus.yml loads, one a line.
+var ruleFiles = []string{
+	"rules/shardmart.rules.yml",
+	"rules/shardmart-replication.rules.yml",
+}
 
 // tool returns the path of a Debian-packaged binary, failing (not skipping) when it is missing:
 // a skipped rule test would look like a pass in CI.
@@ -62,7 +65,7 @@ func runErr(t *testing.T, name, pkg string, args ...string) (string, error) {
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
-	run(t, "promtool", "prometheus", "check", "rules", rulesFile)
+	run(t, "promtool", "prometheus", append([]string{"check", "rules"}, ruleFiles...)...)
 }
 
 // MON-1: every alert and recording rule passes its promtool unit tests (firing and quiet cases).
@@ -74,11 +77,11 @@ func TestPromtoolTestRules(t *testing.T) {
 	run(t, "promtool", "prometheus", append([]string{"test", "rules"}, tests...)...)
 }
 
-// The example config must load, rule file included (promtool resolves it relative to the config).
+// The example config must load, rule files included (promtool resolves them relative to the config).
 func TestPromtoolCheckConfig(t *testing.T) {
 	out := run(t, "promtool", "prometheus", "check", "config", "prometheus/prometheus.yml")
-	if !strings.Contains(out, "1 rule files found") {
-		t.Fatalf("prometheus.yml does not load the rule file:\n%s", out)
+	if want := fmt.Sprintf("%d rule files found", len(ruleFiles)); !strings.Contains(out, want) {
+		t.Fatalf("prometheus.yml does not load the %d rule files (%s):\n%s", len(ruleFiles), want, out)
 	}
 }
 
@@ -99,17 +102,19 @@ type rule struct {
 
 func loadRules(t *testing.T) []rule {
 	t.Helper()
-	b, err := os.ReadFile(rulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f ruleFile
-	if err := yaml.Unmarshal(b, &f); err != nil {
-		t.Fatalf("%s: %v", rulesFile, err)
-	}
 	var rs []rule
-	for _, g := range f.Groups {
-		rs = append(rs, g.Rules...)
+	for _, name := range ruleFiles {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f ruleFile
+		if err := yaml.Unmarshal(b, &f); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, g := range f.Groups {
+			rs = append(rs, g.Rules...)
+		}
 	}
 	return rs
 }

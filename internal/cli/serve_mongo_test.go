@@ -103,6 +103,24 @@ func TestServeShoppingFlowOnMongoReplicaSet(t *testing.T) {
 	c.do("POST", "/v1/orders/"+ord.ID+"/status", "", `{"status":"paid"}`, 200, nil)
 	c.do("POST", "/v1/orders/"+ord.ID+"/status", "", `{"status":"created"}`, 409, nil)
 
+	// /metrics has the read routing's series: the history read counted (a 1-member set has no
+	// secondary: the primary), the member's lag and the set's oplog window (read at start).
+	resp, err := http.Get(api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	for _, want := range []string{
+		`shardmart_read_routing_reads_total{budget_seconds="10",family="orders",op="orders.history",outcome="primary_no_fresh_member"} 1`,
+		`shardmart_mongo_member_lag_seconds{member="` + set.Hosts()[0] + `",set="` + set.Name() + `"}`,
+		`shardmart_mongo_oplog_window_seconds{set="` + set.Name() + `"}`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	// The placed backend goes away: /readyz names it within its short timeout; /healthz is
 	// liveness and stays 200.
 	c.do("GET", "/readyz", "", "", 200, nil)

@@ -38,6 +38,7 @@ func observe(ctx context.Context, cfg *shop.Config, o serveOptions, logger *slog
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Backends.Observe = httpapi.NewStoreObserver(reg)
 	cfg.Backends.CassandraMetrics = reg
+	cfg.Backends.MongoMetrics = reg
 	if o.statementMetrics {
 		cfg.Backends.ObserveStatement = httpapi.NewStatementObserver(reg)
 	}

@@ -96,6 +96,7 @@ var pageHTML string
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"bytes": bytesText,
+	"secs":  secondsText,
 	"pct":   func(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) },
 	"svg":   func(p sharechart.Panel) template.HTML { return template.HTML(sharechart.PanelSVG(p)) }, // PanelSVG escapes every text
 }).Parse(pageHTML))

@@ -139,6 +139,7 @@ func TestPageOnRealCluster(t *testing.T) {
 		`balancer: <b>off</b> · in a balancing round: <b>no</b>`,
 		"writes per 15s (collStats latencyStats)", // the per-collection write counters are there: no fallback
 		`<h3>Recent chunk moves`,
+		`<table id="replication">`, // the shards are 1-member sets: one row each, its own primary
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -147,7 +148,7 @@ func TestPageOnRealCluster(t *testing.T) {
 	if strings.Contains(page, "HOT shard:</b> "+s.cool) {
 		t.Errorf("%s (hashed, on both shards) reported hot", s.cool)
 	}
-	namespaces := strings.Count(page, "<h3>") - 1 // the chunk moves heading is the other one
+	namespaces := strings.Count(page, "<h3>") - 2 // the chunk moves and replication headings are the others
 	if charts := strings.Count(page, `<svg xmlns="http://www.w3.org/2000/svg" class="sharechart"`); charts != namespaces || charts < 2 {
 		t.Errorf("%d charts for %d collections, want one each (at least %s and %s)", charts, namespaces, s.hot, s.cool)
 	}

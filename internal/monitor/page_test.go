@@ -122,3 +122,44 @@ func TestAgo(t *testing.T) {
 		}
 	}
 }
+
+// The replication table: per member its set's oplog window, how far it is behind its primary,
+// its headroom, and what the figures mean (past a staleness budget, fallen off the oplog).
+func TestPageReplication(t *testing.T) {
+	up := prometheus.NewDesc("shardmart_mongo_shard_up", "", []string{"shard"}, nil)
+	window := prometheus.NewDesc("shardmart_mongo_oplog_window_seconds", "", []string{"set"}, nil)
+	behind := prometheus.NewDesc("shardmart_mongo_member_behind_primary_seconds", "", []string{"set", "member"}, nil)
+	headroom := prometheus.NewDesc("shardmart_mongo_member_oplog_headroom_seconds", "", []string{"set", "member"}, nil)
+	reg := NewRegistry(Options{ScrapeTimeout: time.Second, Collectors: []Collector{
+		collectorFunc{"mongo_fake", func(_ context.Context, ch chan<- prometheus.Metric) error {
+			ch <- prometheus.MustNewConstMetric(up, prometheus.GaugeValue, 1, "sh0")
+			ch <- prometheus.MustNewConstMetric(window, prometheus.GaugeValue, 7200, "sh0")
+			for _, m := range []struct {
+				member      string
+				behind, hdr float64
+			}{{"a:1", 0.25, 7199.75}, {"b:2", 7.5, 7192.5}, {"c:3", 42, 7158}, {"d:4", 7300, -100}} {
+				ch <- prometheus.MustNewConstMetric(behind, prometheus.GaugeValue, m.behind, "sh0", m.member)
+				ch <- prometheus.MustNewConstMetric(headroom, prometheus.GaugeValue, m.hdr, "sh0", m.member)
+			}
+			// A set whose window is unknown (its oplog unreadable): no headroom either.
+			ch <- prometheus.MustNewConstMetric(behind, prometheus.GaugeValue, 0.5, "sh1", "e:5")
+			return nil
+		}},
+	}})
+	p := NewPage(reg, PageOptions{Interval: time.Second})
+	if err := p.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	page := render(t, p)
+	for _, want := range []string{
+		`<tr><td>sh0</td><td class="n">2h0m0s</td><td>a:1</td><td class="n">0.2 s</td><td class="n">1h59m59s</td><td></td></tr>`,
+		`<tr class="hot"><td>sh0</td><td class="n">2h0m0s</td><td>b:2</td><td class="n">7.5 s</td><td class="n">1h59m52s</td><td>behind past the 5 s budget: reads with it go to the primary</td></tr>`,
+		`<td>c:3</td><td class="n">42.0 s</td><td class="n">1h59m18s</td><td>behind past both staleness budgets (5 s, 10 s): every budgeted read goes to the primary</td>`,
+		`<td>d:4</td><td class="n">2h1m40s</td><td class="n">-1m40s</td><td>behind by more than the oplog window: it cannot catch up from the oplog and needs a full resync</td>`,
+		`<tr><td>sh1</td><td class="n">?</td><td>e:5</td><td class="n">0.5 s</td><td class="n">?</td><td></td></tr>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}

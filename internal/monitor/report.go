@@ -3,8 +3,10 @@ package monitor
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -28,7 +30,20 @@ type MongoReport struct {
 	InRound    bool
 	Namespaces []NamespaceReport
 	ChunkMoves []ChunkMove
-	Todo       []string // one piece of advice per hot shard
+	// Replication is every replica-set member the mongo_replication collector saw, by set and
+	// member.
+	Replication []ReplicationRow
+	Todo        []string // one piece of advice per hot shard
+}
+
+// ReplicationRow is one replica-set member: its set's oplog window, how far it is behind its
+// primary and its headroom (shardmart_mongo_oplog_window_seconds,
+// shardmart_mongo_member_behind_primary_seconds, shardmart_mongo_member_oplog_headroom_seconds),
+// in seconds; NaN when the series is missing.
+type ReplicationRow struct {
+	Set, Member              string
+	Window, Behind, Headroom float64
+	Note                     string // what the figures mean for the member, when it matters
 }
 
 // NamespaceReport is one collection's shards.
@@ -146,7 +161,62 @@ func mongoReport(s series, floorBytes float64) *MongoReport {
 	slices.SortFunc(m.ChunkMoves, func(a, b ChunkMove) int {
 		return strings.Compare(a.Namespace+a.From+a.To+a.Result, b.Namespace+b.From+b.To+b.Result)
 	})
+	m.Replication = replicationRows(s)
 	return m
+}
+
+// The read routing's staleness budgets (readrouting.Table): a member behind by more than one
+// sends every read with that budget to the primary (its lag as the routing measures it is at
+// least as large).
+const shortBudget, longBudget = 5.0, 10.0
+
+func replicationRows(s series) []ReplicationRow {
+	windows := map[string]float64{}
+	for _, x := range s["shardmart_mongo_oplog_window_seconds"] {
+		windows[x.labels["set"]] = x.value
+	}
+	headroom := map[[2]string]float64{}
+	for _, x := range s["shardmart_mongo_member_oplog_headroom_seconds"] {
+		headroom[[2]string{x.labels["set"], x.labels["member"]}] = x.value
+	}
+	var rows []ReplicationRow
+	for _, x := range s["shardmart_mongo_member_behind_primary_seconds"] {
+		r := ReplicationRow{Set: x.labels["set"], Member: x.labels["member"], Behind: x.value, Window: math.NaN(), Headroom: math.NaN()}
+		if w, ok := windows[r.Set]; ok {
+			r.Window = w
+		}
+		if h, ok := headroom[[2]string{r.Set, r.Member}]; ok {
+			r.Headroom = h
+		}
+		switch {
+		case r.Headroom <= 0:
+			r.Note = "behind by more than the oplog window: it cannot catch up from the oplog and needs a full resync"
+		case r.Behind > longBudget:
+			r.Note = fmt.Sprintf("behind past both staleness budgets (%.0f s, %.0f s): every budgeted read goes to the primary", shortBudget, longBudget)
+		case r.Behind > shortBudget:
+			r.Note = fmt.Sprintf("behind past the %.0f s budget: reads with it go to the primary", shortBudget)
+		}
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b ReplicationRow) int {
+		if c := strings.Compare(a.Set, b.Set); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Member, b.Member)
+	})
+	return rows
+}
+
+// secondsText writes a duration in seconds for the page: tenths under a minute, whole seconds
+// above, "?" when unknown.
+func secondsText(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "?"
+	case math.Abs(v) < 60:
+		return fmt.Sprintf("%.1f s", v)
+	}
+	return (time.Duration(v) * time.Second).String()
 }
 
 // cassandraReport judges nodes by load like shards (the same floor and ratio as the

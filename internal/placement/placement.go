@@ -267,6 +267,9 @@ type Options struct {
 	// CassandraMetrics, when set, receives the Cassandra client's per-host metrics (requests
 	// by host and outcome, speculative executions, retries, hosts avoided).
 	CassandraMetrics prometheus.Registerer
+	// MongoMetrics, when set, receives the MongoDB read routing's metrics (reads by outcome,
+	// each member's lag, each set's oplog window: readrouting.Metrics).
+	MongoMetrics prometheus.Registerer
 	// Migrations turns on the dual-write layer (dualwrite.go): families in an old store
 	// follow their phase in Cassandra's migration_state (dual writes, then cutover).
 	Migrations bool

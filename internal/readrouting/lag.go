@@ -45,6 +45,9 @@ type MemberLag struct {
 	// the primary knows an applied time for the member, even an old one; only Known says it may
 	// be relied on.
 	Lag time.Duration
+	// Measured: Lag was computed (the status had a date and an applied time for the member).
+	// A frozen member stays Measured, its Lag growing, while it is no longer Known.
+	Measured bool
 	// Known: the member's lag may be used. False without a primary in the status, without an
 	// applied time, and for an Unreachable or OldTerm member.
 	Known bool
@@ -153,6 +156,7 @@ func LagFromStatus(st ReplSetStatus) []MemberLag {
 			// A member can report an applied time past the date (clock skew between the
 			// primaries that wrote the entries, or a reply racing the status): zero, not negative.
 			ml.Lag = max(st.Date.Sub(m.LastAppliedWallTime), 0)
+			ml.Measured = true
 			ml.Known = hasPrimary && !ml.Unreachable && !ml.OldTerm
 		}
 		out = append(out, ml)
@@ -207,15 +211,20 @@ type Monitor struct {
 	// HeartbeatInterval is how often Run writes the heartbeat document on the sources that
 	// are Heartbeaters (default DefaultHeartbeatInterval). Set it before Run.
 	HeartbeatInterval time.Duration
-	// Logger receives heartbeat failures and recoveries (default slog.Default()).
+	// OplogInterval is how often Run reads the oplog window of the sources that are
+	// OplogReaders (default DefaultOplogInterval). Set it before Run.
+	OplogInterval time.Duration
+	// Logger receives heartbeat and oplog-window failures and recoveries (default slog.Default()).
 	Logger *slog.Logger
 
 	sources  map[string]StatusSource // shard name → source
 	interval time.Duration
 	now      func() time.Time
 
-	mu   sync.RWMutex
-	snap LagSnapshot
+	mu    sync.RWMutex
+	snap  LagSnapshot
+	sets  map[string]string      // source name → replica set name, from the last status
+	oplog map[string]OplogWindow // source name → latest window
 }
 
 // NewMonitor measures the given shards every interval (1 s suits 5 s budgets).
@@ -268,18 +277,28 @@ func (m *Monitor) Measure(ctx context.Context) LagSnapshot {
 	}
 	m.mu.Lock()
 	m.snap = snap
+	if m.sets == nil {
+		m.sets = map[string]string{}
+	}
+	for i, n := range names {
+		if errs[i] == nil && statuses[i].Set != "" {
+			m.sets[n] = statuses[i].Set
+		}
+	}
 	m.mu.Unlock()
 	return snap
 }
 
-// Run measures every interval, and writes the heartbeat document on every Heartbeater source
-// every HeartbeatInterval, until ctx is done; it returns ctx's error.
+// Run measures every interval, writes the heartbeat document on every Heartbeater source
+// every HeartbeatInterval, and reads the oplog window of every OplogReader source every
+// OplogInterval, until ctx is done; it returns ctx's error.
 func (m *Monitor) Run(ctx context.Context) error {
 	if m.interval <= 0 {
 		return errors.New("readrouting: monitor interval must be positive")
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	oplogs := false
 	for name, src := range m.sources {
 		if hb, ok := src.(Heartbeater); ok {
 			wg.Add(1)
@@ -288,6 +307,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 				m.heartbeats(ctx, name, hb)
 			}()
 		}
+		_, ok := src.(OplogReader)
+		oplogs = oplogs || ok
+	}
+	if oplogs {
+		wg.Go(func() { m.oplogs(ctx) })
 	}
 	t := time.NewTicker(m.interval)
 	defer t.Stop()

@@ -158,15 +158,41 @@ func (t Target) String() string {
 type Decision struct {
 	Op     Operation
 	Target Target
+	// Budget is the operation's staleness budget from the table (0: primary only).
+	Budget time.Duration
 	// WorstLag is the bound compared with the budget (lag + age + uncertainty).
 	WorstLag time.Duration
 	Reason   string
 }
 
+// The outcomes of a decision, as the routed-reads metric labels them.
+const (
+	// OutcomeSecondary: the read may go to a secondary (every secondary within its budget).
+	OutcomeSecondary = "secondary"
+	// OutcomePrimaryNoFreshMember: the operation has a budget, but no secondary could be
+	// vouched for within it: one lags past it, is unreachable or on an old term, or the lag is
+	// not known (not measured yet, the snapshot too old, a set's status unreadable).
+	OutcomePrimaryNoFreshMember = "primary_no_fresh_member"
+	// OutcomePrimaryByRule: the table says primary only (stock, checkout price, paid status,
+	// carts, unknown operations).
+	OutcomePrimaryByRule = "primary_by_rule"
+)
+
+// Outcome names the decision for metrics: one of the Outcome constants.
+func (d Decision) Outcome() string {
+	switch {
+	case d.Target == Secondary:
+		return OutcomeSecondary
+	case d.Budget <= 0:
+		return OutcomePrimaryByRule
+	}
+	return OutcomePrimaryNoFreshMember
+}
+
 // Decide applies the policy at time now.
 func (p Policy) Decide(op Operation, snap LagSnapshot, now time.Time) Decision {
 	r := p.Rule(op)
-	d := Decision{Op: op, Target: Primary}
+	d := Decision{Op: op, Target: Primary, Budget: max(r.Budget, 0)}
 	if r.PrimaryOnly() {
 		d.Reason = "primary-only operation"
 		return d

@@ -134,9 +134,9 @@ func TestLagFromStatus(t *testing.T) {
 	}}
 	got := LagFromStatus(st)
 	want := []MemberLag{
-		{Shard: "shard1", Host: "a:27018", State: StatePrimary, Lag: 200 * time.Millisecond, Known: true},
-		{Shard: "shard1", Host: "b:27018", State: StateSecondary, Lag: 3 * time.Second, Known: true, HeardAgo: time.Second},
-		{Shard: "shard1", Host: "c:27018", State: StateSecondary, Lag: 0, Known: true, HeardAgo: time.Second},
+		{Shard: "shard1", Host: "a:27018", State: StatePrimary, Lag: 200 * time.Millisecond, Measured: true, Known: true},
+		{Shard: "shard1", Host: "b:27018", State: StateSecondary, Lag: 3 * time.Second, Measured: true, Known: true, HeardAgo: time.Second},
+		{Shard: "shard1", Host: "c:27018", State: StateSecondary, Lag: 0, Measured: true, Known: true, HeardAgo: time.Second},
 		{Shard: "shard1", Host: "d:27018", State: "STARTUP2", Known: false, HeardAgo: time.Second},
 	}
 	if len(got) != len(want) {

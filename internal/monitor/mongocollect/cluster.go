@@ -92,6 +92,7 @@ func (c *Cluster) Collectors() []monitor.Collector {
 	cs := []monitor.Collector{
 		shardsCollector{c}, chunksCollector{c}, collStatsCollector{c}, currentOpCollector{c},
 		serverStatusCollector{c}, balancerCollector{c}, chunkMovesCollector{c}, membersCollector{c},
+		replicationCollector{c},
 	}
 	for i, col := range cs {
 		cs[i] = explained{col}

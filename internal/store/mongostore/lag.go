@@ -25,6 +25,9 @@ type LagOptions struct {
 	// Heartbeat is how often the heartbeat document is written on each set's primary; zero
 	// means readrouting.DefaultHeartbeatInterval (500 ms).
 	Heartbeat time.Duration
+	// Oplog is how often each set's oplog window is read (for the metrics); zero means
+	// readrouting.DefaultOplogInterval (15 s).
+	Oplog time.Duration
 	// Credentials, when set, replace the URI's for the monitor's own connections (each shard
 	// replica set behind a mongos, or the replica set itself): mongos users do not exist on
 	// the shards.
@@ -82,6 +85,10 @@ func (s *Store) WatchLagWith(ctx context.Context, uri string, o LagOptions) erro
 	m := readrouting.NewMonitor(sources, o.Interval)
 	if o.Heartbeat > 0 {
 		m.HeartbeatInterval = o.Heartbeat
+	}
+	m.OplogInterval = o.Oplog
+	if s.metrics != nil {
+		s.metrics.Watch(m)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -103,6 +104,10 @@ type Options struct {
 	Tracer trace.Tracer
 	// OnRoute, when set, receives every routing decision a read makes (tests, logs, metrics).
 	OnRoute func(readrouting.Decision)
+	// Metrics, when set, receives the read routing's metrics (readrouting.Metrics): every
+	// routed read by outcome and, once WatchLagWith runs, each member's lag and each set's
+	// oplog window as the lag monitor measures them.
+	Metrics prometheus.Registerer
 }
 
 // Store is an open MongoDB backend. Its family accessors serve placement.
@@ -113,6 +118,7 @@ type Store struct {
 	lag        func() readrouting.LagSnapshot
 	stopLag    func()
 	onRoute    func(readrouting.Decision)
+	metrics    *readrouting.Metrics // nil without Options.Metrics
 	ownsClient bool
 	partitions int
 	// unsharded: Open found a replica-set member, not a mongos; reads by _id alone then need
@@ -215,7 +221,18 @@ func New(client *mongo.Client, o Options) *Store {
 	if parts <= 0 {
 		parts = DefaultOutboxPartitions
 	}
-	return &Store{client: client, db: db, policy: p, lag: o.Lag, onRoute: o.OnRoute, partitions: parts}
+	s := &Store{client: client, db: db, policy: p, lag: o.Lag, onRoute: o.OnRoute, partitions: parts}
+	if o.Metrics != nil {
+		// A second store on the same registry (one process, two stores) is not counted: its
+		// reads would merge with the first's under the same labels.
+		m := readrouting.NewMetrics()
+		if err := o.Metrics.Register(m); err != nil {
+			slog.Warn("mongo: read routing metrics not registered", "err", err)
+		} else {
+			s.metrics = m
+		}
+	}
+	return s
 }
 
 // Ping asks the primary (through a mongos: a router that reaches one): writes can be taken.
@@ -258,6 +275,9 @@ func (s *Store) reader(name string, op readrouting.Operation) (*mongo.Collection
 	d := s.policy.Decide(op, snap, time.Now())
 	if s.onRoute != nil {
 		s.onRoute(d)
+	}
+	if s.metrics != nil {
+		s.metrics.Observe(d)
 	}
 	return s.routed(name, d), d
 }
