@@ -87,6 +87,10 @@ func runBackupSQLite(ctx context.Context, stdio IO, o backupSQLiteOptions) (err 
 	if err != nil {
 		return err
 	}
+	// The copy holds password hashes and session keys: no wider access than the store's own.
+	if err := os.Chmod(dst, 0o640); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
 	fmt.Fprintf(stdio.Out, "  consistent at %s; checking the copy (PRAGMA integrity_check, row counts)\n", snap.ConsistentAt.Format(time.RFC3339Nano))
 	in, err := sqlitestore.Inspect(ctx, dst)
 	if err != nil {

@@ -477,6 +477,11 @@ func TestRestoreSQLiteRefusesAChangedBackup(t *testing.T) {
 	if out, err := runCLI("backup", "sqlite", "--data-dir", dataDir, "--out", good); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("a backup into a non-empty directory: %v\n%s", err, out)
 	}
+	if st, err := os.Stat(filepath.Join(good, sqliteBackupFile)); err != nil {
+		t.Fatal(err)
+	} else if st.Mode().Perm()&0o007 != 0 {
+		t.Errorf("the backup's copy has mode %v; want it unreadable by others (password hashes)", st.Mode())
+	}
 	clone := func(name string) string {
 		t.Helper()
 		to := filepath.Join(dir, name)
