@@ -135,8 +135,8 @@ FROM stock s LEFT JOIN sold ON sold.zone = s.zone AND sold.product_id = s.produc
 // `restore sqlite` loads the backup into a new one and serve starts there. Every order
 // acknowledged before the backup's consistent_at is there, none sent after its snapshot was
 // fixed is; stock plus units sold is what each product started with; accounts registered
-// before the backup log in with their passwords; the README's shopping flow works; and the
-// load saw no error while the backup ran.
+// before the backup log in with their passwords and their sessions still work; the README's
+// shopping flow works; and the load saw no error while the backup ran.
 func TestBackupSQLiteDrill(t *testing.T) {
 	base := t.TempDir()
 	dataDir, backupDir, restoredDir := filepath.Join(base, "data"), filepath.Join(base, "backup"), filepath.Join(base, "restored")
@@ -279,6 +279,8 @@ func TestBackupSQLiteDrill(t *testing.T) {
 
 	var before, absent int
 	tokens := map[string]string{}
+	// A session opened before the backup is restored with it.
+	c.do("GET", "/v1/cart", buyers[0].token, "", 200, nil)
 	for _, u := range buyers {
 		var sess struct{ Token string }
 		c.do("POST", "/v1/sessions", "", "", 201, &sess)
