@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,30 +68,6 @@ func loginUser(c flowClient, guest string, u drillUser) string {
 	var login struct{ Token string }
 	c.do("POST", "/v1/login", guest, fmt.Sprintf(`{"email":%q,"password":%q}`, u.email, u.password), 200, &login)
 	return login.Token
-}
-
-// call sends one request for the load: no test failure from here, the caller judges.
-func call(api, method, path, token, body, idem string) (int, []byte, error) {
-	req, err := http.NewRequest(method, api+path, strings.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if idem != "" {
-		req.Header.Set("Idempotency-Key", idem)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
 }
 
 // stockPlusSold reads, per product and zone, the stock left plus the units of every order not
@@ -188,12 +163,12 @@ func TestBackupSQLiteDrill(t *testing.T) {
 			defer wg.Done()
 			for i := 0; loadCtx.Err() == nil; i++ {
 				p := products[(w*7+i)%len(products)]
-				if st, b, err := call(live.api, "PUT", "/v1/cart/items/"+p, u.token, `{"quantity":1}`, ""); st != 200 {
+				if st, b, _, err := c.send("PUT", "/v1/cart/items/"+p, u.token, `{"quantity":1}`, ""); st != 200 {
 					unexpected("PUT cart item "+p, st, b, err)
 					continue
 				}
 				sent := time.Now()
-				st, b, err := call(live.api, "POST", "/v1/orders", u.token, `{"zone":"eu-west"}`, fmt.Sprintf("drill-%d-%d", w, i))
+				st, b, _, err := c.send("POST", "/v1/orders", u.token, `{"zone":"eu-west"}`, fmt.Sprintf("drill-%d-%d", w, i))
 				done := time.Now()
 				switch {
 				case st == 201:
@@ -206,7 +181,7 @@ func TestBackupSQLiteDrill(t *testing.T) {
 					acks = append(acks, ack{o.ID, u.email, sent, done})
 					mu.Unlock()
 				case st == 409 && strings.Contains(string(b), "insufficient-stock"):
-					_, _, _ = call(live.api, "DELETE", "/v1/cart/items/"+p, u.token, "", "")
+					_, _, _, _ = c.send("DELETE", "/v1/cart/items/"+p, u.token, "", "")
 				default:
 					unexpected("POST /v1/orders", st, b, err)
 				}
@@ -217,21 +192,21 @@ func TestBackupSQLiteDrill(t *testing.T) {
 	go func() { // guests who browse, fill a cart, register and log in
 		defer wg.Done()
 		for i := 0; loadCtx.Err() == nil; i++ {
-			st, b, err := call(live.api, "POST", "/v1/sessions", "", "", "")
+			st, b, _, err := c.send("POST", "/v1/sessions", "", "", "")
 			var sess struct{ Token string }
 			if st != 201 || json.Unmarshal(b, &sess) != nil {
 				unexpected("POST /v1/sessions", st, b, err)
 				continue
 			}
-			if st, b, err := call(live.api, "PUT", "/v1/cart/items/"+products[i%len(products)], sess.Token, `{"quantity":2}`, ""); st != 200 {
+			if st, b, _, err := c.send("PUT", "/v1/cart/items/"+products[i%len(products)], sess.Token, `{"quantity":2}`, ""); st != 200 {
 				unexpected("guest PUT cart item", st, b, err)
 			}
 			cred := fmt.Sprintf(`{"email":"during-%d@example.com","password":"during-password-%d"}`, i, i)
-			if st, b, err := call(live.api, "POST", "/v1/users", sess.Token, cred, ""); st != 201 {
+			if st, b, _, err := c.send("POST", "/v1/users", sess.Token, cred, ""); st != 201 {
 				unexpected("POST /v1/users", st, b, err)
 				continue
 			}
-			if st, b, err := call(live.api, "POST", "/v1/login", sess.Token, cred, ""); st != 200 {
+			if st, b, _, err := c.send("POST", "/v1/login", sess.Token, cred, ""); st != 200 {
 				unexpected("POST /v1/login", st, b, err)
 			}
 		}
@@ -445,15 +420,7 @@ func TestBackupSQLiteKilledMidwayIsRefused(t *testing.T) {
 		}
 	}
 	assertRefused(killed, backup.ErrIncomplete)
-	into := filepath.Join(dir, "restored")
-	out, err := shardmartCmd("restore", "sqlite", "--from", killed, "--data-dir", into).CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "no manifest") {
-		t.Errorf("restore of the killed backup through the binary: %v, output:\n%s\nwant exit status 1 saying there is no manifest", err, out)
-	}
-	if _, err := os.Stat(filepath.Join(into, sqliteBackupFile)); err == nil {
-		t.Error("the refused restore left a shardmart.db in the data directory")
-	}
+	restoreFails(t, killed, filepath.Join(dir, "restored"), "no manifest")
 
 	// A complete copy without its manifest: refused as well.
 	done := filepath.Join(dir, "done")
@@ -464,6 +431,20 @@ func TestBackupSQLiteKilledMidwayIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertRefused(done, backup.ErrIncomplete)
+}
+
+// restoreFails runs `shardmart restore sqlite` as its own process and checks that it exits
+// with status 1, saying why, and leaves no database in the data directory.
+func restoreFails(t *testing.T, from, into, why string) {
+	t.Helper()
+	out, err := shardmartCmd("restore", "sqlite", "--from", from, "--data-dir", into).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), why) {
+		t.Errorf("restore sqlite --from %s: %v, output:\n%s\nwant exit status 1 saying %q", from, err, out, why)
+	}
+	if _, err := os.Stat(filepath.Join(into, sqliteBackupFile)); err == nil {
+		t.Errorf("a refused restore left %s in the data directory", sqliteBackupFile)
+	}
 }
 
 // TestRestoreSQLiteRefusesAChangedBackup: a changed byte in the database, or a manifest whose
@@ -512,15 +493,7 @@ func TestRestoreSQLiteRefusesAChangedBackup(t *testing.T) {
 	if err := os.WriteFile(db, b, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	into := filepath.Join(dir, "into-flipped")
-	out, err := shardmartCmd("restore", "sqlite", "--from", flipped, "--data-dir", into).CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "differs from its manifest") {
-		t.Errorf("restore of a backup with a changed byte: %v, output:\n%s\nwant exit status 1 naming the difference", err, out)
-	}
-	if _, err := os.Stat(filepath.Join(into, sqliteBackupFile)); err == nil {
-		t.Error("a refused restore left a shardmart.db")
-	}
+	restoreFails(t, flipped, filepath.Join(dir, "into-flipped"), "differs from its manifest")
 
 	// The manifest is not hashed itself: a changed count is caught by counting what was loaded.
 	counted := clone("counted")
@@ -536,7 +509,7 @@ func TestRestoreSQLiteRefusesAChangedBackup(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(counted, backup.ManifestName), mb, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	into = filepath.Join(dir, "into-counted")
+	into := filepath.Join(dir, "into-counted")
 	err = runRestoreSQLite(context.Background(), IO{Out: io.Discard, Err: io.Discard}, restoreSQLiteOptions{from: counted, dataDir: into})
 	if !errors.Is(err, backup.ErrMismatch) || !strings.Contains(err.Error(), "products") {
 		t.Errorf("restore with a count that differs: %v, want ErrMismatch naming products", err)

@@ -46,26 +46,16 @@ func Backup(ctx context.Context, src, dst string, progress func(copied, total in
 	}
 	// The source's journal mode is left as it is (WAL is a property of the file), and this
 	// connection cannot write.
-	srcDB, err := sql.Open(mattn.name, fileURI(src, url.Values{"_busy_timeout": {"5000"}, "_query_only": {"true"}}))
+	srcConn, closeSrc, err := openConn(ctx, src, url.Values{"_busy_timeout": {"5000"}, "_query_only": {"true"}})
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("sqlite backup: open %s: %w", src, err)
+		return Snapshot{}, err
 	}
-	defer srcDB.Close()
-	srcConn, err := srcDB.Conn(ctx)
+	defer closeSrc()
+	dstConn, closeDst, err := openConn(ctx, dst, url.Values{"_busy_timeout": {"5000"}})
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("sqlite backup: open %s: %w", src, err)
+		return Snapshot{}, err
 	}
-	defer srcConn.Close()
-	dstDB, err := sql.Open(mattn.name, fileURI(dst, url.Values{"_busy_timeout": {"5000"}}))
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("sqlite backup: create %s: %w", dst, err)
-	}
-	defer dstDB.Close()
-	dstConn, err := dstDB.Conn(ctx)
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("sqlite backup: create %s: %w", dst, err)
-	}
-	defer dstConn.Close()
+	defer closeDst()
 
 	var snap Snapshot
 	if err := srcConn.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&snap.SQLiteVersion); err != nil {
@@ -105,6 +95,20 @@ func Backup(ctx context.Context, src, dst string, progress func(copied, total in
 		return Snapshot{}, fmt.Errorf("sqlite backup: %w", err)
 	}
 	return snap, nil
+}
+
+// openConn opens one connection to the database file at path.
+func openConn(ctx context.Context, path string, q url.Values) (*sql.Conn, func(), error) {
+	db, err := sql.Open(mattn.name, fileURI(path, q))
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite backup: open %s: %w", path, err)
+	}
+	c, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("sqlite backup: open %s: %w", path, err)
+	}
+	return c, func() { c.Close(); db.Close() }, nil
 }
 
 // copyPages runs the backup steps from src's main database to dst's under src's open read
