@@ -145,9 +145,26 @@ type flowClient struct {
 // do sends one request and checks its status; admin routes get the admin token.
 func (c flowClient) do(method, path, token, body string, want int, into any) http.Header {
 	c.t.Helper()
+	status, b, h, err := c.send(method, path, token, body, c.idem)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if status != want {
+		c.t.Fatalf("%s %s: %d %s, want %d", method, path, status, b, want)
+	}
+	if into != nil {
+		if err := json.Unmarshal(b, into); err != nil {
+			c.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
+		}
+	}
+	return h
+}
+
+// send sends one request and returns the answer, failing nothing (safe from any goroutine).
+func (c flowClient) send(method, path, token, body, idem string) (int, []byte, http.Header, error) {
 	req, err := http.NewRequest(method, c.api+path, strings.NewReader(body))
 	if err != nil {
-		c.t.Fatal(err)
+		return 0, nil, nil, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -155,23 +172,15 @@ func (c flowClient) do(method, path, token, body string, want int, into any) htt
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	if c.idem != "" {
-		req.Header.Set("Idempotency-Key", c.idem)
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
 	}
 	req.Header.Set("X-Admin-Token", c.admin)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		c.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
-	}
-	if into != nil {
-		if err := json.Unmarshal(b, into); err != nil {
-			c.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
-		}
-	}
-	return resp.Header
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header, err
 }
