@@ -144,7 +144,7 @@ func Backup(ctx context.Context, client *mongo.Client, o BackupOptions) (backup.
 }
 
 // source is what the backup records of the server it reads.
-type source struct {
+type sourceInfo struct {
 	topology      string
 	version       string
 	operationTime bson.Timestamp
@@ -152,7 +152,7 @@ type source struct {
 
 // describe asks the primary (or the mongos) for its last applied operation time: every write
 // acknowledged before this call is at or before it, so a snapshot there holds them all.
-func describe(ctx context.Context, client *mongo.Client) (source, error) {
+func describe(ctx context.Context, client *mongo.Client) (sourceInfo, error) {
 	admin := client.Database("admin")
 	var hello struct {
 		SetName       string         `bson:"setName"`
@@ -160,20 +160,20 @@ func describe(ctx context.Context, client *mongo.Client) (source, error) {
 		OperationTime bson.Timestamp `bson:"operationTime"`
 	}
 	if err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}, options.RunCmd().SetReadPreference(readpref.Primary())).Decode(&hello); err != nil {
-		return source{}, fmt.Errorf("dump: hello: %w", err)
+		return sourceInfo{}, fmt.Errorf("dump: hello: %w", err)
 	}
 	var build struct {
 		Version string `bson:"version"`
 	}
 	if err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&build); err != nil {
-		return source{}, fmt.Errorf("dump: buildInfo: %w", err)
+		return sourceInfo{}, fmt.Errorf("dump: buildInfo: %w", err)
 	}
-	s := source{topology: hello.SetName, version: build.Version, operationTime: hello.OperationTime}
+	s := sourceInfo{topology: hello.SetName, version: build.Version, operationTime: hello.OperationTime}
 	if hello.Msg == "isdbgrid" {
 		s.topology = "mongos"
 	}
 	if s.topology == "" {
-		return source{}, errors.New("dump: the server is a standalone mongod: snapshot reads need a replica set member or a mongos")
+		return sourceInfo{}, errors.New("dump: the server is a standalone mongod: snapshot reads need a replica set member or a mongos")
 	}
 	return s, nil
 }
@@ -318,7 +318,7 @@ func snapshotAdvice(err error) string {
 	var ce mongo.CommandError
 	var se mongo.ServerError
 	if (errors.As(err, &ce) && ce.Code == codeSnapshotTooOld) || (errors.As(err, &se) && se.HasErrorCode(codeSnapshotTooOld)) {
-		return " (the backup outlived the server's snapshot history: raise minSnapshotHistoryWindowInSeconds on the members above the backup's duration, or back up from a secondary or hidden member that takes no application reads; docs/operations.md \"MongoDB\")"
+		return " (the backup outlived the server's snapshot history: raise minSnapshotHistoryWindowInSeconds above the backup's duration on the member it reads from, best a secondary or hidden member (readPreference=secondary in --mongo-uri) so the primary keeps its default; docs/operations.md \"MongoDB\")"
 	}
 	return ""
 }
