@@ -21,6 +21,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/shardmart/shardmart/internal/backup"
 	"github.com/shardmart/shardmart/internal/demo"
@@ -89,6 +90,11 @@ func TestDrillBackupUnderLoadRestoresOnAnotherSet(t *testing.T) {
 	}
 	defer func() { stopLoad(); wg.Wait() }()
 	waitOrders(t, ctx, &placed, 10)
+	// consistent_at is the cluster time's second: some orders must be acknowledged in an
+	// earlier second for the check of those acknowledged before it to mean anything.
+	for time.Since(firstAck(shoppers)) < 1100*time.Millisecond {
+		waitOrders(t, ctx, &placed, 1)
+	}
 
 	out := filepath.Join(t.TempDir(), "backup")
 	var log strings.Builder
@@ -119,10 +125,36 @@ func TestDrillBackupUnderLoadRestoresOnAnotherSet(t *testing.T) {
 	// The same database again, no load and no pauses: what a backup of the demo shop takes.
 	load0 = loadavg()
 	quietStart := time.Now()
-	if _, err := Backup(ctx, sourceClient, BackupOptions{Database: db, Out: filepath.Join(t.TempDir(), "quiet")}); err != nil {
+	quiet, err := Backup(ctx, sourceClient, BackupOptions{Database: db, Out: filepath.Join(t.TempDir(), "quiet")})
+	if err != nil {
 		t.Fatalf("backup without load: %v", err)
 	}
-	t.Logf("backup without load in %s, load average %s", time.Since(quietStart).Round(time.Millisecond), load0)
+	var docs, bytes int64
+	for _, n := range quiet.Counts {
+		docs += n
+	}
+	for _, f := range quiet.Files {
+		bytes += f.Bytes
+	}
+	t.Logf("backup without load in %s (%d documents, %d bytes), load average %s", time.Since(quietStart).Round(time.Millisecond), docs, bytes, load0)
+	// The advice for a long backup: read from a secondary (the cluster time still comes from
+	// the primary).
+	secondary, err := mongo.Connect(options.Client().ApplyURI(source.URI() + "&readPreference=secondary"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secondary.Disconnect(context.WithoutCancel(ctx))
+	quietAt, err := ParseTimestamp(quiet.Meta[MetaClusterTime])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromSecondary, err := Backup(ctx, secondary, BackupOptions{Database: db, Out: filepath.Join(t.TempDir(), "secondary"), AtClusterTime: &quietAt})
+	if err != nil {
+		t.Fatalf("backup from a secondary: %v", err)
+	}
+	if !maps.Equal(fromSecondary.Counts, quiet.Counts) {
+		t.Errorf("backup from a secondary counts %v, from the primary %v", fromSecondary.Counts, quiet.Counts)
+	}
 
 	restored := freshDB("restored")
 	load0 = loadavg()
@@ -254,6 +286,7 @@ func openShop(t *testing.T, ctx context.Context, uri, db string) *shop.Shop {
 // shopper is one simulated customer of the drill.
 type shopper struct {
 	email, password, token string
+	mu                     sync.Mutex // guards orders while the shopper runs
 	orders                 []placedOrder
 }
 
@@ -279,7 +312,9 @@ func (s *shopper) shop(ctx context.Context, c *client, n int, products []string,
 		var o struct{ ID string }
 		sent := time.Now()
 		if c.try(ctx, "POST", "/v1/orders", s.token, fmt.Sprintf("drill-%d-%d", n, i), fmt.Sprintf(`{"zone":%q}`, drillZone), 201, &o) {
+			s.mu.Lock()
 			s.orders = append(s.orders, placedOrder{id: o.ID, sent: sent, acked: time.Now()})
+			s.mu.Unlock()
 			placed.Add(1)
 		}
 		if i%3 == 2 {
@@ -290,6 +325,19 @@ func (s *shopper) shop(ctx context.Context, c *client, n int, products []string,
 			}
 		}
 	}
+}
+
+// firstAck is when the shoppers' first order was acknowledged; call it while they shop.
+func firstAck(shoppers []*shopper) time.Time {
+	first := time.Now()
+	for _, s := range shoppers {
+		s.mu.Lock()
+		if len(s.orders) > 0 && s.orders[0].acked.Before(first) {
+			first = s.orders[0].acked
+		}
+		s.mu.Unlock()
+	}
+	return first
 }
 
 // waitOrders waits until n more orders are acknowledged.
