@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -315,9 +316,8 @@ func dumpCollection(ctx context.Context, client *mongo.Client, coll *mongo.Colle
 // snapshotAdvice explains SnapshotTooOld: the backup took longer than the server keeps
 // snapshot history.
 func snapshotAdvice(err error) string {
-	var ce mongo.CommandError
 	var se mongo.ServerError
-	if (errors.As(err, &ce) && ce.Code == codeSnapshotTooOld) || (errors.As(err, &se) && se.HasErrorCode(codeSnapshotTooOld)) {
+	if errors.As(err, &se) && se.HasErrorCode(codeSnapshotTooOld) {
 		return " (the backup outlived the server's snapshot history: raise minSnapshotHistoryWindowInSeconds above the backup's duration on the member it reads from, best a secondary or hidden member (readPreference=secondary in --mongo-uri) so the primary keeps its default; docs/operations.md \"MongoDB\")"
 	}
 	return ""
@@ -330,7 +330,7 @@ func shardKeys(ctx context.Context, client *mongo.Client, database string) (map[
 	out := map[string]bson.Raw{}
 	prefix := database + "."
 	for _, name := range []string{"collections", "cache.collections"} {
-		cur, err := client.Database("config").Collection(name).Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexQuote(prefix)}}}})
+		cur, err := client.Database("config").Collection(name).Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(prefix)}}}})
 		if err != nil {
 			return nil, fmt.Errorf("dump: read config.%s: %w", name, err)
 		}
@@ -352,17 +352,6 @@ func shardKeys(ctx context.Context, client *mongo.Client, database string) (map[
 		}
 	}
 	return out, nil
-}
-
-func regexQuote(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // tsString renders a timestamp as "t,i".

@@ -18,11 +18,10 @@ import (
 	"github.com/shardmart/shardmart/internal/backup"
 )
 
-// The killed backup's child reads these: the source URI and database, the backup directory,
-// and the file it creates once a collection is on disk (the moment the parent kills it).
-const (
-	killChildEnv = "SHARDMART_DUMP_KILL_CHILD" // "uri|db|out|ready"
-)
+// killChildEnv tells the test binary to be the killed backup, and gives it "uri|db|out|ready":
+// the source, the database, the backup directory and the file it creates once a collection is
+// on disk (the moment the parent kills it).
+const killChildEnv = "SHARDMART_DUMP_KILL_CHILD"
 
 // TestKilledBackupHasNoManifestAndIsRefused SIGKILLs a backup process after its first
 // collection is on disk: the directory has data files but no manifest, and a restore refuses

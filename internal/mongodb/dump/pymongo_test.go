@@ -62,7 +62,7 @@ func TestBackupFilesReadByPyMongo(t *testing.T) {
 	}
 	docs := []any{
 		bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "n", Value: int32(1)}, {Key: "big", Value: int64(1) << 40},
-			{Key: "f", Value: 0.1}, {Key: "d", Value: dec}, {Key: "at", Value: bson.NewDateTimeFromTime(time.UnixMilli(1764331200123))},
+			{Key: "f", Value: 0.1}, {Key: "d", Value: dec}, {Key: "at", Value: bson.NewDateTimeFromTime(time.UnixMilli(4102444800123))},
 			{Key: "ts", Value: bson.Timestamp{T: 1764331200, I: 7}}, {Key: "bin", Value: bson.Binary{Subtype: 0, Data: []byte{0, 1, 254, 255}}},
 			{Key: "uuid", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte("0123456789abcdef")}},
 			{Key: "re", Value: bson.Regex{Pattern: "^a.*z$", Options: "i"}}, {Key: "null", Value: nil}, {Key: "ok", Value: true},
@@ -77,6 +77,7 @@ func TestBackupFilesReadByPyMongo(t *testing.T) {
 	if _, err := ix.CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "s", Value: 1}, {Key: "at", Value: -1}}, Options: options.Index().SetName("s_at").SetUnique(true)}); err != nil {
 		t.Fatal(err)
 	}
+	// The document's date is in 2100: the TTL monitor leaves it alone while the test runs.
 	if _, err := ix.CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(3600)}); err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,8 @@ type RestoreOptions struct {
 
 // Restore verifies the backup in o.Dir against its manifest, loads it into an empty database
 // (collections with their options, documents in ordered batches, then the indexes) and checks
-// each collection's count against the manifest: any difference is an error wrapping
-// backup.ErrMismatch.
+// each collection's count, taken before its indexes are built, against the manifest: any
+// difference is an error wrapping backup.ErrMismatch.
 func Restore(ctx context.Context, client *mongo.Client, o RestoreOptions) (backup.Manifest, error) {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 5 * time.Second
@@ -86,14 +86,16 @@ func Restore(ctx context.Context, client *mongo.Client, o RestoreOptions) (backu
 		if _, err := loadDocuments(ctx, db.Collection(name), filepath.Join(src, name+".bson"), o); err != nil {
 			return m, err
 		}
-		if err := createIndexes(ctx, db, meta); err != nil {
-			return m, err
-		}
+		// Counted before the indexes exist: a TTL index would start deleting the documents
+		// that expired since the backup (old sessions, rate-limit counters) before the count.
 		n, err := db.Collection(name).CountDocuments(ctx, bson.D{})
 		if err != nil {
 			return m, fmt.Errorf("dump: count %s: %w", name, err)
 		}
 		loaded[name] = n
+		if err := createIndexes(ctx, db, meta); err != nil {
+			return m, err
+		}
 	}
 	if err := backup.CheckCounts(m, loaded); err != nil {
 		return m, fmt.Errorf("dump: restored %s into %s: %w", o.Dir, o.Database, err)
