@@ -23,9 +23,9 @@ import (
 // cluster (a config server and two shards; no mongos exists here): balancer stopped, then
 // each shard primary backed up at one cluster time. A writer chains inserts across the shards
 // (a0, b0, a1, b1, ...: each only after the previous is acknowledged, its cluster time carried
-// from one shard to the next as a mongos carries it), and the cluster time is taken from that
-// writer, as from a mongos. The two backups together must hold a prefix of the chain: never
-// a later link without every earlier one.
+// from one shard to the next as a mongos carries it); the cluster time is the smallest of the
+// shard primaries' last applied times. The two backups together must hold exactly the links
+// committed at or before it: never a later link without every earlier one.
 func TestShardsBackedUpAtOneClusterTimeAreOneCut(t *testing.T) {
 	ctx := testContext(t, 5*time.Minute)
 	c := launcher.ClusterForTest(t, launcher.ClusterOptions{Shards: 2, BasePort: launcher.BackupClusterTestPort})
@@ -79,8 +79,8 @@ func TestShardsBackedUpAtOneClusterTimeAreOneCut(t *testing.T) {
 
 	var (
 		mu      sync.Mutex
-		gossip  bson.Raw // the newest $clusterTime the writer has seen: what a mongos holds
-		written int
+		gossip  bson.Raw         // the newest $clusterTime the writer has seen: what a mongos holds
+		commits []bson.Timestamp // each link's operation time
 	)
 	writeCtx, stopWriter := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -104,7 +104,7 @@ func TestShardsBackedUpAtOneClusterTimeAreOneCut(t *testing.T) {
 					return err
 				}
 				mu.Lock()
-				gossip, written = s.ClusterTime(), i+1
+				gossip, commits = s.ClusterTime(), append(commits, *s.OperationTime())
 				mu.Unlock()
 			}
 			return nil
@@ -114,7 +114,7 @@ func TestShardsBackedUpAtOneClusterTimeAreOneCut(t *testing.T) {
 		t.Helper()
 		for {
 			mu.Lock()
-			w := written
+			w := len(commits)
 			mu.Unlock()
 			if w >= n {
 				return
@@ -129,25 +129,37 @@ func TestShardsBackedUpAtOneClusterTimeAreOneCut(t *testing.T) {
 		}
 	}
 	waitWritten(200)
+	// The cluster time: the smallest of the shard primaries' last applied times, which every
+	// shard can read at whatever its own clock says.
+	var at bson.Timestamp
+	for _, id := range r.ShardIDs() {
+		src, err := describe(ctx, r.Shards[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at.IsZero() || src.operationTime.Compare(at) < 0 {
+			at = src.operationTime
+		}
+	}
 	mu.Lock()
-	var ct struct {
-		ClusterTime struct {
-			T bson.Timestamp `bson:"clusterTime"`
-		} `bson:"$clusterTime"`
-	}
-	err = bson.Unmarshal(gossip, &ct)
-	// Links 0..w0-1 are acknowledged at or before the cluster time; each later one was sent
-	// with it, so it commits after it.
-	w0 := written
+	w0 := len(commits)
 	mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := ct.ClusterTime.T
 	waitWritten(w0 + 200) // links written after the cluster time, on both shards
 	stopWriter()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	// Carried from shard to shard, the cluster time orders the chain: each link commits after
+	// the one before it, whichever shard either is on. The backups must hold exactly the links
+	// that committed at or before the cluster time.
+	want := 0
+	for i, c := range commits {
+		if i > 0 && c.Compare(commits[i-1]) <= 0 {
+			t.Fatalf("link %d committed at %s, not after link %d at %s: the cluster time was not carried", i, tsString(c), i-1, tsString(commits[i-1]))
+		}
+		if c.Compare(at) <= 0 {
+			want = i + 1
+		}
 	}
 
 	present := map[string]bool{}
@@ -180,10 +192,10 @@ func TestShardsBackedUpAtOneClusterTimeAreOneCut(t *testing.T) {
 			t.Errorf("link %s (written after %s, which is missing) is in the backups: not one cut", ids[i], ids[prefix])
 		}
 	}
-	if prefix != w0 {
-		t.Errorf("the backups hold the first %d links, want the %d acknowledged when the cluster time was taken", prefix, w0)
+	if prefix != want || want == 0 || want == len(commits) {
+		t.Errorf("the backups hold the first %d links, want the %d of %d that committed at or before %s (some before, some after)", prefix, want, len(commits), tsString(at))
 	}
-	t.Logf("the two shard backups hold links 0..%d of the %d written (%d shard crossings in the whole chain)", prefix-1, w0+200, crossings)
+	t.Logf("the two shard backups hold links 0..%d of the %d written (%d shard crossings in the whole chain)", prefix-1, len(commits), crossings)
 }
 
 // readBSON reads every document of a .bson file.
