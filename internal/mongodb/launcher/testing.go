@@ -52,6 +52,12 @@ const (
 	// RobustnessClusterTestPort: internal/testkit/robustness's router-less sharded cluster (config server
 	// 28300, shards from 28310).
 	RobustnessClusterTestPort = 28300
+	// BackupTestPort: internal/mongodb/dump's drill, a 3-member source set (27600-27602) and a
+	// 1-member restore target (27610). Not 27500, which MonitorTestPort's cluster holds.
+	BackupTestPort = 27600
+	// BackupClusterTestPort: internal/mongodb/dump's router-less sharded cluster (config server
+	// 27620, shards 27630 and 27640).
+	BackupClusterTestPort = 27620
 )
 
 // FastFailoverParameters are the server parameters that shorten a failover after a primary
