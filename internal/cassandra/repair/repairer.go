@@ -221,6 +221,32 @@ func (r *Repairer) run(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// Observe reads the keyspace's tables, their gc_grace_seconds and last complete repairs into
+// the metrics, so a long-lived repairer exports staleness before its first run.
+func (r *Repairer) Observe(ctx context.Context) error {
+	gcGrace, err := r.gcGrace(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.store.EnsureTables(ctx); err != nil {
+		return err
+	}
+	last, err := r.store.TablesComplete(ctx, r.o.Keyspace)
+	if err != nil {
+		return err
+	}
+	tables, err := r.tables(gcGrace)
+	if err != nil {
+		return err
+	}
+	covered := map[string]int{}
+	for _, tb := range tables {
+		covered[tb] = gcGrace[tb]
+	}
+	r.o.Metrics.tables(r.o.Keyspace, covered, last)
+	return nil
+}
+
 // currentRun is the keyspace's unfinished run, or a new one over the ring as it is now.
 func (r *Repairer) currentRun(ctx context.Context, gcGrace map[string]int) (RunInfo, bool, error) {
 	runs, err := r.store.Runs(ctx)

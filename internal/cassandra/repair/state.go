@@ -127,8 +127,12 @@ type Store struct {
 // NewStore uses the tables in keyspace ks.
 func NewStore(s *gocql.Session, ks string) *Store { return &Store{s: s, ks: ks} }
 
+// q is a statement on the state tables. Every one is safe to send again (the conditional
+// ones check for their own earlier success), so a coordinator that stops answering, such as
+// a frozen replica, costs a retry on another node, not the run.
 func (st *Store) q(stmt string, args ...any) *gocql.Query {
-	return st.s.Query(fmt.Sprintf(stmt, st.ks), args...).Consistency(gocql.Quorum).SerialConsistency(gocql.Serial)
+	return st.s.Query(fmt.Sprintf(stmt, st.ks), args...).Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).
+		Idempotent(true).RetryPolicy(&gocql.SimpleRetryPolicy{NumRetries: 3})
 }
 
 // EnsureTables creates the state tables if need be (the driver waits for schema agreement).
@@ -240,6 +244,9 @@ func (st *Store) SetRunState(ctx context.Context, id, state string, finished tim
 	if err != nil {
 		return false, "", fmt.Errorf("set repair run %s %s: %w", id, state, err)
 	}
+	if !applied && found == state {
+		return true, found, nil // a retried attempt of our own change
+	}
 	return applied, found, nil
 }
 
@@ -279,7 +286,7 @@ func (st *Store) AcquireLease(ctx context.Context, l Lease, ttl time.Duration, t
 	if err != nil {
 		return fmt.Errorf("take the repair lease: %w", err)
 	}
-	if !applied {
+	if !applied && cur.Holder != l.Holder { // our own holder: a retried attempt that applied
 		return &LeaseHeldError{Lease: cur}
 	}
 	return nil

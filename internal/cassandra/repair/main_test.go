@@ -1,0 +1,192 @@
+package repair
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cassandra/launcher"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
+)
+
+// The cluster tests run the repairer against a real three-node Cassandra 5.0.8 cluster that
+// TestMain starts with the project's launcher on launcher.RepairTestAddr (127.0.0.191-193),
+// through the real nodetool over JMX. Each test repairs its own RF 3 keyspace, which also
+// holds that test's repair state, so runs and leases of one test never meet another's.
+var (
+	testCluster  *launcher.Cluster
+	testSession  *gocql.Session
+	testNodetool *JVMNodetool
+	testSetupErr error
+)
+
+// childEnv makes the test binary a repairer process (the kill-and-resume test's subprocess).
+const childEnv = "REPAIRTEST_CHILD_KEYSPACE"
+
+func TestMain(m *testing.M) {
+	if ks := os.Getenv(childEnv); ks != "" {
+		os.Exit(runChild(ks))
+	}
+	code := func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: 3, BaseAddr: launcher.RepairTestAddr, C1Only: true,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			testSetupErr = fmt.Errorf("start a three-node Cassandra on %s with the launcher: %w", launcher.RepairTestAddr, err)
+			return m.Run()
+		}
+		defer stop()
+		testCluster = c
+		testSession, err = cassandrastore.OpenSession(ctx, cassandrastore.Config{Hosts: c.Hosts(), Keyspace: "-"})
+		if err != nil {
+			testSetupErr = fmt.Errorf("connect: %w", err)
+			return m.Run()
+		}
+		defer testSession.Close()
+		testNodetool, err = NewJVMNodetool(ctx, JVMOptions{Home: os.TempDir() + "/shardmart-repairtest-nodetool",
+			// The launcher's nodes have no JMX login: this proves the password file does not
+			// stand in the way (nodetool sends the credentials, the server ignores them).
+			Credentials: Credentials{User: "repair", Password: "not checked"}})
+		if err != nil {
+			testSetupErr = fmt.Errorf("nodetool: %w", err)
+			return m.Run()
+		}
+		defer testNodetool.Close()
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// cluster fails the test when TestMain could not start the cluster.
+func cluster(t *testing.T) *launcher.Cluster {
+	t.Helper()
+	if testSetupErr != nil {
+		t.Fatal(testSetupErr)
+	}
+	return testCluster
+}
+
+// testTargets reach every node's JMX on 127.0.0.1 (the launcher's JMX is local only).
+func testTargets(c *launcher.Cluster) []Target {
+	var ts []Target
+	for _, n := range c.Nodes() {
+		ts = append(ts, Target{Node: n.Addr, Host: "127.0.0.1", Port: n.JMXPort})
+	}
+	return ts
+}
+
+// makeKeyspace creates an RF 3 keyspace with a table t (k int, v text) of rows rows.
+func makeKeyspace(t *testing.T, ks string, rows int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range []string{
+		"CREATE KEYSPACE " + ks + " WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}",
+		"CREATE TABLE " + ks + ".t (k int PRIMARY KEY, v text)",
+		"CREATE TABLE " + ks + ".user_events (k int PRIMARY KEY, v text)", // skipped by DefaultSkip
+	} {
+		if err := testSession.Query(q).WithContext(ctx).Exec(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i := range rows {
+		if err := testSession.Query("INSERT INTO "+ks+".t (k, v) VALUES (?, ?)", i, strings.Repeat("x", 100)).
+			Consistency(gocql.All).WithContext(ctx).Exec(); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+}
+
+// testOptions are small and fast: 6 segments, short timeouts and backoff.
+func testOptions(ks string) Options {
+	return Options{Keyspace: ks, Skip: DefaultSkip, Segments: 6, SegmentTimeout: time.Minute, MaxAttempts: 3,
+		Backoff: time.Second, LeaseTTL: 15 * time.Second, Poll: 300 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+func newRepairer(t *testing.T, o Options) *Repairer {
+	t.Helper()
+	r, err := New(testSession, NewStore(testSession, o.Keyspace), testNodetool, testTargets(testCluster), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// runChild is the subprocess: one repair run of keyspace ks, slowed by intensity 0.5.
+func runChild(ks string) int {
+	ctx := context.Background()
+	c, err := launcher.Open(os.Getenv("REPAIRTEST_CLUSTER_DIR"), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	s, err := cassandrastore.OpenSession(ctx, cassandrastore.Config{Hosts: c.Hosts(), Keyspace: "-"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer s.Close()
+	nt, err := NewJVMNodetool(ctx, JVMOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer nt.Close()
+	o := testOptions(ks)
+	o.Intensity = 0.5
+	r, err := New(s, NewStore(s, ks), nt, testTargets(c), o)
+	if err == nil {
+		_, err = r.Run(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// segmentsOf reads the single run of ks and its segments.
+func segmentsOf(t *testing.T, ks string) (RunInfo, []SegmentState) {
+	t.Helper()
+	st := NewStore(testSession, ks)
+	runs, err := st.Runs(context.Background())
+	if err != nil || len(runs) == 0 {
+		return RunInfo{}, nil
+	}
+	segs, err := st.Segments(context.Background(), runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs[0], segs
+}
+
+func count(segs []SegmentState, state string) int {
+	n := 0
+	for _, s := range segs {
+		if s.State == state {
+			n++
+		}
+	}
+	return n
+}
+
