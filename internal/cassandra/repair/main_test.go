@@ -189,4 +189,3 @@ func count(segs []SegmentState, state string) int {
 	}
 	return n
 }
-
