@@ -106,7 +106,7 @@ func makeKeyspace(t *testing.T, ks string, rows int) {
 
 // testOptions are small and fast: 6 segments, short timeouts and backoff.
 func testOptions(ks string) Options {
-	return Options{Keyspace: ks, Skip: DefaultSkip, Segments: 6, SegmentTimeout: time.Minute, MaxAttempts: 3,
+	return Options{Keyspace: ks, Skip: DefaultSkip, Segments: 6, SegmentTimeout: 30 * time.Second, MaxAttempts: 3,
 		Backoff: time.Second, LeaseTTL: 15 * time.Second, Poll: 300 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
@@ -142,6 +142,7 @@ func runChild(ks string) int {
 	defer nt.Close()
 	o := testOptions(ks)
 	o.Intensity = 0.5
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	r, err := New(s, NewStore(s, ks), nt, testTargets(c), o)
 	if err == nil {
 		_, err = r.Run(ctx)

@@ -200,6 +200,7 @@ func (r *Repairer) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	applied = applied || found == state // a retried attempt of this very change
 	if !applied {
 		res.State = found
 		if found == RunAborted {

@@ -244,9 +244,6 @@ func (st *Store) SetRunState(ctx context.Context, id, state string, finished tim
 	if err != nil {
 		return false, "", fmt.Errorf("set repair run %s %s: %w", id, state, err)
 	}
-	if !applied && found == state {
-		return true, found, nil // a retried attempt of our own change
-	}
 	return applied, found, nil
 }
 
