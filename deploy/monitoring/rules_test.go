@@ -6,6 +6,7 @@ package monitoring
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,10 @@ const (
 	rulesFile   = "rules/shardmart.rules.yml"
 	contractDoc = "../../docs/monitor.md"
 )
+
+// ruleFiles are every rule file Prometheus loads (prometheus/prometheus.yml lists each): the
+// monitor's alerts and the repairer's (shardmart-repair.rules.yml).
+var ruleFiles = []string{rulesFile, "rules/shardmart-repair.rules.yml"}
 
 // tool returns the path of a Debian-packaged binary, failing (not skipping) when it is missing:
 // a skipped rule test would look like a pass in CI.
@@ -51,7 +56,7 @@ func run(t *testing.T, name, pkg string, args ...string) string {
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
-	run(t, "promtool", "prometheus", "check", "rules", rulesFile)
+	run(t, "promtool", "prometheus", append([]string{"check", "rules"}, ruleFiles...)...)
 }
 
 // MON-1: every alert and recording rule passes its promtool unit tests (firing and quiet cases).
@@ -66,8 +71,8 @@ func TestPromtoolTestRules(t *testing.T) {
 // The example config must load, rule file included (promtool resolves it relative to the config).
 func TestPromtoolCheckConfig(t *testing.T) {
 	out := run(t, "promtool", "prometheus", "check", "config", "prometheus/prometheus.yml")
-	if !strings.Contains(out, "1 rule files found") {
-		t.Fatalf("prometheus.yml does not load the rule file:\n%s", out)
+	if want := fmt.Sprintf("%d rule files found", len(ruleFiles)); !strings.Contains(out, want) {
+		t.Fatalf("prometheus.yml does not load the %d rule files %v:\n%s", len(ruleFiles), ruleFiles, out)
 	}
 }
 
@@ -86,19 +91,22 @@ type rule struct {
 	Annotations map[string]string `yaml:"annotations"`
 }
 
+// loadRules reads the rules of every rule file.
 func loadRules(t *testing.T) []rule {
 	t.Helper()
-	b, err := os.ReadFile(rulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f ruleFile
-	if err := yaml.Unmarshal(b, &f); err != nil {
-		t.Fatalf("%s: %v", rulesFile, err)
-	}
 	var rs []rule
-	for _, g := range f.Groups {
-		rs = append(rs, g.Rules...)
+	for _, name := range ruleFiles {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f ruleFile
+		if err := yaml.Unmarshal(b, &f); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, g := range f.Groups {
+			rs = append(rs, g.Rules...)
+		}
 	}
 	return rs
 }
