@@ -153,7 +153,8 @@ func (r *Repairer) attempt(ctx context.Context, run RunInfo, sg SegmentState, lo
 	sg.Attempts++
 	var coord Target
 	for k := range sg.Replicas {
-		n := sg.Replicas[(sg.Attempts-1+k)%len(sg.Replicas)]
+		// Segments take turns among their replicas as coordinator, and a retry moves on.
+		n := sg.Replicas[(sg.ID+sg.Attempts-1+k)%len(sg.Replicas)]
 		if t, ok := r.targets[n]; ok {
 			coord = t
 			break
