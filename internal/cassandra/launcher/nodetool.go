@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
@@ -69,8 +70,8 @@ type Tool struct {
 }
 
 // NewTool fetches the jars of version into cacheDir if need be and lays out home, nodetool's
-// private home directory (its history, and the nodetool-ssl.properties that ToolHome's caller
-// may write). It uses the class-data sharing archive when one was made (`shardmart cassandra
+// private home directory (its history, and the .cassandra/nodetool-ssl.properties the caller may
+// write there). It uses the class-data sharing archive when one was made (`shardmart cassandra
 // fetch`), never training one itself.
 func NewTool(ctx context.Context, cacheDir, version, home string) (*Tool, error) {
 	if err := CheckPrerequisites(ctx); err != nil {
@@ -104,10 +105,13 @@ func NewTool(ctx context.Context, cacheDir, version, home string) (*Tool, error)
 }
 
 // Command is the java command of `nodetool -h host -p port args...`; global options such as
-// -u, -pwf and --ssl go first in args.
+// -u, -pwf and --ssl go first in args. The JVM dies with the calling process: a repairer killed
+// mid-segment leaves no nodetool behind (the repair inside the server goes on regardless).
 func (t *Tool) Command(ctx context.Context, host string, port int, args ...string) *exec.Cmd {
 	jargs := append(slices.Clone(t.jvm), "-h", host, "-p", strconv.Itoa(port))
-	return exec.CommandContext(ctx, "java", append(jargs, args...)...)
+	cmd := exec.CommandContext(ctx, "java", append(jargs, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 func lastLine(s string) string {

@@ -23,12 +23,13 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 )
 
 // DefaultSkip are the tables a repair leaves out when none are named: sessions and click
-// events are short-lived or statistical (hinted handoff only), so a repair's network and disk
-// cost buys nothing there.
-var DefaultSkip = []string{"*session*", "*event*"}
+// events (launcher.DefaultRepairSkip says why).
+var DefaultSkip = launcher.DefaultRepairSkip
 
 // Options choose what a repair run repairs and how hard it pushes.
 type Options struct {
