@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,44 +35,59 @@ func TestMain(m *testing.M) {
 	if ks := os.Getenv(childEnv); ks != "" {
 		os.Exit(runChild(ks))
 	}
-	code := func() int {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: 3, BaseAddr: launcher.RepairTestAddr, C1Only: true,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			testSetupErr = fmt.Errorf("start a three-node Cassandra on %s with the launcher: %w", launcher.RepairTestAddr, err)
-			return m.Run()
-		}
-		defer stop()
-		testCluster = c
-		testSession, err = cassandrastore.OpenSession(ctx, cassandrastore.Config{Hosts: c.Hosts(), Keyspace: "-"})
-		if err != nil {
-			testSetupErr = fmt.Errorf("connect: %w", err)
-			return m.Run()
-		}
-		defer testSession.Close()
-		testNodetool, err = NewJVMNodetool(ctx, JVMOptions{Home: os.TempDir() + "/shardmart-repairtest-nodetool",
-			// The launcher's nodes have no JMX login: this proves the password file does not
-			// stand in the way (nodetool sends the credentials, the server ignores them).
-			Credentials: Credentials{User: "repair", Password: "not checked"}})
-		if err != nil {
-			testSetupErr = fmt.Errorf("nodetool: %w", err)
-			return m.Run()
-		}
-		defer testNodetool.Close()
-		return m.Run()
-	}()
+	code := m.Run()
+	if stopCluster != nil {
+		stopCluster()
+	}
 	os.Exit(code)
 }
 
-// cluster fails the test when TestMain could not start the cluster.
+var (
+	startOnce   sync.Once
+	stopCluster func()
+)
+
+// cluster starts the package's cluster on first use (the unit tests need none) and fails the
+// test when it could not start.
 func cluster(t *testing.T) *launcher.Cluster {
 	t.Helper()
+	startOnce.Do(func() { testSetupErr = startCluster() })
 	if testSetupErr != nil {
 		t.Fatal(testSetupErr)
 	}
 	return testCluster
+}
+
+func startCluster() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: 3, BaseAddr: launcher.RepairTestAddr, C1Only: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return fmt.Errorf("start a three-node Cassandra on %s with the launcher: %w", launcher.RepairTestAddr, err)
+	}
+	var closers []func()
+	stopCluster = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+		stop()
+	}
+	testCluster = c
+	testSession, err = cassandrastore.OpenSession(ctx, cassandrastore.Config{Hosts: c.Hosts(), Keyspace: "-"})
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	closers = append(closers, testSession.Close)
+	testNodetool, err = NewJVMNodetool(ctx, JVMOptions{
+		// The launcher's nodes have no JMX login: this proves the password file does not
+		// stand in the way (nodetool sends the credentials, the server ignores them).
+		Credentials: Credentials{User: "repair", Password: "not checked"}})
+	if err != nil {
+		return fmt.Errorf("nodetool: %w", err)
+	}
+	closers = append(closers, testNodetool.Close)
+	return nil
 }
 
 // testTargets reach every node's JMX on 127.0.0.1 (the launcher's JMX is local only).

@@ -277,7 +277,11 @@ func (st *Store) AcquireLease(ctx context.Context, l Lease, ttl time.Duration, t
 		applied, err = st.q("UPDATE %s.repair_lease USING TTL ? SET holder = ?, host = ?, pid = ?, since = ? WHERE name = ? IF holder = ?",
 			int(ttl.Seconds()), l.Holder, l.Host, l.PID, l.Since, leaseName, takeOver).WithContext(ctx).ScanCAS(&cur.Holder)
 		if err == nil && !applied {
-			cur, _, err = st.Lease(ctx)
+			var held bool
+			cur, held, err = st.Lease(ctx)
+			if err == nil && !held { // expired meanwhile: take it the ordinary way
+				return st.AcquireLease(ctx, l, ttl, "")
+			}
 		}
 	}
 	if err != nil {

@@ -3,6 +3,8 @@ package repair
 import (
 	"context"
 	"math/big"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -256,5 +258,37 @@ shardmart_cassandra_repair_seconds_since_complete{keyspace="shop",table="carts"}
 shardmart_cassandra_repair_seconds_since_complete{keyspace="shop",table="orders"} 90
 `), "shardmart_cassandra_repair_seconds_since_complete"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The JMX password and the SSL properties reach nodetool through 0600 files in its home, never
+// its command line.
+func TestNodetoolGlobalOptions(t *testing.T) {
+	home := t.TempDir()
+	props := filepath.Join(t.TempDir(), "ssl.properties")
+	if err := os.WriteFile(props, []byte("javax.net.ssl.trustStore=/etc/ts.jks\njavax.net.ssl.trustStorePassword=tspw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := &JVMNodetool{home: home}
+	args, err := n.globalOptions(JVMOptions{Credentials: Credentials{User: "repair", Password: "pw secret"}, SSLProperties: props})
+	pwf := filepath.Join(home, "jmx.password")
+	if want := []string{"-u", "repair", "-pwf", pwf, "--ssl"}; err != nil || !slices.Equal(args, want) {
+		t.Fatalf("options %v, %v; want %v", args, err, want)
+	}
+	for file, want := range map[string]string{pwf: "repair pw secret\n",
+		filepath.Join(home, ".cassandra", "nodetool-ssl.properties"): "javax.net.ssl.trustStore=/etc/ts.jks\njavax.net.ssl.trustStorePassword=tspw\n"} {
+		b, err := os.ReadFile(file)
+		st, _ := os.Stat(file)
+		if err != nil || string(b) != want || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %q (%v), %v; want %q, mode 0600", file, b, st.Mode().Perm(), err, want)
+		}
+	}
+	for _, a := range args {
+		if strings.Contains(a, "secret") || strings.Contains(a, "tspw") {
+			t.Errorf("a secret on the command line: %q", a)
+		}
+	}
+	if _, err := n.globalOptions(JVMOptions{Credentials: Credentials{User: "repair"}}); err == nil {
+		t.Error("a JMX user without a password was accepted")
 	}
 }
