@@ -123,9 +123,10 @@ func gauge(t *testing.T, reg prometheus.Gatherer, name, table string) float64 {
 	return 0
 }
 
-// A repairer process SIGKILLed mid-run: a second repairer started while it ran is refused,
+// A repairer process SIGKILLed mid-segment: a second repairer started while it ran is refused,
 // naming it; once it is dead, a new repairer takes its lease over, resumes the same run, and
-// repairs only the segments not done (those done keep their single attempt and time).
+// repairs only the segments not done (those done keep their single attempt and time; the one
+// left running is tried again).
 func TestKilledRepairerResumesAndLeaseExcludes(t *testing.T) {
 	c := cluster(t)
 	const ks = "rt_kill"
@@ -146,14 +147,14 @@ func TestKilledRepairerResumesAndLeaseExcludes(t *testing.T) {
 			t.Logf("repairer process's log:\n%s", stderr.String())
 		}
 	})
-	waitFor(t, 3*time.Minute, "the repairer process to finish 2 segments", func() bool {
+	waitFor(t, 3*time.Minute, "the repairer process to finish 2 segments and run a third", func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("repairer process exited early: %v\n%s", err, stderr.String())
 		default:
 		}
 		_, segs := segmentsOf(t, ks)
-		return count(segs, SegDone) >= 2
+		return count(segs, SegDone) >= 2 && count(segs, SegRunning) == 1
 	})
 
 	// Two repairers at once: the second is refused and names the first.
@@ -169,8 +170,8 @@ func TestKilledRepairerResumesAndLeaseExcludes(t *testing.T) {
 	<-exited
 	run, before := segmentsOf(t, ks)
 	doneBefore := count(before, SegDone)
-	if doneBefore == len(before) {
-		t.Fatalf("the repairer finished all %d segments before it was killed", len(before))
+	if doneBefore == len(before) || count(before, SegRunning) != 1 {
+		t.Fatalf("killed with %d of %d segments done and %d running; want one running", doneBefore, len(before), count(before, SegRunning))
 	}
 	t.Logf("killed with %d of %d segments done, %d running", doneBefore, len(before), count(before, SegRunning))
 
