@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,16 +148,18 @@ func TestKilledRepairerResumesAndLeaseExcludes(t *testing.T) {
 			t.Logf("repairer process's log:\n%s", stderr.String())
 		}
 	})
-	waitFor(t, 3*time.Minute, "the repairer process to finish 2 segments and run a third", func() bool {
+	childAlive := func() {
 		select {
 		case err := <-exited:
 			t.Fatalf("repairer process exited early: %v\n%s", err, stderr.String())
 		default:
 		}
+	}
+	waitFor(t, 3*time.Minute, "the repairer process to start its run", func() bool {
+		childAlive()
 		_, segs := segmentsOf(t, ks)
-		return count(segs, SegDone) >= 2 && count(segs, SegRunning) == 1
+		return len(segs) > 0
 	})
-
 	// Two repairers at once: the second is refused and names the first.
 	_, err := newRepairer(t, testOptions(ks)).Run(ctx)
 	var held *LeaseHeldError
@@ -164,6 +167,22 @@ func TestKilledRepairerResumesAndLeaseExcludes(t *testing.T) {
 		t.Fatalf("second repairer: %v; want the lease held by pid %d, named", err, child.Process.Pid)
 	}
 
+	// Stopped (SIGSTOP) before the check, so the segment seen running is still running when
+	// the SIGKILL comes.
+	waitFor(t, 3*time.Minute, "the repairer process to finish 2 segments and run a third", func() bool {
+		childAlive()
+		if _, segs := segmentsOf(t, ks); count(segs, SegDone) < 2 || count(segs, SegRunning) != 1 {
+			return false
+		}
+		if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		if _, segs := segmentsOf(t, ks); count(segs, SegRunning) == 1 {
+			return true
+		}
+		_ = child.Process.Signal(syscall.SIGCONT)
+		return false
+	})
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
