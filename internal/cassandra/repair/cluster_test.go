@@ -25,7 +25,7 @@ import (
 func TestFullRunRecordsEverySegment(t *testing.T) {
 	c := cluster(t)
 	const ks = "rt_full"
-	makeKeyspace(t, ks, 20)
+	makeKeyspace(t, ks, 20, "user_events") // user_events: skipped by DefaultSkip
 	ctx := context.Background()
 
 	ring, err := ReadRing(ctx, testSession, ks)
@@ -96,7 +96,7 @@ func TestFullRunRecordsEverySegment(t *testing.T) {
 		t.Errorf("progress = %v, want 1", v)
 	}
 	// The lease is given back: another repairer can start at once.
-	if l, held, err := NewStore(testSession, ks).Lease(ctx); err != nil || held {
+	if l, held, err := NewStore(testSession, stateKS).Lease(ctx); err != nil || held {
 		t.Errorf("lease after the run: %+v held=%v err=%v, want released", l, held, err)
 	}
 }
@@ -240,7 +240,7 @@ func TestFrozenNodeSegmentTimesOutAndIsRetried(t *testing.T) {
 		res, err := r.Run(context.Background())
 		ended <- result{res, err}
 	}()
-	waitFor(t, time.Minute, "a segment to start", func() bool {
+	waitFor(t, 3*time.Minute, "a segment to start", func() bool {
 		_, segs := segmentsOf(t, ks)
 		return count(segs, SegRunning) > 0
 	})
@@ -379,7 +379,7 @@ func TestPauseResumeAbort(t *testing.T) {
 	const ks = "rt_ctl"
 	makeKeyspace(t, ks, 20)
 	ctx := context.Background()
-	st := NewStore(testSession, ks)
+	st := NewStore(testSession, stateKS)
 	ended := make(chan error, 1)
 	go func() {
 		_, err := newRepairer(t, testOptions(ks)).Run(ctx)

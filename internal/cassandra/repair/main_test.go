@@ -20,13 +20,18 @@ import (
 // The cluster tests run the repairer against a real three-node Cassandra 5.0.8 cluster that
 // TestMain starts with the project's launcher on launcher.RepairTestAddr (127.0.0.191-193),
 // through the real nodetool over JMX. Each test repairs its own RF 3 keyspace, which also
-// holds that test's repair state, so runs and leases of one test never meet another's.
+// all share one state keyspace (stateKS, its tables created once): the tests run one after
+// another, so each test's repairer takes the lease its predecessor gave back (or, after the
+// kill test, the one a dead process left).
 var (
 	testCluster  *launcher.Cluster
 	testSession  *gocql.Session
 	testNodetool *JVMNodetool
 	testSetupErr error
 )
+
+// stateKS holds the repair state of every test (RF 3).
+const stateKS = "rt_state"
 
 // childEnv makes the test binary a repairer process (the kill-and-resume test's subprocess).
 const childEnv = "REPAIRTEST_CHILD_KEYSPACE"
@@ -87,7 +92,11 @@ func startCluster() error {
 		return fmt.Errorf("nodetool: %w", err)
 	}
 	closers = append(closers, testNodetool.Close)
-	return nil
+	if err := testSession.Query("CREATE KEYSPACE " + stateKS + " WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}").
+		WithContext(ctx).Exec(); err != nil {
+		return fmt.Errorf("create the state keyspace: %w", err)
+	}
+	return NewStore(testSession, stateKS).EnsureTables(ctx)
 }
 
 // testTargets reach every node's JMX on 127.0.0.1 (the launcher's JMX is local only).
@@ -99,15 +108,19 @@ func testTargets(c *launcher.Cluster) []Target {
 	return ts
 }
 
-// makeKeyspace creates an RF 3 keyspace with a table t (k int, v text) of rows rows.
-func makeKeyspace(t *testing.T, ks string, rows int) {
+// makeKeyspace creates an RF 3 keyspace with a table t (k int, v text) of rows rows, and the
+// empty tables named in more.
+func makeKeyspace(t *testing.T, ks string, rows int, more ...string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, q := range []string{
+	stmts := []string{
 		"CREATE KEYSPACE " + ks + " WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}",
 		"CREATE TABLE " + ks + ".t (k int PRIMARY KEY, v text)",
-		"CREATE TABLE " + ks + ".user_events (k int PRIMARY KEY, v text)", // skipped by DefaultSkip
-	} {
+	}
+	for _, tb := range more {
+		stmts = append(stmts, "CREATE TABLE "+ks+"."+tb+" (k int PRIMARY KEY, v text)")
+	}
+	for _, q := range stmts {
 		if err := testSession.Query(q).WithContext(ctx).Exec(); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -129,7 +142,7 @@ func testOptions(ks string) Options {
 
 func newRepairer(t *testing.T, o Options) *Repairer {
 	t.Helper()
-	r, err := New(testSession, NewStore(testSession, o.Keyspace), testNodetool, testTargets(testCluster), o)
+	r, err := New(testSession, NewStore(testSession, stateKS), testNodetool, testTargets(testCluster), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +172,7 @@ func runChild(ks string) int {
 	o := testOptions(ks)
 	o.Intensity = 0.5
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	r, err := New(s, NewStore(s, ks), nt, testTargets(c), o)
+	r, err := New(s, NewStore(s, stateKS), nt, testTargets(c), o)
 	if err == nil {
 		_, err = r.Run(ctx)
 	}
@@ -182,19 +195,25 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 	}
 }
 
-// segmentsOf reads the single run of ks and its segments.
+// segmentsOf reads the newest run of keyspace ks and its segments.
 func segmentsOf(t *testing.T, ks string) (RunInfo, []SegmentState) {
 	t.Helper()
-	st := NewStore(testSession, ks)
+	st := NewStore(testSession, stateKS)
 	runs, err := st.Runs(context.Background())
-	if err != nil || len(runs) == 0 {
+	if err != nil {
 		return RunInfo{}, nil
 	}
-	segs, err := st.Segments(context.Background(), runs[0].ID)
-	if err != nil {
-		t.Fatal(err)
+	for _, r := range runs {
+		if r.Keyspace != ks {
+			continue
+		}
+		segs, err := st.Segments(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, segs
 	}
-	return runs[0], segs
+	return RunInfo{}, nil
 }
 
 func count(segs []SegmentState, state string) int {
