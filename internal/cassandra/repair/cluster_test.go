@@ -25,7 +25,7 @@ import (
 func TestFullRunRecordsEverySegment(t *testing.T) {
 	c := cluster(t)
 	const ks = "rt_full"
-	makeKeyspace(t, ks, 20, "user_events") // user_events: skipped by DefaultSkip
+	makeKeyspace(t, ks, 20) // with user_events, which DefaultSkip leaves out
 	ctx := context.Background()
 
 	ring, err := ReadRing(ctx, testSession, ks)
@@ -279,6 +279,65 @@ func TestFrozenNodeSegmentTimesOutAndIsRetried(t *testing.T) {
 	}
 }
 
+// Pause, resume and abort through the state table, as `cassandra repair pause|resume|abort`
+// does: paused, no segment starts; resumed, segments go on; aborted, the repairer stops with
+// ErrAborted and the run stays aborted.
+func TestPauseResumeAbort(t *testing.T) {
+	cluster(t)
+	const ks = "rt_ctl"
+	makeKeyspace(t, ks, 20)
+	ctx := context.Background()
+	st := NewStore(testSession, stateKS)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := newRepairer(t, testOptions(ks)).Run(ctx)
+		ended <- err
+	}()
+	var run RunInfo
+	waitFor(t, time.Minute, "the first segment done", func() bool {
+		var segs []SegmentState
+		run, segs = segmentsOf(t, ks)
+		return count(segs, SegDone) >= 1
+	})
+	if err := st.Pause(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Pause(ctx, run.ID); err == nil || !strings.Contains(err.Error(), "is paused") {
+		t.Fatalf("pausing a paused run: %v, want a refusal", err)
+	}
+	// Whatever ran when the pause came finishes; then nothing moves.
+	var paused []SegmentState
+	waitFor(t, time.Minute, "the running segment to finish", func() bool {
+		_, paused = segmentsOf(t, ks)
+		return count(paused, SegRunning) == 0
+	})
+	time.Sleep(2 * time.Second) // a paused run must stay still: there is no event to wait for
+	if _, segs := segmentsOf(t, ks); count(segs, SegDone) != count(paused, SegDone) || count(segs, SegRunning) != 0 {
+		t.Fatalf("segments moved while paused: %d done then %d, %d running", count(paused, SegDone), count(segs, SegDone), count(segs, SegRunning))
+	}
+	if err := st.Resume(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "a segment done after resume", func() bool {
+		_, segs := segmentsOf(t, ks)
+		return count(segs, SegDone) > count(paused, SegDone)
+	})
+	if err := st.Abort(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, ErrAborted) {
+			t.Fatalf("repairer after abort: %v, want ErrAborted", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the repairer did not stop within a minute of the abort")
+	}
+	if got, _ := st.Run(ctx, run.ID); got.State != RunAborted || got.Finished.IsZero() {
+		t.Fatalf("run after abort: %+v, want aborted and finished", got)
+	}
+}
+
 // The delete that one replica missed: rows written at ALL, one node stopped, the rows deleted
 // at QUORUM (no hints kept), the node restarted. Before repair the node still answers the rows
 // at ONE (the resurrection gc_grace guards against); after a repair run every node answers
@@ -369,63 +428,4 @@ func rowsAtOne(t *testing.T, addr, ks string) int {
 		t.Fatalf("read at ONE on %s: %v", addr, err)
 	}
 	return n
-}
-
-// Pause, resume and abort through the state table, as `cassandra repair pause|resume|abort`
-// does: paused, no segment starts; resumed, segments go on; aborted, the repairer stops with
-// ErrAborted and the run stays aborted.
-func TestPauseResumeAbort(t *testing.T) {
-	cluster(t)
-	const ks = "rt_ctl"
-	makeKeyspace(t, ks, 20)
-	ctx := context.Background()
-	st := NewStore(testSession, stateKS)
-	ended := make(chan error, 1)
-	go func() {
-		_, err := newRepairer(t, testOptions(ks)).Run(ctx)
-		ended <- err
-	}()
-	var run RunInfo
-	waitFor(t, time.Minute, "the first segment done", func() bool {
-		var segs []SegmentState
-		run, segs = segmentsOf(t, ks)
-		return count(segs, SegDone) >= 1
-	})
-	if err := st.Pause(ctx, run.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Pause(ctx, run.ID); err == nil || !strings.Contains(err.Error(), "is paused") {
-		t.Fatalf("pausing a paused run: %v, want a refusal", err)
-	}
-	// Whatever ran when the pause came finishes; then nothing moves.
-	var paused []SegmentState
-	waitFor(t, time.Minute, "the running segment to finish", func() bool {
-		_, paused = segmentsOf(t, ks)
-		return count(paused, SegRunning) == 0
-	})
-	time.Sleep(2 * time.Second) // a paused run must stay still: there is no event to wait for
-	if _, segs := segmentsOf(t, ks); count(segs, SegDone) != count(paused, SegDone) || count(segs, SegRunning) != 0 {
-		t.Fatalf("segments moved while paused: %d done then %d, %d running", count(paused, SegDone), count(segs, SegDone), count(segs, SegRunning))
-	}
-	if err := st.Resume(ctx, run.ID); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, time.Minute, "a segment done after resume", func() bool {
-		_, segs := segmentsOf(t, ks)
-		return count(segs, SegDone) > count(paused, SegDone)
-	})
-	if err := st.Abort(ctx, run.ID); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-ended:
-		if !errors.Is(err, ErrAborted) {
-			t.Fatalf("repairer after abort: %v, want ErrAborted", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the repairer did not stop within a minute of the abort")
-	}
-	if got, _ := st.Run(ctx, run.ID); got.State != RunAborted || got.Finished.IsZero() {
-		t.Fatalf("run after abort: %+v, want aborted and finished", got)
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,11 +93,36 @@ func startCluster() error {
 		return fmt.Errorf("nodetool: %w", err)
 	}
 	closers = append(closers, testNodetool.Close)
-	if err := testSession.Query("CREATE KEYSPACE " + stateKS + " WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}").
-		WithContext(ctx).Exec(); err != nil {
-		return fmt.Errorf("create the state keyspace: %w", err)
+	// Every keyspace up front, while all nodes are up: a schema change right after the
+	// tombstone test restarts a node took longer than the driver's 6 s.
+	stmts := []string{"CREATE KEYSPACE IF NOT EXISTS " + stateKS + " WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}"}
+	for _, ks := range testKeyspaces {
+		stmts = append(stmts,
+			"CREATE KEYSPACE IF NOT EXISTS "+ks+" WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}",
+			"CREATE TABLE IF NOT EXISTS "+ks+".t (k int PRIMARY KEY, v text)")
+	}
+	// user_events: the table DefaultSkip leaves out, in the full run's keyspace.
+	stmts = append(stmts, "CREATE TABLE IF NOT EXISTS rt_full.user_events (k int PRIMARY KEY, v text)")
+	for _, q := range stmts {
+		if err := ddl(ctx, q); err != nil {
+			return err
+		}
 	}
 	return NewStore(testSession, stateKS).EnsureTables(ctx)
+}
+
+// testKeyspaces are the tests' keyspaces, one per test.
+var testKeyspaces = []string{"rt_full", "rt_kill", "rt_frozen", "rt_ctl", "rt_tomb"}
+
+// ddl runs an idempotent schema statement, again after a timeout of a loaded node.
+func ddl(ctx context.Context, q string) error {
+	var err error
+	for range 3 {
+		if err = testSession.Query(q).WithContext(ctx).Exec(); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %w", q, err)
 }
 
 // testTargets reach every node's JMX on 127.0.0.1 (the launcher's JMX is local only).
@@ -108,26 +134,15 @@ func testTargets(c *launcher.Cluster) []Target {
 	return ts
 }
 
-// makeKeyspace creates an RF 3 keyspace with a table t (k int, v text) of rows rows, and the
-// empty tables named in more.
-func makeKeyspace(t *testing.T, ks string, rows int, more ...string) {
+// makeKeyspace writes rows rows at ALL into ks.t (the keyspaces are made by startCluster).
+func makeKeyspace(t *testing.T, ks string, rows int) {
 	t.Helper()
-	ctx := context.Background()
-	stmts := []string{
-		"CREATE KEYSPACE " + ks + " WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}",
-		"CREATE TABLE " + ks + ".t (k int PRIMARY KEY, v text)",
-	}
-	for _, tb := range more {
-		stmts = append(stmts, "CREATE TABLE "+ks+"."+tb+" (k int PRIMARY KEY, v text)")
-	}
-	for _, q := range stmts {
-		if err := testSession.Query(q).WithContext(ctx).Exec(); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	if !slices.Contains(testKeyspaces, ks) {
+		t.Fatalf("keyspace %s is not in testKeyspaces", ks)
 	}
 	for i := range rows {
 		if err := testSession.Query("INSERT INTO "+ks+".t (k, v) VALUES (?, ?)", i, strings.Repeat("x", 100)).
-			Consistency(gocql.All).WithContext(ctx).Exec(); err != nil {
+			Consistency(gocql.All).WithContext(context.Background()).Exec(); err != nil {
 			t.Fatalf("write: %v", err)
 		}
 	}
