@@ -34,6 +34,8 @@ const (
 	// RobustnessTestAddr: internal/testkit/robustness, nemeses and recorded histories against 3 nodes
 	// (.151-.153).
 	RobustnessTestAddr = "127.0.0.151"
+	// RepairTestAddr: internal/cassandra/repair, the repairer against 3 nodes (.191-.193).
+	RepairTestAddr = "127.0.0.191"
 	// CDSTrainAddr: the one-node training run that makes the class-data sharing archive
 	// (EnsureCDS), once per machine; CDSTestTrainAddr: this package's test of that run.
 	CDSTrainAddr     = "127.0.0.250"
