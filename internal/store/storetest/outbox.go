@@ -137,20 +137,7 @@ func outboxPruneRace(t *testing.T, newStore func(t *testing.T) OutboxStore) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				if _, err := p.Drain(ctx); err != nil {
-					errs <- err
-					return
-				}
-				select {
-				case <-stop:
-					if _, err := p.Drain(ctx); err != nil {
-						errs <- err
-					}
-					return
-				default:
-				}
-			}
+			drainUntil(ctx, p, stop, errs)
 		}()
 	}
 	wg.Add(1)
@@ -199,6 +186,25 @@ func outboxPruneRace(t *testing.T, newStore func(t *testing.T) OutboxStore) {
 	}
 	if n, err := s.Outbox.CountOutbox(ctx); err != nil || n != 0 {
 		t.Errorf("after everyone read everything and a last prune %d rows remain (%v)", n, err)
+	}
+}
+
+// drainUntil drains p until stop is closed, then once more to read what came before it; the
+// first error goes to errs.
+func drainUntil(ctx context.Context, p *outbox.Projector, stop <-chan struct{}, errs chan<- error) {
+	for {
+		if _, err := p.Drain(ctx); err != nil {
+			errs <- err
+			return
+		}
+		select {
+		case <-stop:
+			if _, err := p.Drain(ctx); err != nil {
+				errs <- err
+			}
+			return
+		default:
+		}
 	}
 }
 
