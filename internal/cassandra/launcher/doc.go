@@ -29,7 +29,9 @@
 // ContractTestAddr (127.0.0.10, store contract tests, 1 node), FaultTestAddr (127.0.0.21-23,
 // fault tests), LauncherTestAddr (127.0.0.31), MonitorTestAddr (127.0.0.41-42, the Cassandra
 // collectors of the monitor), AlertingTestAddr (127.0.0.51-52, the end-to-end alert test), MigrateTestAddr
-// (127.0.0.61, internal/migrate's backfill tests), all
+// (127.0.0.61, internal/migrate's backfill tests), BackupSourceTestAddr (127.0.0.171-173),
+// BackupRestore1TestAddr (127.0.0.175) and BackupRestore3TestAddr (127.0.0.181-183) (the
+// backup and restore tests of internal/cassandra/snapshot), all
 // apart from UserAddr (127.0.0.1-3) where a
 // developer's `shardmart cassandra up` runs. Two test processes wanting the same base address
 // (two `go test` runs at once) serialize on a lock file in $TMPDIR instead of clashing, and a
