@@ -52,7 +52,7 @@ refused. sstableloader runs from the Cassandra jars in the cache (fetched on fir
 	f.StringVar(&o.Keyspace, "cassandra-keyspace", "", "target keyspace (default: the backup's)")
 	f.StringVar(&o.From, "from", "", "backup directory written by shardmart backup cassandra")
 	f.IntVar(&o.RF, "rf", 0, "replication factor in each data centre of the target (0: min(3, the data centre's nodes))")
-	f.IntVar(&o.Parallel, "parallel", 2, "sstableloader runs at once (one per table)")
+	f.IntVar(&o.Parallel, "parallel", 2, "sstableloader JVMs at once, each streaming its share of the tables one after another")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Hour, "give up after this long")
 	o.Conn.register(f)
 	fromEnv(f, "cassandra-hosts", "SHARDMART_CASSANDRA_HOSTS")

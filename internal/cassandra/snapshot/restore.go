@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -39,7 +40,8 @@ type RestoreOptions struct {
 	RF int
 	// CacheDir and Version locate the Cassandra jars sstableloader runs from (launcher defaults).
 	CacheDir, Version string
-	// Parallel is how many sstableloader JVMs run at once, default 2.
+	// Parallel is how many sstableloader JVMs run at once, default 2; each streams its share of
+	// the tables one after another.
 	Parallel int
 	Progress io.Writer
 }
@@ -233,41 +235,75 @@ func loadAll(ctx context.Context, o RestoreOptions, m backup.Manifest, keyspace 
 		return err
 	}
 	hosts, port := loaderHosts(o.Conn.Hosts)
-	jobs := make(chan stagedTable)
-	errs := make(chan error, len(staged))
+	opts := []string{"-d", hosts, "-p", port, "-k", keyspace, "--no-progress"}
+	if o.Conn.Username != "" {
+		opts = append(opts, "-u", o.Conn.Username, "-pw", o.Conn.Password)
+	}
+	// One JVM per group of tables (its start costs more CPU than a small table's stream), the
+	// groups balanced by bytes.
+	groups := make([][]stagedTable, min(o.Parallel, len(staged)))
+	sizes := make([]int64, len(groups))
+	for _, t := range staged {
+		g := 0
+		for i := range sizes {
+			if sizes[i] < sizes[g] {
+				g = i
+			}
+		}
+		groups[g] = append(groups[g], t)
+		sizes[g] += t.bytes
+	}
+	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
-	for range o.Parallel {
+	for gi, group := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for t := range jobs {
-				t0 := time.Now()
-				args := []string{"-d", hosts, "-p", port, "-k", keyspace, "-tb", t.table, "--no-progress"}
-				if o.Conn.Username != "" {
-					args = append(args, "-u", o.Conn.Username, "-pw", o.Conn.Password)
-				}
-				cmd := loader.Command(ctx, append(args, t.dir)...)
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &out
-				if err := cmd.Run(); err != nil {
-					errs <- fmt.Errorf("sstableloader %s: %w: %s", t.table, err, tail(out.String(), 8))
-					continue
-				}
-				say("  loaded %s: %d SSTables from %d node(s), %.1f MiB (%s)", t.table, t.sstables, t.nodes, float64(t.bytes)/(1<<20), since(t0))
-			}
+			errs[gi] = loadGroup(ctx, loader, opts, group, say)
 		}()
 	}
-	for _, t := range staged {
-		jobs <- t
-	}
-	close(jobs)
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
+	return errors.Join(errs...)
+}
+
+// loadGroup streams a group of tables with one sstableloader JVM, reporting each as it is done.
+func loadGroup(ctx context.Context, loader *launcher.SSTableLoader, opts []string, group []stagedTable, say func(string, ...any)) error {
+	by := map[string]stagedTable{}
+	var dirs []string
+	for _, t := range group {
+		by[t.table] = t
+		dirs = append(dirs, t.dir)
 	}
-	return errors.Join(all...)
+	cmd := loader.TablesCommand(ctx, opts, dirs)
+	var stderr bytes.Buffer
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, &stderr
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("sstableloader: %w", err)
+	}
+	var said []string // the loader's other lines, for an error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			table, ok := strings.CutPrefix(sc.Text(), "loaded ")
+			if t, known := by[table]; ok && known {
+				say("  loaded %s: %d SSTables from %d node(s), %.1f MiB (%s since the loader started)", table, t.sstables, t.nodes, float64(t.bytes)/(1<<20), since(t0))
+				continue
+			}
+			said = append(said, sc.Text())
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Wait()
+	pw.Close()
+	<-done
+	if err != nil {
+		return fmt.Errorf("sstableloader: %w: %s", err, tail(strings.Join(said, "\n")+"\n"+stderr.String(), 8))
+	}
+	return nil
 }
 
 // stagedTable is a table's SSTables from every node, linked into one directory.
