@@ -13,6 +13,9 @@
 // (-Xshare:auto: a missing or stale archive costs speed only). SHARDMART_CASSANDRA_CDS=off
 // starts without it.
 //
+// Tools: Nodetool runs nodetool against a node's JMX port, and NewSSTableLoader runs
+// sstableloader (BulkLoader) for restores, both as JVMs on the cached jars.
+//
 // Nodes: node i listens on BaseAddr+i with the standard ports (storage 7000, CQL 9042) and JMX
 // on 127.0.0.1:(7200 + last octet), one fixed token each, no bootstrap, small heaps, gossip
 // settle and ring delay cut (see config.go). Each JVM is its own process group with a pidfile;
