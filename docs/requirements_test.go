@@ -32,6 +32,24 @@ var (
 // subtest name.
 func sources(t *testing.T, root string) (funcs map[string]map[string]string, subtests map[string]bool) {
 	funcs, subtests = map[string]map[string]string{}, map[string]bool{}
+	walkGo(t, root, func(path string, b []byte) {
+		dir, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, m := range testFunc.FindAllSubmatch(b, -1) {
+			if funcs[dir] == nil {
+				funcs[dir] = map[string]string{}
+			}
+			funcs[dir][string(m[2])] = string(m[1])
+		}
+		for _, m := range subtest.FindAllSubmatch(b, -1) {
+			subtests[string(m[1])] = true
+		}
+	})
+	return funcs, subtests
+}
+
+// walkGo calls fn with the path and contents of every Go file under root.
+func walkGo(t *testing.T, root string, fn func(path string, b []byte)) {
+	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -46,22 +64,12 @@ func sources(t *testing.T, root string) (funcs map[string]map[string]string, sub
 		if err != nil {
 			return err
 		}
-		dir, _ := filepath.Rel(root, filepath.Dir(path))
-		for _, m := range testFunc.FindAllSubmatch(b, -1) {
-			if funcs[dir] == nil {
-				funcs[dir] = map[string]string{}
-			}
-			funcs[dir][string(m[2])] = string(m[1])
-		}
-		for _, m := range subtest.FindAllSubmatch(b, -1) {
-			subtests[string(m[1])] = true
-		}
+		fn(path, b)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return funcs, subtests
 }
 
 func TestRequirementsMapIsComplete(t *testing.T) {
@@ -151,28 +159,11 @@ func TestCitedRequirementsAreInTheCatalog(t *testing.T) {
 	for _, id := range catalog {
 		known[id] = true
 	}
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	walkGo(t, "..", func(path string, b []byte) {
 		for _, id := range requirementID.FindAll(b, -1) {
 			if !known[string(id)] {
 				t.Errorf("%s cites %s, which the requirement catalog does not hold", path, id)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
