@@ -133,10 +133,12 @@ func readContract(t *testing.T, prefixes ...string) map[string]contractRow {
 		t.Fatal(err)
 	}
 	rows := map[string]contractRow{}
-	shop := false // the shop server's client metrics share the prefix but are not the monitor's
+	// The shop server's client metrics and the repairer's share the prefix but are not the
+	// monitor's.
+	shop := false
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(line, "## ") {
-			shop = strings.HasPrefix(line, "## The shop's")
+			shop = strings.HasPrefix(line, "## The shop's") || strings.HasPrefix(line, "## Repair")
 		}
 		if shop {
 			continue
