@@ -94,6 +94,12 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 		return res, err
 	}
 	opt.progress("seeded %d products in %d categories", res.Products, opt.Categories)
+	// A catalog read model in another store gets every product through the projector, more
+	// than one drain applies within its bound: apply them all before the first order, whose
+	// checkout waits for its own follow-ups only (a cart stays frozen until they are applied).
+	if err := catchUp(ctx, orders.Projector); err != nil {
+		return res, fmt.Errorf("demo: apply the products' follow-ups: %w", err)
+	}
 
 	if opt.Password == "" {
 		opt.Password = crand.Text() // 26 base32 characters, 130 bits
@@ -327,4 +333,30 @@ func fillCart(ctx context.Context, carts *cart.Service, owner cart.Owner, produc
 func isShort(err error) bool {
 	var short *catalog.InsufficientStockError
 	return errors.As(err, &short)
+}
+
+// catchUpFor bounds how long the seed waits for the projector to apply the products.
+const catchUpFor = 5 * time.Minute
+
+// catchUp drains the projector until one drain ends with nothing failed: each drain is bounded,
+// and a bounded drain that ran out of time is followed by the next.
+func catchUp(ctx context.Context, p order.Syncer) error {
+	if p == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, catchUpFor)
+	defer cancel()
+	for {
+		err := p.Sync(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		// A follow-up that failed outright (not one the drain's bound cut short) is retried
+		// after a pause, not in a tight loop.
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
