@@ -28,17 +28,8 @@ const binary = "/usr/local/bin/shardmart"
 // `cassandra fetch` runs) keeps its repository under HOME.
 var otherProgramsEnv = []string{"HOME"}
 
-// The repair scheduler is being extended beside these files so that it reaches the nodes of a
-// production cluster: a file of targets and a JMX login. repairAssumed are the flag and
-// variables the repair unit and manifest assume for it. Until `cassandra repair` has a flag
-// beyond repairFlagsBefore they are accepted unchecked (and logged); from then on they are
-// checked like every other name, so a name the extension does not have fails.
-var (
-	repairCommand      = []string{"cassandra", "repair"}
-	repairFlagsBefore  = []string{"cassandra-dir", "keyspace", "tables", "skip", "incremental", "schedule"}
-	repairAssumedFlags []string
-	repairAssumedEnv   []string
-)
+// repairCommand is the repair scheduler's command, which runs as a singleton.
+var repairCommand = []string{"cassandra", "repair"}
 
 func rootCmd() *cobra.Command {
 	return cli.NewRootCmd(cli.IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
@@ -53,32 +44,12 @@ func commandFlags(cmd *cobra.Command) []string {
 	return names
 }
 
-// repairPending reports whether the repair command still lacks the extension.
-func repairPending(t *testing.T) bool {
-	t.Helper()
-	cmd, _, err := rootCmd().Find(repairCommand)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range commandFlags(cmd) {
-		if f != "help" && !slices.Contains(repairFlagsBefore, f) {
-			return false
-		}
-	}
-	return true
-}
-
-// knownEnv are the variables the files may set: those shardmart reads for its settings, the
-// launchers' cache directory, and, while the repair extension is pending, its assumed ones.
+// knownEnv are the variables the files may set: those shardmart reads for its settings and
+// the launchers' cache directory.
 func knownEnv(t *testing.T) []string {
 	t.Helper()
 	env := append(cli.DeploymentEnv(), serverproc.CacheDirEnv)
 	env = append(env, otherProgramsEnv...)
-	if repairPending(t) {
-		t.Logf("cassandra repair has no flag beyond %v yet: accepting the assumed %v and --%v unchecked",
-			repairFlagsBefore, repairAssumedEnv, repairAssumedFlags)
-		env = append(env, repairAssumedEnv...)
-	}
 	return env
 }
 
@@ -92,8 +63,8 @@ func checkEnvName(name string, known []string) error {
 
 // checkCommand parses argv with the real command tree: the binary's path, a runnable
 // subcommand, flags it has with values they accept, no stray arguments, and a --schedule cron
-// expression can parse. pendingRepair drops the repair extension's assumed flags first.
-func checkCommand(argv []string, pendingRepair bool) error {
+// expression can parse.
+func checkCommand(argv []string) error {
 	if len(argv) == 0 || argv[0] != binary {
 		return fmt.Errorf("%q: want %s and a command", argv, binary)
 	}
@@ -105,16 +76,6 @@ func checkCommand(argv []string, pendingRepair bool) error {
 	}
 	if cmd == root || !cmd.Runnable() {
 		return fmt.Errorf("%q: %q is not a command that runs", args, cmd.CommandPath())
-	}
-	if pendingRepair && slices.Equal(args[:min(len(args), len(repairCommand))], repairCommand) {
-		rest = slices.DeleteFunc(slices.Clone(rest), func(a string) bool {
-			for _, f := range repairAssumedFlags {
-				if a == "--"+f || strings.HasPrefix(a, "--"+f+"=") {
-					return true
-				}
-			}
-			return false
-		})
 	}
 	if err := cmd.ParseFlags(rest); err != nil {
 		return fmt.Errorf("%s %q: %w", cmd.CommandPath(), rest, err)
@@ -130,9 +91,9 @@ func checkCommand(argv []string, pendingRepair bool) error {
 	return nil
 }
 
-// commandEnv lists the variables argv's command reads through its flags (and, while the repair
-// extension is pending, the repair command's assumed ones). An unknown command reads none.
-func commandEnv(argv []string, pendingRepair bool) []string {
+// commandEnv lists the variables argv's command reads through its flags. An unknown command
+// reads none.
+func commandEnv(argv []string) []string {
 	if len(argv) < 2 {
 		return nil
 	}
@@ -148,9 +109,6 @@ func commandEnv(argv []string, pendingRepair bool) []string {
 	}
 	cmd.LocalFlags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
-	if pendingRepair && slices.Equal(argv[1:min(len(argv), 1+len(repairCommand))], repairCommand) {
-		env = append(env, repairAssumedEnv...)
-	}
 	return env
 }
 
@@ -180,13 +138,13 @@ func TestCheckCommandRefuses(t *testing.T) {
 		{binary, "cassandra", "repair", "--schedule=0 3 * *"},
 		{"/usr/bin/shardmart", "serve"},
 	} {
-		if err := checkCommand(argv, false); err == nil {
+		if err := checkCommand(argv); err == nil {
 			t.Errorf("%q: accepted, want an error", argv)
 		} else {
 			t.Logf("%q: %v", argv, err)
 		}
 	}
-	if err := checkCommand([]string{binary, "mongo", "firehose", "roll", "--collection=events"}, false); err != nil {
+	if err := checkCommand([]string{binary, "mongo", "firehose", "roll", "--collection=events"}); err != nil {
 		t.Errorf("a valid command refused: %v", err)
 	}
 	if err := checkEnvName("SHARDMART_SEED", knownEnv(t)); err == nil {

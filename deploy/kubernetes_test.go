@@ -259,7 +259,6 @@ func checkManifests(t *testing.T, m *manifests) []error {
 	var errs []error
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	known := knownEnv(t)
-	pending := repairPending(t)
 	shutdown, err := time.ParseDuration(flagDefault(t, []string{"serve"}, "shutdown-timeout"))
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +308,7 @@ func checkManifests(t *testing.T, m *manifests) []error {
 			if c.Image != image {
 				fail("%s: image %q, want %q (kustomization.yaml names the registry's)", where, c.Image, image)
 			}
-			if err := checkCommand(append(slices.Clone(c.Command), c.Args...), pending); err != nil {
+			if err := checkCommand(append(slices.Clone(c.Command), c.Args...)); err != nil {
 				fail("%s: %v", where, err)
 			}
 			if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
@@ -346,7 +345,7 @@ func checkManifests(t *testing.T, m *manifests) []error {
 			}
 			// Every file or directory named by a flag, by a variable the container sets itself, or
 			// by a shared variable its command reads, must be mounted.
-			reads := commandEnv(append(slices.Clone(c.Command), c.Args...), pending)
+			reads := commandEnv(append(slices.Clone(c.Command), c.Args...))
 			var paths []string
 			for k, v := range m.containerEnv(c) {
 				if strings.HasPrefix(v, "/") && (slices.Contains(reads, k) || slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == k })) {

@@ -361,7 +361,6 @@ func checkUnits(t *testing.T, dir string) []error {
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	units := loadUnits(t, dir)
 	known := knownEnv(t)
-	pending := repairPending(t)
 
 	envNames, envValues, err := envFileVars(filepath.Join(dir, envFile))
 	if err != nil {
@@ -432,7 +431,7 @@ func checkUnits(t *testing.T, dir string) []error {
 			fail("%s: %v", name, err)
 			continue
 		}
-		if err := checkCommand(argv, pending); err != nil {
+		if err := checkCommand(argv); err != nil {
 			fail("%s: %v", name, err)
 		}
 		if u.value("Service", "Type") == "oneshot" {
