@@ -16,6 +16,7 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/serverproc"
 )
 
 // orderState is what a status change touches: the order's status and the stock of the
@@ -52,6 +53,27 @@ func readOrderState(ctx context.Context, db string, o order.Order) (orderState, 
 		return nil
 	})
 	return st, err
+}
+
+// settledState re-reads o's state until want accepts it, for at most settleWithin. The order
+// and its products are two reads, each at majority on the primary of its moment: across a
+// step-down the second can land on a new primary whose majority snapshot has not yet caught up
+// with the old one's (it advances once the new term commits an entry), so one pair of reads can
+// mix a newer order with older stock, or miss a change the old primary acknowledged. A change
+// that is committed at majority shows in every later snapshot; what stays wrong past the
+// bound is a real defect.
+func settledState(ctx context.Context, db string, o order.Order, want func(orderState) bool) (orderState, error) {
+	const settleWithin = 10 * time.Second
+	deadline := time.Now().Add(settleWithin)
+	for {
+		st, err := readOrderState(ctx, db, o)
+		if err != nil || want(st) || time.Now().After(deadline) {
+			return st, err
+		}
+		if err := serverproc.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return st, err
+		}
+	}
 }
 
 // transitionTo is a caller that retries a status change until it is done: nil, or
@@ -170,7 +192,7 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 		if ended.Sub(began) > 300*time.Millisecond {
 			slow.Add(1)
 		}
-		after, rerr := readOrderState(ctx, db, o)
+		after, rerr := settledState(ctx, db, o, func(st orderState) bool { return done(st) || err != nil && untouched(st) })
 		if rerr != nil {
 			fail("%s: %v", o.ID, rerr)
 			return
