@@ -48,8 +48,8 @@ const (
 	maxStall  = 2 * time.Second
 	faultHold = 15 * time.Second // how long a node stays frozen or cut off
 	clients   = 6
-	// pace is each client's time per iteration (one write of each kind): steady load, not
-	// saturation of the shared machine.
+	// pace is each client's time per write of each kind: steady load, not saturation of the
+	// shared machine.
 	pace = 100 * time.Millisecond
 	// opTimeout caps one request, well above the store's own per-request timeout, so a
 	// stall is measured as long as the client makes it.
@@ -122,38 +122,58 @@ func startLoad(ctx context.Context, prefix string) (*shopLoad, func()) {
 	return l, wg.Wait
 }
 
+// client runs client c's write kinds, each a sequential loop of its own at pace, so that a
+// stalled request of one kind never holds back another kind's: each kind's longest gap is its
+// own stall.
 func (l *shopLoad) client(ctx context.Context, c int) {
-	tick := time.NewTicker(pace)
-	defer tick.Stop()
-	var lastSession string
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		// A fresh line per write (a new user every 50: carts hold 100 products), so a write
-		// whose outcome is unknown never changes what an acknowledged one wrote.
-		line := cartLine{user: fmt.Sprintf("%s-c%d-u%d", l.prefix, c, i/50), product: fmt.Sprintf("sku-%d", i%50), quantity: int64(i%9 + 1)}
-		l.do(ctx, kindCart, func(ctx context.Context) error { return putCartLine(ctx, line) }, func() { l.lines = append(l.lines, line) })
-
-		now := time.Now().UTC().Truncate(time.Millisecond)
-		s := sessionpkg.Session{ID: fmt.Sprintf("%s-c%d-s%d", l.prefix, c, i), CreatedAt: now, LastActive: now,
-			ExpiresAt: now.Add(time.Hour), Status: sessionpkg.StatusActive}
-		l.do(ctx, kindSession, func(ctx context.Context) error { return sessions.CreateSession(ctx, s) }, func() { l.sessions = append(l.sessions, s.ID) })
-		// Touch the previous iteration's session; a touch at ONE that does not find it is a
-		// no-op by design, so touches count for stalls and errors, not for lost writes.
-		if lastSession != "" {
-			id := lastSession
-			l.do(ctx, kindTouch, func(ctx context.Context) error { return sessions.Touch(ctx, id, time.Now()) }, nil)
-		}
-		lastSession = s.ID
-
-		e := history.Entry{UserID: fmt.Sprintf("%s-c%d-buyer", l.prefix, c), OrderID: fmt.Sprintf("%s-c%d-o%d", l.prefix, c, i),
-			PlacedAt: now, UpdatedAt: now, Status: order.Created, Zone: "eu", Total: money.Amount(100 + i),
-			Items: []order.Item{{ProductID: "sku-1", Category: "c", Name: "one", Quantity: 1, UnitPrice: money.Amount(100 + i)}}}
-		l.do(ctx, kindHistory, func(ctx context.Context) error { return histories.UpsertEntry(ctx, e) }, func() { l.entries = append(l.entries, e) })
+	var lastSession atomic.Pointer[string] // the session loop's newest, for the touch loop
+	loops := []func(i int){
+		func(i int) {
+			// A fresh line per write (a new user every 50: carts hold 100 products), so a write
+			// whose outcome is unknown never changes what an acknowledged one wrote.
+			line := cartLine{user: fmt.Sprintf("%s-c%d-u%d", l.prefix, c, i/50), product: fmt.Sprintf("sku-%d", i%50), quantity: int64(i%9 + 1)}
+			l.do(ctx, kindCart, func(ctx context.Context) error { return putCartLine(ctx, line) }, func() { l.lines = append(l.lines, line) })
+		},
+		func(i int) {
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			s := sessionpkg.Session{ID: fmt.Sprintf("%s-c%d-s%d", l.prefix, c, i), CreatedAt: now, LastActive: now,
+				ExpiresAt: now.Add(time.Hour), Status: sessionpkg.StatusActive}
+			l.do(ctx, kindSession, func(ctx context.Context) error { return sessions.CreateSession(ctx, s) }, func() { l.sessions = append(l.sessions, s.ID) })
+			lastSession.Store(&s.ID)
+		},
+		func(int) {
+			// Touch the newest session created; a touch at ONE that does not find it is a no-op
+			// by design, so touches count for stalls and errors, not for lost writes.
+			if id := lastSession.Load(); id != nil {
+				l.do(ctx, kindTouch, func(ctx context.Context) error { return sessions.Touch(ctx, *id, time.Now()) }, nil)
+			}
+		},
+		func(i int) {
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			e := history.Entry{UserID: fmt.Sprintf("%s-c%d-buyer", l.prefix, c), OrderID: fmt.Sprintf("%s-c%d-o%d", l.prefix, c, i),
+				PlacedAt: now, UpdatedAt: now, Status: order.Created, Zone: "eu", Total: money.Amount(100 + i),
+				Items: []order.Item{{ProductID: "sku-1", Category: "c", Name: "one", Quantity: 1, UnitPrice: money.Amount(100 + i)}}}
+			l.do(ctx, kindHistory, func(ctx context.Context) error { return histories.UpsertEntry(ctx, e) }, func() { l.entries = append(l.entries, e) })
+		},
 	}
+	var wg sync.WaitGroup
+	for _, write := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(pace)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				write(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // do runs one request and records it; acked runs (under the lock) when it succeeded. A
@@ -346,7 +366,7 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 		notSettled("heal", err)
 	}
 	healedAt := time.Now()
-	if err := cluster.WaitConverged(ctx); err != nil {
+	if err := converge(t, ctx); err != nil {
 		notSettled("the ring converged", err)
 	}
 	for i := range cluster.Nodes() {

@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"errors"
+	"flag"
 	"strings"
 	"time"
 
@@ -52,8 +53,16 @@ const (
 // (DieWithParent), whatever kills it (panic, timeout, SIGKILL). A cross-process lock on the
 // base address makes a second test binary wanting the same addresses wait instead of clash.
 // With an empty opts.Dir a temporary directory is used and removed by stop.
+//
+// A test cluster's JIT stops at C1 (Options.C1Only) unless the binary runs benchmarks: a
+// test's nodes live minutes, too short for C2's compilations (40% of the nodes' CPU in a
+// 4-minute run on 2 cores) to pay off, and on a shared 2-core machine that CPU is what the
+// other tests' clusters wait for. Benchmarks keep the full JIT, as production runs.
 func StartShared(ctx context.Context, opts Options) (c *Cluster, stop func(), err error) {
 	opts.DieWithParent = true
+	if !benchmarking() {
+		opts.C1Only = true
+	}
 	base := opts.BaseAddr
 	if base == "" {
 		base = UserAddr
@@ -62,6 +71,12 @@ func StartShared(ctx context.Context, opts Options) (c *Cluster, stop func(), er
 		opts.Dir = dir
 		return New(opts)
 	})
+}
+
+// benchmarking tells whether this test binary was asked to run benchmarks (go test -bench).
+func benchmarking() bool {
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
 }
 
 // ForTest starts a cluster for one test and stops it in t.Cleanup, even when the test fails

@@ -67,7 +67,7 @@ func cluster(t *testing.T) *launcher.Cluster {
 func startCluster() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: 3, BaseAddr: launcher.RepairTestAddr, C1Only: true,
+	c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: 3, BaseAddr: launcher.RepairTestAddr,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return fmt.Errorf("start a three-node Cassandra on %s with the launcher: %w", launcher.RepairTestAddr, err)

@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		start := func(nodes int, base string) *testCluster {
-			c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: nodes, BaseAddr: base, C1Only: true})
+			c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: nodes, BaseAddr: base})
 			if err != nil {
 				err = fmt.Errorf("start a %d-node Cassandra on %s with the launcher: %w", nodes, base, err)
 			}

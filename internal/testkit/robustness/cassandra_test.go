@@ -286,7 +286,7 @@ func TestCassandra(t *testing.T) {
 	cfg := runSettings(t)
 	start := time.Now()
 	c := launcher.ForTest(t, launcher.Options{Nodes: 3, BaseAddr: launcher.RobustnessTestAddr, Name: "shardmart-robustness",
-		HeapMB: 384, C1Only: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		HeapMB: 384, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		BootTimeout: cassBootTimeout})
 	up := time.Since(start)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
