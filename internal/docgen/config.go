@@ -83,28 +83,50 @@ func flagList(flags []envFlag) string {
 	return strings.Join(parts, "; ")
 }
 
-// defaults is the flags' default, or each distinct one with its flag when they differ.
+// defaults is the flags' default, or the most common one followed by the commands whose
+// default differs.
 func defaults(flags []envFlag) string {
-	var seen []string
-	for _, f := range flags {
-		if d := f.flag.DefValue; !slices.Contains(seen, d) {
-			seen = append(seen, d)
-		}
-	}
 	show := func(d string) string {
+		if strings.HasPrefix(d, "[") && strings.HasSuffix(d, "]") { // a list flag: "[a,b]", "[]"
+			d = d[1 : len(d)-1]
+		}
 		if d == "" {
 			return "none"
 		}
 		return "`" + cell(d) + "`"
 	}
-	if len(seen) == 1 {
-		return show(seen[0])
-	}
-	var parts []string
+	var seen []string
+	count := map[string]int{}
 	for _, f := range flags {
-		parts = append(parts, f.command+": "+show(f.flag.DefValue))
+		d := show(f.flag.DefValue)
+		if count[d] == 0 {
+			seen = append(seen, d)
+		}
+		count[d]++
 	}
-	return strings.Join(parts, "; ")
+	common := seen[0]
+	for _, d := range seen {
+		if count[d] > count[common] {
+			common = d
+		}
+	}
+	var others []string
+	for _, d := range seen {
+		if d == common {
+			continue
+		}
+		var cmds []string
+		for _, f := range flags {
+			if show(f.flag.DefValue) == d {
+				cmds = append(cmds, f.command)
+			}
+		}
+		others = append(others, strings.Join(cmds, ", ")+": "+d)
+	}
+	if len(others) == 0 {
+		return common
+	}
+	return common + " (" + strings.Join(others, "; ") + ")"
 }
 
 // primary is the flag whose help describes the variable: serve's when serve reads it.
