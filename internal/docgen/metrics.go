@@ -91,8 +91,9 @@ func genMetrics(_ string, pages map[string][]byte) error {
 
 	var b strings.Builder
 	b.WriteString(header("Metrics", "the descriptors of the collectors the code registers"))
-	b.WriteString("Every process serves Prometheus metrics at `/metrics` from a private registry, besides the Go\n" +
-		"runtime (`go_*`) and process (`process_*`) collectors of client_golang. What the labels mean and\n" +
+	b.WriteString("`shardmart serve` serves Prometheus metrics at `/metrics` from a private registry, besides the Go\n" +
+		"runtime (`go_*`) and process (`process_*`) collectors of client_golang; `shardmart cassandra repair`\n" +
+		"serves its own on `--metrics-addr`. What the labels mean and\n" +
 		"which outcome each operation reports: [Architecture, Metrics](../architecture.md#metrics). The hot-shard\n" +
 		"monitor's cluster metrics (`shardmart_mongo_*`, `shardmart_cassandra_*` of `shardmart monitor`) are\n" +
 		"listed in [the monitor reference](../monitor.md), checked against live clusters by their tests; the\n" +
