@@ -366,7 +366,7 @@ func checkUnits(t *testing.T, dir string) []error {
 	if err != nil {
 		return append(errs, err)
 	}
-	// The example sets or lists every variable of the README's table, in its order, and no
+	// The example sets or lists every variable of the configuration reference, in its order, and no
 	// other (not the launchers' nor the repair scheduler's own).
 	if want := cli.DeploymentEnv(); !slices.Equal(envNames, want) {
 		fail("%s lists %v, want shardmart's variables in order: %v", envFile, envNames, want)

@@ -14,7 +14,7 @@ import (
 // what a deployment sets once per host (addresses, data directory, secrets, backends, log
 // format). Every other setting is a flag only, so a variable meant for one command cannot
 // reach another command's flag of the same name (SHARDMART_SEED once broke serve, and
-// SHARDMART_FORCE reached both seed and mongo move-range). README "Configuration" lists them.
+// SHARDMART_FORCE reached both seed and mongo move-range). docs/reference/configuration.md lists them.
 var deploymentEnv = []string{
 	"SHARDMART_ADDR",
 	"SHARDMART_DATA_DIR",
@@ -41,7 +41,7 @@ var deploymentEnv = []string{
 }
 
 // DeploymentEnv returns the environment variables shardmart reads for its settings, in the
-// README's order: the deployment files (deploy/) are checked against it.
+// listed order: the deployment files (deploy/) are checked against it.
 func DeploymentEnv() []string { return slices.Clone(deploymentEnv) }
 
 // FlagEnv names the variable that may set flag f, "" if none does.
@@ -55,6 +55,16 @@ func FlagEnv(f *pflag.Flag) string {
 // flaglessEnv are the variables of deploymentEnv read directly, with no flag: secrets that must
 // not appear on a command line.
 var flaglessEnv = []string{passwordEnv, jmxPasswordEnv}
+
+// flaglessEnvUsage says what each variable of flaglessEnv holds; the other variables take
+// their meaning from the flags they set.
+var flaglessEnvUsage = map[string]string{
+	passwordEnv:    "the password of --cassandra-user (or put it in --cassandra-password-file)",
+	jmxPasswordEnv: "the password of --jmx-user (or put it in --jmx-password-file)",
+}
+
+// FlaglessEnvUsage says what env holds when no flag reads it, "" when a flag does.
+func FlaglessEnvUsage(env string) string { return flaglessEnvUsage[env] }
 
 // envAnnotation is the flag annotation naming the variable that may set the flag.
 const envAnnotation = "shardmart/env"

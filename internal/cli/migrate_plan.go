@@ -51,6 +51,6 @@ func migratePlan(ctx context.Context, stdio IO, o migratePlanOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdio.Out, "\n%d rows, about %s at the 1-node rates of docs/benchmarks.md. Steps: every shop process runs serve --migrations; then migrate run, verify, cutover per family.\n", total, all)
+	fmt.Fprintf(stdio.Out, "\n%d rows, about %s at the 1-node rates of docs/evidence/benchmarks.md. Steps: every shop process runs serve --migrations; then migrate run, verify, cutover per family.\n", total, all)
 	return nil
 }

@@ -41,7 +41,7 @@ func lockDataDir(dir string) (release func(), err error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("data directory %s is in use by %s (a shardmart serve holds %s): the embedded store "+
 				"takes one serve process; stop it, give this one another --data-dir, or run several processes on MongoDB "+
-				"(README, \"Running several processes\")", dir, holder, path)
+				"(docs/guides/load-balancer.md)", dir, holder, path)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

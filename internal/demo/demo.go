@@ -39,7 +39,7 @@ type Options struct {
 	// count done of its total. It may be called from several goroutines at once.
 	OnProgress func(stage string, done, total int)
 	// OneByOne writes each product in its own transaction and each user's data in turn, as
-	// seeding did before it was batched: the baseline docs/benchmarks.md compares against.
+	// seeding did before it was batched: the baseline docs/evidence/benchmarks.md compares against.
 	OneByOne bool
 	// Workers is how many users are seeded at once (default 16).
 	Workers int

@@ -45,7 +45,7 @@ type Spec struct {
 	// the family does not move there.
 	MigrationOrder int
 	// CopyRate is the rows per second a migration plan assumes for the family: the backfill's
-	// medians into one Cassandra node with 4 workers (docs/benchmarks.md), rounded down.
+	// medians into one Cassandra node with 4 workers (docs/evidence/benchmarks.md), rounded down.
 	CopyRate float64
 }
 

@@ -21,7 +21,7 @@ import (
 // alternating in blocks (storetest.BenchBlocks). Two drives: "loopback" sends both through the
 // same http.Client over TCP to an httptest.Server each; "direct" calls ServeHTTP with an
 // httptest recorder, so no network or client cost dilutes the handler's own. overhead = real
-// handler cost / bare handler cost. Numbers: docs/benchmarks.md, "Baselines".
+// handler cost / bare handler cost. Numbers: docs/evidence/benchmarks.md, "Baselines".
 //
 //	go test ./internal/httpapi -run '^$' -bench Baseline -benchtime 20000x -count 3
 

@@ -23,7 +23,7 @@ import (
 // over untraced: 1 is free, 0.9 a tenth slower. "noop" runs every instrumented path with a
 // tracer that records nothing (what a provider that samples nothing costs per call site);
 // "off" is both sides untraced, the harness's own reading of two equal servers.
-// Numbers: docs/benchmarks.md, "Tracing".
+// Numbers: docs/evidence/benchmarks.md, "Tracing".
 //
 //	go test ./internal/httpapi -run '^$' -bench TracingCost -benchtime 20000x -count 3
 func BenchmarkTracingCost(b *testing.B) {

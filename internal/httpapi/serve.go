@@ -11,7 +11,7 @@ import (
 
 // serverHeaderBytes is net/http's own header limit, set far above MaxHeaderBytes so that the
 // 431 a client normally meets is the API's problem; past this one net/http answers a plain-text
-// 431 itself, as it does its other protocol-level errors (see README, "Known limits").
+// 431 itself, as it does its other protocol-level errors (see docs/limits.md).
 const serverHeaderBytes = 1 << 20
 
 // Serve runs h on ln until ctx ends, then shuts down gracefully: it stops accepting, lets

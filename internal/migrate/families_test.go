@@ -163,7 +163,7 @@ func TestBackfillHistoryEventsCatalog(t *testing.T) {
 
 // Every family's range read is an index range scan bounded on both ends and in key order: an
 // unbounded upper end written as `(? = ” OR col < ?)` had made each of 256 ranges scan on to
-// the end of the index (docs/benchmarks.md).
+// the end of the index (docs/evidence/benchmarks.md).
 func TestRangeReadsAreBoundedIndexScans(t *testing.T) {
 	ctx := context.Background()
 	path, _ := seedWhole(t)

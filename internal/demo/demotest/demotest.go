@@ -14,7 +14,7 @@ import (
 )
 
 // BaselineEnv, set to 1, also runs the unbatched seed (demo.Options.OneByOne) before the
-// batched one, each on a fresh store, and logs both times: docs/benchmarks.md's before/after.
+// batched one, each on a fresh store, and logs both times: docs/evidence/benchmarks.md's before/after.
 const BaselineEnv = "SHARDMART_SEED_BASELINE"
 
 // SeedAndVerify opens the shop fresh() configures (a fresh, empty store each call), seeds the

@@ -22,7 +22,7 @@ import (
 // same goroutines (even operations through the repository, odd ones raw), so both see the
 // same server and the same noise from a shared machine. Each pair reports, per side, the
 // throughput W/mean latency (Little's law for W busy callers, W = 16), the p99 latency, and
-// the overhead = repository mean latency / raw mean latency. Numbers: docs/benchmarks.md.
+// the overhead = repository mean latency / raw mean latency. Numbers: docs/evidence/benchmarks.md.
 //
 //	go test ./internal/store/cassandrastore -run '^$' -bench . -benchtime 4000x -count 3
 

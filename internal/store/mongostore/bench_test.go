@@ -40,7 +40,7 @@ import (
 // through the repository, odd ones raw; the method of internal/store/cassandrastore/bench_test.go),
 // so both see the same server state and the same noise. Per side: throughput W/mean latency
 // (Little's law, W = 16 busy callers), p99; overhead = repository mean / raw mean latency.
-// Numbers: docs/benchmarks.md.
+// Numbers: docs/evidence/benchmarks.md.
 //
 //	go test ./internal/store/mongostore -run '^$' -bench 'Pairs|VsSQLite' -benchtime 4000x -count 3
 func BenchmarkPairs(b *testing.B) {

@@ -28,7 +28,7 @@ import (
 // cluster serialised on one document on one shard's primary, and every order became a
 // cross-shard commit that always included that shard: a hot spot by design. With P partitions
 // contention drops P-fold and, sharded as ShardKeys says (outbox on {p, seq}, counters on
-// {_id: hashed}), the partitions spread over the shards. docs/benchmarks.md has orders/s before
+// {_id: hashed}), the partitions spread over the shards. docs/evidence/benchmarks.md has orders/s before
 // and after on a real replica set.
 //
 // A reader of one partition that sees seq n+1 also sees n: n's transaction committed (w:

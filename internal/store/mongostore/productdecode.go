@@ -10,7 +10,7 @@ import (
 
 // UnmarshalBSON decodes a products document without the driver's reflection codec: a search
 // page decodes 21 of them, and the codec cost about 4 µs each, 5–11 % over the raw driver
-// (docs/benchmarks.md). The rules are the codec's: a number goes into cents only when it is
+// (docs/evidence/benchmarks.md). The rules are the codec's: a number goes into cents only when it is
 // whole (a fractional double written by hand is refused, never rounded), null is the zero value,
 // unknown fields are ignored. TestProductDecoderMatchesTheCodec holds the two together.
 func (d *productDoc) UnmarshalBSON(b []byte) error {

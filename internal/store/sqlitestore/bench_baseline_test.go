@@ -22,7 +22,7 @@ import (
 // the same pools (so the same per-connection statement cache), with no domain types, no JSON
 // decoding and no cursor encoding on the raw side. Both run in the same benchmark, alternating
 // in blocks (storetest.BenchBlocks), and the overhead metric is repository cost / raw cost.
-// Numbers and the reasoning: docs/benchmarks.md, "Baselines".
+// Numbers and the reasoning: docs/evidence/benchmarks.md, "Baselines".
 //
 //	go test ./internal/store/sqlitestore -run '^$' -bench Baseline -benchtime 20000x -count 3
 

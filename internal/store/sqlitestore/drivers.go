@@ -3,7 +3,7 @@ package sqlitestore
 import (
 	"net/url"
 
-	_ "github.com/mattn/go-sqlite3" // cgo SQLite, chosen over modernc.org/sqlite by measurement: docs/benchmarks.md
+	_ "github.com/mattn/go-sqlite3" // cgo SQLite, chosen over modernc.org/sqlite by measurement: docs/evidence/benchmarks.md
 )
 
 // WAL lets readers run beside the writer; synchronous=NORMAL in WAL mode loses no committed

@@ -19,7 +19,7 @@ const pairWarmup = int64(1) << 35
 
 // BenchPair runs b.N operations from parallelism×GOMAXPROCS goroutines, alternating repo (the
 // repository) and raw (the same statements through the driver), and reports each side's ops/s
-// and p99 and the overhead ratio repo/raw: the interleaved-pairs method docs/benchmarks.md
+// and p99 and the overhead ratio repo/raw: the interleaved-pairs method docs/evidence/benchmarks.md
 // describes. key maps a side (0 repo, 1 raw) and an operation index to the key that side uses,
 // so a backend decides whether the two sides may share keys.
 func BenchPair(b *testing.B, parallelism int, repo, raw PairOp, key func(side int, i int64) int64) {

@@ -34,7 +34,7 @@
 // least for the fault, which is held until the shop took orders inside it),
 // SHARDMART_ROBUSTNESS_REPEAT (default 1: runs per workload × nemesis pair) and
 // SHARDMART_ROBUSTNESS_SEED (default: the time) make the longer run of every target, the
-// sharded one included (its cut lasts half the duration, 10 s at least); docs/robustness.md
+// sharded one included (its cut lasts half the duration, 10 s at least); docs/evidence/robustness.md
 // has the command. The targets' top-level tests run at once (TestMain raises -test.parallel
 // to their number unless it is given). The package has only tests.
 package robustness

@@ -114,8 +114,8 @@ type shopPlacement struct {
 	// mongoURI and mongoDB locate the orders family's database, where the outbox and its
 	// drain lease live.
 	mongoURI, mongoDB string
-	// bound is the documented staleness bound of search on this placement (README "Running
-	// several processes"); tests allow it a margin for this shared, loaded machine.
+	// bound is the documented staleness bound of search on this placement (docs/guides/load-balancer.md,
+	// "What is shared"); tests allow it a margin for this shared, loaded machine.
 	bound time.Duration
 }
 
