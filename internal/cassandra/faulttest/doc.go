@@ -4,5 +4,5 @@
 // at QUORUM is lost when a node is SIGKILLed. Its sick-node tests run steady shop traffic
 // while one node is frozen, cut off from its peers (internal/testkit/faultnet) or killed and
 // restarted, and bound the stall the shop sees. It has only tests; see docs/cassandra.md and
-// docs/robustness.md.
+// docs/evidence/robustness.md.
 package faulttest

@@ -44,7 +44,7 @@ const (
 	// over it fails and is reported with the attempts of the requests in the gap. With LWT
 	// attempts abandoned only after 1 s of silence, every run with a result at load 31-67 (three to
 	// six times CI's) stalled 0.73-1.69 s; the longest gaps are a starved machine's healthy writes
-	// and the seconds after a frozen node resumes (docs/robustness.md).
+	// and the seconds after a frozen node resumes (docs/evidence/robustness.md).
 	maxStall  = 2 * time.Second
 	faultHold = 15 * time.Second // how long a node stays frozen or cut off
 	clients   = 6
