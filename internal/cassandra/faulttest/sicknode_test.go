@@ -357,7 +357,7 @@ func runSickNode(t *testing.T, ctx context.Context, f fault) {
 		logRingViews(t)
 		if ctx.Err() != nil {
 			deadline, _ := ctx.Deadline()
-			t.Fatalf("%s: %s: %v (the test's budget ran out at %s: 8 minutes, or a minute before go test's -timeout)",
+			t.Fatalf("%s: %s: %v (the test's budget ran out at %s: 12 minutes, or a minute before go test's -timeout)",
 				f.name, what, err, deadline.Format("15:04:05"))
 		}
 		t.Fatalf("%s: %s: %v", f.name, what, err)
