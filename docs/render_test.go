@@ -103,10 +103,10 @@ func slug(h string) string {
 	return b.String()
 }
 
-// renderAll renders every Markdown file of the repository, keyed by its path from docs/.
-func renderAll(t *testing.T) map[string]page {
+// markdownFiles returns every Markdown file of the repository, as paths from docs/ ("../README.md").
+func markdownFiles(t *testing.T) []string {
 	t.Helper()
-	pages := map[string]page{}
+	var files []string
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -114,25 +114,34 @@ func renderAll(t *testing.T) map[string]page {
 		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".md") {
-			return nil
+		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, filepath.Clean(path))
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		p, err := renderPage(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		pages[filepath.Clean(path)] = p
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pages) < 10 {
-		t.Fatalf("found %d Markdown files, want the README and the docs", len(pages))
+	if len(files) < 10 {
+		t.Fatalf("found %d Markdown files, want the README and the docs", len(files))
+	}
+	return files
+}
+
+// renderAll renders every Markdown file of the repository, keyed by its path from docs/.
+func renderAll(t *testing.T) map[string]page {
+	t.Helper()
+	pages := map[string]page{}
+	for _, f := range markdownFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := renderPage(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		pages[f] = p
 	}
 	return pages
 }
