@@ -36,8 +36,8 @@ manifest.json and clears the snapshots.
 
 Each node's snapshot is its own moment: the manifest's consistent_at is the earliest, and a
 write acknowledged before it is in the backup. Writes during the snapshots may be in it in
-part. The per-node steps run here against the local cluster of --cassandra-dir (nodetool over
-JMX, the data directories on this machine); on a production cluster they run on each node's
+part. The per-node steps run in this process against the local cluster of --cassandra-dir (nodetool
+over JMX, the data directories on the local disk); on a production cluster they run on each node's
 host: see docs/operations.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -123,7 +123,7 @@ serve --mongo-uri. The mongods keep running after the command; stop them with
 	f.IntVar(&o.Nodes, "nodes", 1, "replica set members: 1 or 3")
 	f.IntVar(&o.Port, "port", launcher.UserPort, "port of member 0; member N listens on port+N")
 	f.StringVar(&o.Name, "set", "rs0", "replica set name")
-	f.IntVar(&o.Shards, "shards", 0, "start a sharded cluster instead: a config server and this many shards of --nodes members (no router: mongos is not available here)")
+	f.IntVar(&o.Shards, "shards", 0, "start a sharded cluster instead: a config server and this many shards of --nodes members (no router: the mongod package mongo up installs has no mongos)")
 	f.IntVar(&o.ChunkSizeMB, "chunk-size-mb", 0, "with --shards: the cluster's chunk size in MB (0: MongoDB's 128)")
 	o.Security.bind(f)
 	return cmd
@@ -186,7 +186,7 @@ func mongoUpCluster(ctx context.Context, stdio IO, o mongoUpOptions, log *slog.L
 		return err
 	}
 	printClusterStatus(ctx, stdio, c)
-	fmt.Fprintf(stdio.Out, "sharded cluster up in %s with NO router: mongos is not available here, so the application cannot serve from it; "+
+	fmt.Fprintf(stdio.Out, "sharded cluster up in %s with NO router: the mongod package has no mongos, so the application cannot serve from it; "+
 		"the config server and the shards are real (balancer, zones, range moves). Stop with: shardmart mongo down\n",
 		time.Since(start).Round(100*time.Millisecond))
 	printSecurity(stdio, o, c.Config.Security())
