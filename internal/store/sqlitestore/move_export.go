@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
@@ -113,18 +114,16 @@ func (s *ReadSnapshot) Users(ctx context.Context, fn func(account.User) error) e
 	})
 }
 
-// CartFences returns the fenced carts (carts no stale checkout may order from).
-func (s *ReadSnapshot) CartFences(ctx context.Context) ([]string, error) {
-	var ids []string
-	err := s.each(ctx, "cart fences", `SELECT cart_id FROM cart_fences ORDER BY cart_id`, func(r rowScanner) error {
+// CartFences calls fn with every fenced cart (a cart no stale checkout may order from).
+func (s *ReadSnapshot) CartFences(ctx context.Context, fn func(cartID string, at time.Time) error) error {
+	return s.each(ctx, "cart fences", `SELECT cart_id, at FROM cart_fences ORDER BY cart_id`, func(r rowScanner) error {
 		var id string
-		if err := r.Scan(&id); err != nil {
+		var at int64
+		if err := r.Scan(&id, &at); err != nil {
 			return err
 		}
-		ids = append(ids, id)
-		return nil
+		return fn(id, fromNanos(at))
 	})
-	return ids, err
 }
 
 // Outbox calls fn with every outbox message after seq, in seq order.

@@ -1,0 +1,144 @@
+package mongomove
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/account"
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/store/mongostore"
+	"github.com/shardmart/shardmart/internal/store/sqlitestore"
+)
+
+// steps are the copy's units, in order; State.Done records those finished.
+var steps = []string{"products", "users", "orders", "cart_fences", "outbox"}
+
+// batch is how many rows one bulk write carries.
+const batch = 1000
+
+// copy copies every step not yet done, at one read snapshot.
+func (m *Mover) copy(ctx context.Context, s *State) error {
+	snap, err := m.Src.ReadSnapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	if s.Rows == nil {
+		s.Rows = map[string]int64{}
+	}
+	for _, step := range steps {
+		if s.done(step) {
+			m.logf("copy %-11s done before (%d rows)", step, s.Rows[step])
+			continue
+		}
+		start := time.Now()
+		total, _ := snap.Count(ctx, step)
+		n, err := m.copyStep(ctx, snap, step, func(done int64) {
+			m.logf("copy %-11s %d/%d, %.0f rows/s", step, done, total, float64(done)/max(time.Since(start).Seconds(), 1e-6))
+			if m.AfterBatch != nil {
+				m.AfterBatch(step, done)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", step, err)
+		}
+		s.Rows[step] = n
+		s.CopyTime += time.Since(start)
+		s.Done = append(s.Done, step)
+		if err := m.save(ctx, *s); err != nil {
+			return err
+		}
+	}
+	s.Phase, s.CopiedAt = Copied, time.Now().UTC()
+	return m.save(ctx, *s)
+}
+
+// batcher collects rows and writes them batch by batch.
+type batcher[T any] struct {
+	put      func(context.Context, []T) error
+	progress func(done int64)
+	rows     []T
+	done     int64
+}
+
+func (b *batcher[T]) add(ctx context.Context, v T) error {
+	b.rows = append(b.rows, v)
+	if len(b.rows) < batch {
+		return nil
+	}
+	return b.flush(ctx)
+}
+
+func (b *batcher[T]) flush(ctx context.Context) error {
+	if len(b.rows) == 0 {
+		return nil
+	}
+	if err := b.put(ctx, b.rows); err != nil {
+		return err
+	}
+	b.done += int64(len(b.rows))
+	b.rows = b.rows[:0]
+	b.progress(b.done)
+	return nil
+}
+
+// copyRows streams rows from each into put in batches.
+func copyRows[T any](ctx context.Context, each func(context.Context, func(T) error) error, put func(context.Context, []T) error, progress func(int64)) (int64, error) {
+	b := &batcher[T]{put: put, progress: progress}
+	if err := each(ctx, func(v T) error { return b.add(ctx, v) }); err != nil {
+		return b.done, err
+	}
+	err := b.flush(ctx)
+	return b.done, err
+}
+
+func (m *Mover) copyStep(ctx context.Context, snap *sqlitestore.ReadSnapshot, step string, progress func(int64)) (int64, error) {
+	switch step {
+	case "products":
+		return copyRows[catalog.Product](ctx, snap.Products, m.Dst.PutProducts, progress)
+	case "users":
+		return copyRows[account.User](ctx, snap.Users, m.Dst.PutUsers, progress)
+	case "orders":
+		return copyRows[order.Order](ctx, snap.Orders, m.Dst.PutOrders, progress)
+	case "cart_fences":
+		return copyRows(ctx, func(ctx context.Context, fn func(mongostore.ClaimRow) error) error {
+			return snap.CartFences(ctx, func(id string, at time.Time) error { return fn(mongostore.FenceClaim(id, at)) })
+		}, m.Dst.PutClaims, progress)
+	case "outbox":
+		placed, checkpoints, err := pendingOutbox(ctx, snap, m.Dst)
+		if err != nil {
+			return 0, err
+		}
+		if err := m.Dst.PutOutbox(ctx, placed, checkpoints); err != nil {
+			return 0, err
+		}
+		progress(int64(len(placed)))
+		return int64(len(placed)), nil
+	}
+	return 0, fmt.Errorf("unknown step %q", step)
+}
+
+// pendingOutbox is the part of the outbox some consumer has not applied yet, placed in
+// MongoDB's partitions, with every consumer's checkpoints there.
+func pendingOutbox(ctx context.Context, snap *sqlitestore.ReadSnapshot, dst *mongostore.Store) ([]mongostore.PlacedMessage, map[string][]int64, error) {
+	applied, err := snap.Checkpoints(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var from int64 = -1
+	for _, seq := range applied {
+		if from < 0 || seq < from {
+			from = seq
+		}
+	}
+	from = max(from, 0)
+	var msgs []outbox.Message
+	if err := snap.Outbox(ctx, from, func(m outbox.Message) error { msgs = append(msgs, m); return nil }); err != nil {
+		return nil, nil, err
+	}
+	placed, checkpoints := dst.PlaceOutbox(msgs, applied)
+	return placed, checkpoints, nil
+}
