@@ -67,12 +67,13 @@ func (o migrateStores) openMover(ctx context.Context, stdio IO) (*mongomove.Move
 	return &mongomove.Mover{Src: src, Dst: dst, Progress: stdio.Err}, closeAll, nil
 }
 
-func migrateMongoRun(ctx context.Context, stdio IO, o migrateStores) error {
+func migrateMongoRun(ctx context.Context, stdio IO, o migrateStores, maxRate float64) error {
 	m, done, err := o.openMover(ctx, stdio)
 	if err != nil {
 		return err
 	}
 	defer done()
+	m.MaxRate = maxRate
 	s, _, err := m.Run(ctx)
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func newCmdMigrateRun(stdio IO, fl *migrateFlags, runF func(context.Context, mig
 
 func migrateRun(ctx context.Context, stdio IO, o migrateRunOptions) error {
 	if o.Stores.To == placement.Mongo {
-		return migrateMongoRun(ctx, stdio, o.Stores)
+		return migrateMongoRun(ctx, stdio, o.Stores, o.MaxRate)
 	}
 	env, fams, err := o.Stores.open(ctx, false)
 	if err != nil {

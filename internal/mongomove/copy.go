@@ -38,8 +38,8 @@ func (m *Mover) copy(ctx context.Context, s *State) error {
 		total, _ := snap.Count(ctx, step)
 		n, err := m.copyStep(ctx, snap, step, func(done int64) {
 			m.logf("copy %-11s %d/%d, %.0f rows/s", step, done, total, float64(done)/max(time.Since(start).Seconds(), 1e-6))
-			if m.AfterBatch != nil {
-				m.AfterBatch(step, done)
+			if m.MaxRate > 0 {
+				time.Sleep(time.Until(start.Add(time.Duration(float64(done) / m.MaxRate * float64(time.Second)))))
 			}
 		})
 		if err != nil {

@@ -79,8 +79,9 @@ type Mover struct {
 	Dst *mongostore.Store
 	// Progress receives a line per step and per copied batch; nil: none.
 	Progress io.Writer
-	// AfterBatch, when set, runs after every copied batch (tests kill the mover there).
-	AfterBatch func(collection string, done int64)
+	// MaxRate caps the rows copied per second (0: none), to spare a busy disk; it lengthens
+	// the freeze.
+	MaxRate float64
 }
 
 const fam = string(family.Orders)
