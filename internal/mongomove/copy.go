@@ -108,11 +108,11 @@ func (m *Mover) copyStep(ctx context.Context, snap *sqlitestore.ReadSnapshot, st
 			return snap.CartFences(ctx, func(id string, at time.Time) error { return fn(mongostore.FenceClaim(id, at)) })
 		}, m.Dst.PutClaims, progress)
 	case "outbox":
-		placed, checkpoints, err := pendingOutbox(ctx, snap, m.Dst)
+		placed, checkpoints, counters, err := pendingOutbox(ctx, snap, m.Dst)
 		if err != nil {
 			return 0, err
 		}
-		if err := m.Dst.PutOutbox(ctx, placed, checkpoints); err != nil {
+		if err := m.Dst.PutOutbox(ctx, placed, checkpoints, counters); err != nil {
 			return 0, err
 		}
 		progress(int64(len(placed)))
@@ -123,10 +123,14 @@ func (m *Mover) copyStep(ctx context.Context, snap *sqlitestore.ReadSnapshot, st
 
 // pendingOutbox is the part of the outbox some consumer has not applied yet, placed in
 // MongoDB's partitions, with every consumer's checkpoints there.
-func pendingOutbox(ctx context.Context, snap *sqlitestore.ReadSnapshot, dst *mongostore.Store) ([]mongostore.PlacedMessage, map[string][]int64, error) {
+func pendingOutbox(ctx context.Context, snap *sqlitestore.ReadSnapshot, dst *mongostore.Store) (placed []mongostore.PlacedMessage, checkpoints map[string][]int64, counters []int64, err error) {
 	applied, err := snap.Checkpoints(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	last, err := snap.LastSeq(ctx)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	var from int64 = -1
 	for _, seq := range applied {
@@ -137,8 +141,8 @@ func pendingOutbox(ctx context.Context, snap *sqlitestore.ReadSnapshot, dst *mon
 	from = max(from, 0)
 	var msgs []outbox.Message
 	if err := snap.Outbox(ctx, from, func(m outbox.Message) error { msgs = append(msgs, m); return nil }); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	placed, checkpoints := dst.PlaceOutbox(msgs, applied)
-	return placed, checkpoints, nil
+	placed, checkpoints, counters = dst.PlaceOutbox(msgs, applied, last)
+	return placed, checkpoints, counters, nil
 }

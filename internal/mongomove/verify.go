@@ -201,7 +201,7 @@ func Compare(ctx context.Context, src *sqlitestore.DB, dst *mongostore.Store) (R
 	}
 	rep.Collections = append(rep.Collections, compareDigests("claims", cs, cd))
 
-	placed, checkpoints, err := pendingOutbox(ctx, snap, dst)
+	placed, checkpoints, counters, err := pendingOutbox(ctx, snap, dst)
 	if err != nil {
 		return rep, err
 	}
@@ -240,5 +240,22 @@ func Compare(ctx context.Context, src *sqlitestore.DB, dst *mongostore.Store) (R
 		}
 	}
 	rep.Collections = append(rep.Collections, compareDigests("outbox_checkpoints", ks, kd))
+
+	ns, nd := pair()
+	got, err := dst.OutboxCounters(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for p, n := range counters {
+		if err := ns.add(fmt.Sprint(p), n); err != nil {
+			return rep, err
+		}
+		if p < len(got) {
+			if err := nd.add(fmt.Sprint(p), got[p]); err != nil {
+				return rep, err
+			}
+		}
+	}
+	rep.Collections = append(rep.Collections, compareDigests("outbox_counters", ns, nd))
 	return rep, nil
 }

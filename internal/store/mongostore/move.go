@@ -116,34 +116,40 @@ type PlacedMessage struct {
 }
 
 // PlaceOutbox gives msgs, in the order they were appended elsewhere, the partitions and seqs
-// this store gives them, each partition counting from 1; and, for every consumer whose
-// checkpoint elsewhere is given, its checkpoint in each partition: the seq of the last
-// message it had applied there. The result depends on the inputs alone, so a copy run again
-// writes the same documents.
-func (s *Store) PlaceOutbox(msgs []outbox.Message, applied map[string]int64) (placed []PlacedMessage, checkpoints map[string][]int64) {
-	next := make([]int64, s.partitions)
+// this store gives them; and, for every consumer whose checkpoint elsewhere is given, its
+// checkpoint in each partition: the seq of the last message it had applied there. Every
+// partition's seqs start after a base of ceil(lastSeq/partitions), so that the outbox's
+// high-water mark (LastSeq, the sum of the counters) carries over: a shop with no pending
+// message is not taken for an empty one, which serve would seed. The result depends on the
+// inputs alone, so a copy run again writes the same documents.
+func (s *Store) PlaceOutbox(msgs []outbox.Message, applied map[string]int64, lastSeq int64) (placed []PlacedMessage, checkpoints map[string][]int64, counters []int64) {
+	base := (lastSeq + int64(s.partitions) - 1) / int64(s.partitions)
+	counters = make([]int64, s.partitions)
+	for p := range counters {
+		counters[p] = base
+	}
 	checkpoints = map[string][]int64{}
 	for c := range applied {
-		checkpoints[c] = make([]int64, s.partitions)
+		checkpoints[c] = slices.Clone(counters)
 	}
 	for _, m := range msgs {
 		p := s.outboxPartition(m.Key)
-		next[p]++
+		counters[p]++
 		for c, seq := range applied {
 			if m.Seq <= seq {
-				checkpoints[c][p] = next[p]
+				checkpoints[c][p] = counters[p]
 			}
 		}
 		pm := PlacedMessage{Partition: p, Message: m}
-		pm.Seq = next[p]
+		pm.Seq = counters[p]
 		placed = append(placed, pm)
 	}
-	return placed, checkpoints
+	return placed, checkpoints, counters
 }
 
-// PutOutbox writes the placed messages, moves each partition's counter to at least its last
-// seq, and sets the consumers' checkpoints.
-func (s *Store) PutOutbox(ctx context.Context, placed []PlacedMessage, checkpoints map[string][]int64) error {
+// PutOutbox writes the placed messages, moves each partition's counter to at least its
+// PlaceOutbox count, and sets the consumers' checkpoints.
+func (s *Store) PutOutbox(ctx context.Context, placed []PlacedMessage, checkpoints map[string][]int64, counters []int64) error {
 	err := s.bulkUpsert(ctx, collOutbox, len(placed), func(i int) bson.D { return d(e("p", placed[i].Partition), e("seq", placed[i].Seq)) },
 		func(i int) any {
 			m := placed[i]
@@ -152,11 +158,7 @@ func (s *Store) PutOutbox(ctx context.Context, placed []PlacedMessage, checkpoin
 	if err != nil {
 		return err
 	}
-	last := make([]int64, s.partitions)
-	for _, m := range placed {
-		last[m.Partition] = max(last[m.Partition], m.Seq)
-	}
-	for p, seq := range last {
+	for p, seq := range counters {
 		if _, err := s.coll(collCounters).UpdateOne(ctx, d(e("_id", counterID(int32(p)))), d(e("$max", d(e("seq", seq)))),
 			options.UpdateOne().SetUpsert(true)); err != nil {
 			return fmt.Errorf("mongo: outbox counter %d: %w", p, err)
@@ -228,6 +230,11 @@ func (s *Store) EachOutbox(ctx context.Context, fn func(PlacedMessage) error) er
 // OutboxCheckpoints reads consumer's checkpoint in every partition.
 func (s *Store) OutboxCheckpoints(ctx context.Context, consumer string) ([]int64, error) {
 	return (*outboxLog)(s).Checkpoints(ctx, consumer)
+}
+
+// OutboxCounters reads every partition's counter.
+func (s *Store) OutboxCounters(ctx context.Context) ([]int64, error) {
+	return (*outboxLog)(s).LastSeqs(ctx)
 }
 
 // ClearMoved deletes every document of the moved collections (an abandoned move's copy) and
