@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,13 +14,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/eventually"
 	mongolauncher "github.com/shardmart/shardmart/internal/mongodb/launcher"
 	"github.com/shardmart/shardmart/internal/mongomove"
 	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
 	"github.com/shardmart/shardmart/internal/serverproc"
+	"github.com/shardmart/shardmart/internal/sharding"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
 	"github.com/shardmart/shardmart/internal/store/sqlitestore"
 )
@@ -33,8 +38,86 @@ import (
 // placed once on retry, and that stock + sold = initial.
 func TestMoveEmbeddedShopToMongo(t *testing.T) {
 	set := mongolauncher.ForTest(t, mongolauncher.Options{Members: 3, BasePort: mongolauncher.MoveTestPort})
-	t.Run("move", func(t *testing.T) { moveEmbeddedShop(t, set, false) })
+	var moved string
+	t.Run("move", func(t *testing.T) { moved = moveEmbeddedShop(t, set, false) })
 	t.Run("rollback", func(t *testing.T) { moveEmbeddedShop(t, set, true) })
+	t.Run("sharded", func(t *testing.T) {
+		if moved == "" {
+			t.Fatal("the move subtest did not finish: nothing to shard")
+		}
+		shardMovedCollections(t, set, moved)
+	})
+}
+
+// shardMovedCollections puts the moved shop's collections on the router-less sharded test
+// cluster as `mongo apply` and a mongos would: sharding.Apply creates every collection sharded
+// on its spec key with its indexes, and the test router places each document on the shard
+// that owns its chunk. Every document must land, and the hashed collections must spread.
+func shardMovedCollections(t *testing.T, set *mongolauncher.Set, db string) {
+	ctx := eventually.Context(t, 5*time.Minute)
+	c := mongolauncher.ClusterForTest(t, mongolauncher.ClusterOptions{Shards: 2, BasePort: mongolauncher.MoveClusterTestPort})
+	r, err := shardtest.Connect(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.WithoutCancel(ctx))
+	shardtest.BalancerOff(ctx, t, r)
+	spec, err := sharding.NewSpec(sharding.Options{Database: db, Tiers: map[string][]string{"fast": {"sh0"}, "standard": {"sh1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if _, err := sharding.Apply(ctx, r, spec, &out, false); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out.String())
+	}
+	src, err := mongo.Connect(mongostore.ClientOptions(set.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = src.Disconnect(context.WithoutCancel(ctx)) }()
+	for _, coll := range spec.Collections {
+		if !slices.Contains(mongostore.MovedCollections, coll.Name) {
+			continue
+		}
+		cur, err := src.Database(db).Collection(coll.Name).Find(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.D
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		ns := spec.Namespace(coll.Name)
+		info, err := r.Collection(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !info.Sharded || sharding.ShellValue(info.Key) != sharding.ShellValue(coll.Key.Doc()) {
+			t.Errorf("%s: sharded=%t on %s, want %s", ns, info.Sharded, sharding.ShellValue(info.Key), coll.Key)
+		}
+		if len(docs) == 0 {
+			continue
+		}
+		placed, err := r.Place(ctx, ns, docs)
+		if err != nil {
+			t.Fatalf("place %s: %v", ns, err)
+		}
+		stats, err := r.Stats(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var owned int64
+		for _, st := range stats {
+			owned += st.Owned()
+		}
+		if owned != int64(len(docs)) {
+			t.Errorf("%s: %d documents owned on the shards, %d moved", ns, owned, len(docs))
+		}
+		if hashed := strings.Contains(sharding.ShellValue(info.Key), "hashed"); hashed && len(docs) >= 50 && len(placed) < 2 {
+			t.Errorf("%s (hashed key %s): %d documents all on %v, want them spread over both shards", ns, sharding.ShellValue(info.Key), len(docs), placed)
+		}
+		t.Logf("%s: %d documents on %v, key %s", ns, len(docs), placed, sharding.ShellValue(info.Key))
+	}
 }
 
 // moveTraffic places orders (each key retried until placed), edits carts and logs in, as
@@ -176,7 +259,9 @@ func (tr *moveTraffic) waitAcked(t *testing.T, n int) {
 	eventually.True(t, 2*time.Minute, fmt.Sprintf("%d acknowledged orders", want), func() bool { return tr.ackedCount() >= want })
 }
 
-func moveEmbeddedShop(t *testing.T, set *mongolauncher.Set, rollback bool) {
+// moveEmbeddedShop moves (or, with rollback, abandons the move of) a demo shop and returns the
+// database it moved into ("" on a rollback).
+func moveEmbeddedShop(t *testing.T, set *mongolauncher.Set, rollback bool) string {
 	ctx := context.Background()
 	db := fmt.Sprintf("moved_%d", time.Now().UnixNano()%1_000_000)
 	var o serveOptions
@@ -314,7 +399,7 @@ func moveEmbeddedShop(t *testing.T, set *mongolauncher.Set, rollback bool) {
 			defer snap.Close()
 			return snap.Orders(ctx, fn)
 		}, c)
-		return
+		return ""
 	}
 
 	out, err = migrateCLI(t, store, "run", "--family", "orders")
@@ -361,6 +446,7 @@ func moveEmbeddedShop(t *testing.T, set *mongolauncher.Set, rollback bool) {
 	checkMoveTraffic(t, tr, initial, before.ID, "across-the-move", emails[buyers], func(fn func(order.Order) error) error {
 		return dst.EachOrder(ctx, fn)
 	}, mc)
+	return db
 }
 
 func (tr *moveTraffic) frozen503() int {
