@@ -2,8 +2,12 @@ package mongomove
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
@@ -56,43 +60,41 @@ func (m *Mover) copy(ctx context.Context, s *State) error {
 	return m.save(ctx, *s)
 }
 
-// batcher collects rows and writes them batch by batch.
-type batcher[T any] struct {
-	put      func(context.Context, []T) error
-	progress func(done int64)
-	rows     []T
-	done     int64
-}
+// writers is how many batches are written at once: a replica set's primary takes several
+// bulk writes in parallel, and each waits for its majority acknowledgement.
+const writers = 4
 
-func (b *batcher[T]) add(ctx context.Context, v T) error {
-	b.rows = append(b.rows, v)
-	if len(b.rows) < batch {
-		return nil
-	}
-	return b.flush(ctx)
-}
-
-func (b *batcher[T]) flush(ctx context.Context) error {
-	if len(b.rows) == 0 {
-		return nil
-	}
-	if err := b.put(ctx, b.rows); err != nil {
-		return err
-	}
-	b.done += int64(len(b.rows))
-	b.rows = b.rows[:0]
-	b.progress(b.done)
-	return nil
-}
-
-// copyRows streams rows from each into put in batches.
+// copyRows streams rows from each into put, in batches written by up to writers at once.
 func copyRows[T any](ctx context.Context, each func(context.Context, func(T) error) error, put func(context.Context, []T) error, progress func(int64)) (int64, error) {
-	b := &batcher[T]{put: put, progress: progress}
-	if err := each(ctx, func(v T) error { return b.add(ctx, v) }); err != nil {
-		return b.done, err
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(writers)
+	var mu sync.Mutex
+	var done int64
+	flush := func(rows []T) {
+		g.Go(func() error {
+			if err := put(gctx, rows); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			done += int64(len(rows))
+			progress(done)
+			return nil
+		})
 	}
-	err := b.flush(ctx)
-	return b.done, err
+	rows := make([]T, 0, batch)
+	err := each(gctx, func(v T) error {
+		rows = append(rows, v)
+		if len(rows) == batch {
+			flush(rows)
+			rows = make([]T, 0, batch)
+		}
+		return gctx.Err()
+	})
+	if err == nil && len(rows) > 0 {
+		flush(rows)
+	}
+	return done, errors.Join(err, g.Wait())
 }
 
 func (m *Mover) copyStep(ctx context.Context, snap *sqlitestore.ReadSnapshot, step string, progress func(int64)) (int64, error) {

@@ -55,8 +55,8 @@ type State struct {
 	VerifiedAt time.Time        `json:"verified_at,omitzero"`
 	CutOverAt  time.Time        `json:"cut_over_at,omitzero"`
 	EndedAt    time.Time        `json:"ended_at,omitzero"` // rollback
-	Done       []string         `json:"done,omitempty"`   // collections copied in this run
-	Rows       map[string]int64 `json:"rows,omitempty"`   // rows copied, by collection
+	Done       []string         `json:"done,omitempty"`    // collections copied in this run
+	Rows       map[string]int64 `json:"rows,omitempty"`    // rows copied, by collection
 	CopyTime   time.Duration    `json:"copy_time,omitempty"`
 	Resumes    int              `json:"resumes,omitempty"`
 }

@@ -2,6 +2,7 @@ package mongostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -48,13 +49,32 @@ func FenceClaim(cartID string, at time.Time) ClaimRow {
 	return ClaimRow{ID: cartClaimID(cartID), At: at}
 }
 
-// bulkUpsert replaces (or inserts) every document of docs, each found by filter(i).
-func (s *Store) bulkUpsert(ctx context.Context, coll string, n int, filter func(i int) bson.D, doc func(i int) any) error {
+// bulkPut writes n documents, doc(i) found by filter(i), in batches of 1000: an unordered
+// insert first (most of a move is new documents, and an insert is cheaper than an upsert),
+// then, for the documents a key already holds (a copy run again), a replace. A document that
+// exists is thus rewritten with what the source holds now, never duplicated.
+func (s *Store) bulkPut(ctx context.Context, coll string, n int, filter func(i int) bson.D, doc func(i int) any) error {
 	const batch = 1000
 	for lo := 0; lo < n; lo += batch {
 		hi := min(lo+batch, n)
-		models := make([]mongo.WriteModel, 0, hi-lo)
+		docs := make([]any, 0, hi-lo)
 		for i := lo; i < hi; i++ {
+			docs = append(docs, doc(i))
+		}
+		_, err := s.coll(coll).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+		if err == nil {
+			continue
+		}
+		var bwe mongo.BulkWriteException
+		if !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+			return fmt.Errorf("mongo: copy into %s: %w", coll, err)
+		}
+		var models []mongo.WriteModel
+		for _, we := range bwe.WriteErrors {
+			if we.Code != codeDuplicateKey {
+				return fmt.Errorf("mongo: copy into %s: %w", coll, err)
+			}
+			i := lo + we.Index
 			models = append(models, mongo.NewReplaceOneModel().SetFilter(filter(i)).SetReplacement(doc(i)).SetUpsert(true))
 		}
 		if _, err := s.coll(coll).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
@@ -66,7 +86,7 @@ func (s *Store) bulkUpsert(ctx context.Context, coll string, n int, filter func(
 
 // PutProducts writes products (stock included) and their claims.
 func (s *Store) PutProducts(ctx context.Context, ps []catalog.Product) error {
-	err := s.bulkUpsert(ctx, collProducts, len(ps), func(i int) bson.D { return productKey(catalog.Ref{ID: ps[i].ID, Category: ps[i].Category}) },
+	err := s.bulkPut(ctx, collProducts, len(ps), func(i int) bson.D { return productKey(catalog.Ref{ID: ps[i].ID, Category: ps[i].Category}) },
 		func(i int) any { return toProductDoc(ps[i]) })
 	if err != nil {
 		return err
@@ -80,7 +100,7 @@ func (s *Store) PutProducts(ctx context.Context, ps []catalog.Product) error {
 
 // PutOrders writes orders and their claims.
 func (s *Store) PutOrders(ctx context.Context, os []order.Order) error {
-	err := s.bulkUpsert(ctx, collOrders, len(os), func(i int) bson.D { return d(e("user_id", os[i].UserID), e("_id", os[i].ID)) },
+	err := s.bulkPut(ctx, collOrders, len(os), func(i int) bson.D { return d(e("user_id", os[i].UserID), e("_id", os[i].ID)) },
 		func(i int) any { return toOrderDoc(os[i]) })
 	if err != nil {
 		return err
@@ -94,7 +114,7 @@ func (s *Store) PutOrders(ctx context.Context, os []order.Order) error {
 
 // PutUsers writes users, password hashes as they are.
 func (s *Store) PutUsers(ctx context.Context, us []account.User) error {
-	return s.bulkUpsert(ctx, collUsers, len(us), func(i int) bson.D { return d(e("_id", us[i].Email)) },
+	return s.bulkPut(ctx, collUsers, len(us), func(i int) bson.D { return d(e("_id", us[i].Email)) },
 		func(i int) any {
 			return userDoc{Email: us[i].Email, UserID: us[i].ID, PasswordHash: us[i].PasswordHash, CreatedAt: us[i].CreatedAt}
 		})
@@ -102,7 +122,7 @@ func (s *Store) PutUsers(ctx context.Context, us []account.User) error {
 
 // PutClaims writes claims.
 func (s *Store) PutClaims(ctx context.Context, cs []ClaimRow) error {
-	return s.bulkUpsert(ctx, collClaims, len(cs), func(i int) bson.D { return d(e("_id", cs[i].ID)) },
+	return s.bulkPut(ctx, collClaims, len(cs), func(i int) bson.D { return d(e("_id", cs[i].ID)) },
 		func(i int) any {
 			c := cs[i]
 			return claimDoc{ID: c.ID, UserID: c.UserID, OrderID: c.OrderID, Category: c.Category, At: c.At}
@@ -150,7 +170,7 @@ func (s *Store) PlaceOutbox(msgs []outbox.Message, applied map[string]int64, las
 // PutOutbox writes the placed messages, moves each partition's counter to at least its
 // PlaceOutbox count, and sets the consumers' checkpoints.
 func (s *Store) PutOutbox(ctx context.Context, placed []PlacedMessage, checkpoints map[string][]int64, counters []int64) error {
-	err := s.bulkUpsert(ctx, collOutbox, len(placed), func(i int) bson.D { return d(e("p", placed[i].Partition), e("seq", placed[i].Seq)) },
+	err := s.bulkPut(ctx, collOutbox, len(placed), func(i int) bson.D { return d(e("p", placed[i].Partition), e("seq", placed[i].Seq)) },
 		func(i int) any {
 			m := placed[i]
 			return outboxDoc{Partition: m.Partition, Seq: m.Seq, Topic: m.Topic, Key: m.Key, Payload: m.Payload, At: m.At}
@@ -270,3 +290,5 @@ func (s *Store) MovedCounts(ctx context.Context) (map[string]int64, error) {
 	}
 	return out, nil
 }
+
+const codeDuplicateKey = 11000
