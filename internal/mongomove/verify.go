@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
@@ -138,124 +141,149 @@ func canonClaim(c mongostore.ClaimRow) mongostore.ClaimRow {
 // Compare reads the family on both sides, the embedded one at one snapshot, and compares
 // every collection row by row: products (stock included), users (password hashes included),
 // orders (items and status), the claims (idempotency keys, carts, order ids, product ids,
-// fenced carts), the outbox messages not yet applied everywhere, and the consumers'
-// checkpoints. Times compare at MongoDB's millisecond precision.
+// fenced carts), the outbox messages not yet applied everywhere, the consumers' checkpoints
+// and the partitions' counters. Times compare at MongoDB's millisecond precision. MongoDB's
+// collections are read in parallel with each other and with the embedded store: the compare
+// runs inside the freeze.
 func Compare(ctx context.Context, src *sqlitestore.DB, dst *mongostore.Store) (Report, error) {
+	var rep Report
 	snap, err := src.ReadSnapshot(ctx)
 	if err != nil {
-		return Report{}, err
+		return rep, err
 	}
 	defer snap.Close()
-	var rep Report
-	pair := func() (digest, digest) { return digest{}, digest{} }
 
-	ps, pd := pair()
-	cs, cd := pair()
-	if err := snap.Products(ctx, func(p catalog.Product) error {
-		c := canonClaim(mongostore.ProductClaim(p))
-		if err := cs.add(c.ID, c); err != nil {
-			return err
-		}
-		return ps.add(p.ID, canonProduct(p))
-	}); err != nil {
-		return rep, err
+	// MongoDB's side, a goroutine per collection.
+	names := []string{"products", "users", "orders", "claims", "outbox"}
+	target := map[string]digest{}
+	for _, n := range names {
+		target[n] = digest{}
 	}
-	if err := dst.EachProduct(ctx, func(p catalog.Product) error { return pd.add(p.ID, canonProduct(p)) }); err != nil {
-		return rep, err
-	}
-	rep.Collections = append(rep.Collections, compareDigests("products", ps, pd))
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		d := target["products"]
+		return dst.EachProduct(gctx, func(p catalog.Product) error { return d.add(p.ID, canonProduct(p)) })
+	})
+	g.Go(func() error {
+		d := target["users"]
+		return dst.EachUser(gctx, func(u account.User) error { return d.add(u.Email, canonUser(u)) })
+	})
+	g.Go(func() error {
+		d := target["orders"]
+		return dst.EachOrder(gctx, func(o order.Order) error { return d.add(o.ID, canonOrder(o)) })
+	})
+	g.Go(func() error {
+		d := target["claims"]
+		return dst.EachClaim(gctx, func(c mongostore.ClaimRow) error { return d.add(c.ID, canonClaim(c)) })
+	})
+	g.Go(func() error {
+		d := target["outbox"]
+		return dst.EachOutbox(gctx, func(m mongostore.PlacedMessage) error {
+			m.At = ms(m.At)
+			return d.add(outboxKey(m), m)
+		})
+	})
 
-	us, ud := pair()
-	if err := snap.Users(ctx, func(u account.User) error { return us.add(u.Email, canonUser(u)) }); err != nil {
-		return rep, err
-	}
-	if err := dst.EachUser(ctx, func(u account.User) error { return ud.add(u.Email, canonUser(u)) }); err != nil {
-		return rep, err
-	}
-	rep.Collections = append(rep.Collections, compareDigests("users", us, ud))
-
-	os, od := pair()
-	if err := snap.Orders(ctx, func(o order.Order) error {
-		for _, c := range mongostore.OrderClaims(o) {
-			if err := cs.add(c.ID, canonClaim(c)); err != nil {
-				return err
-			}
-		}
-		return os.add(o.ID, canonOrder(o))
-	}); err != nil {
-		return rep, err
-	}
-	if err := dst.EachOrder(ctx, func(o order.Order) error { return od.add(o.ID, canonOrder(o)) }); err != nil {
-		return rep, err
-	}
-	rep.Collections = append(rep.Collections, compareDigests("orders", os, od))
-
-	if err := snap.CartFences(ctx, func(id string, at time.Time) error {
-		c := canonClaim(mongostore.FenceClaim(id, at))
-		return cs.add(c.ID, c)
-	}); err != nil {
-		return rep, err
-	}
-	if err := dst.EachClaim(ctx, func(c mongostore.ClaimRow) error { return cd.add(c.ID, canonClaim(c)) }); err != nil {
-		return rep, err
-	}
-	rep.Collections = append(rep.Collections, compareDigests("claims", cs, cd))
-
-	placed, checkpoints, counters, err := pendingOutbox(ctx, snap, dst)
+	// The embedded side, at one snapshot, while those run.
+	source, err := sourceDigests(ctx, snap, dst)
 	if err != nil {
+		return rep, errors.Join(err, g.Wait())
+	}
+	if err := g.Wait(); err != nil {
 		return rep, err
 	}
-	xs, xd := pair()
-	outboxKey := func(m mongostore.PlacedMessage) string { return fmt.Sprintf("%d/%d", m.Partition, m.Seq) }
-	for _, m := range placed {
-		m.At = ms(m.At)
-		if err := xs.add(outboxKey(m), m); err != nil {
-			return rep, err
-		}
+	for _, n := range names {
+		rep.Collections = append(rep.Collections, compareDigests(n, source.rows[n], target[n]))
 	}
-	if err := dst.EachOutbox(ctx, func(m mongostore.PlacedMessage) error {
-		m.At = ms(m.At)
-		return xd.add(outboxKey(m), m)
-	}); err != nil {
-		return rep, err
-	}
-	rep.Collections = append(rep.Collections, compareDigests("outbox", xs, xd))
 
-	ks, kd := pair()
-	for c, seqs := range checkpoints {
+	ks, kd := digest{}, digest{}
+	for c, seqs := range source.checkpoints {
 		got, err := dst.OutboxCheckpoints(ctx, c)
 		if err != nil {
 			return rep, err
 		}
 		for p := range seqs {
-			key := fmt.Sprintf("%s/%d", c, p)
-			if err := ks.add(key, seqs[p]); err != nil {
+			if err := addSeq(ks, kd, fmt.Sprintf("%s/%d", c, p), seqs, got, p); err != nil {
 				return rep, err
-			}
-			if p < len(got) {
-				if err := kd.add(key, got[p]); err != nil {
-					return rep, err
-				}
 			}
 		}
 	}
 	rep.Collections = append(rep.Collections, compareDigests("outbox_checkpoints", ks, kd))
-
-	ns, nd := pair()
 	got, err := dst.OutboxCounters(ctx)
 	if err != nil {
 		return rep, err
 	}
-	for p, n := range counters {
-		if err := ns.add(fmt.Sprint(p), n); err != nil {
+	ns, nd := digest{}, digest{}
+	for p := range source.counters {
+		if err := addSeq(ns, nd, fmt.Sprint(p), source.counters, got, p); err != nil {
 			return rep, err
-		}
-		if p < len(got) {
-			if err := nd.add(fmt.Sprint(p), got[p]); err != nil {
-				return rep, err
-			}
 		}
 	}
 	rep.Collections = append(rep.Collections, compareDigests("outbox_counters", ns, nd))
 	return rep, nil
+}
+
+// addSeq adds partition p's expected and found seq under key.
+func addSeq(want, have digest, key string, expected, found []int64, p int) error {
+	if err := want.add(key, expected[p]); err != nil {
+		return err
+	}
+	if p < len(found) {
+		return have.add(key, found[p])
+	}
+	return nil
+}
+
+func outboxKey(m mongostore.PlacedMessage) string { return fmt.Sprintf("%d/%d", m.Partition, m.Seq) }
+
+// source is what the embedded store's snapshot says MongoDB must hold.
+type source struct {
+	rows        map[string]digest
+	checkpoints map[string][]int64
+	counters    []int64
+}
+
+func sourceDigests(ctx context.Context, snap *sqlitestore.ReadSnapshot, dst *mongostore.Store) (source, error) {
+	src := source{rows: map[string]digest{"products": {}, "users": {}, "orders": {}, "claims": {}, "outbox": {}}}
+	claims := src.rows["claims"]
+	if err := snap.Products(ctx, func(p catalog.Product) error {
+		c := canonClaim(mongostore.ProductClaim(p))
+		if err := claims.add(c.ID, c); err != nil {
+			return err
+		}
+		return src.rows["products"].add(p.ID, canonProduct(p))
+	}); err != nil {
+		return src, err
+	}
+	if err := snap.Users(ctx, func(u account.User) error { return src.rows["users"].add(u.Email, canonUser(u)) }); err != nil {
+		return src, err
+	}
+	if err := snap.Orders(ctx, func(o order.Order) error {
+		for _, c := range mongostore.OrderClaims(o) {
+			if err := claims.add(c.ID, canonClaim(c)); err != nil {
+				return err
+			}
+		}
+		return src.rows["orders"].add(o.ID, canonOrder(o))
+	}); err != nil {
+		return src, err
+	}
+	if err := snap.CartFences(ctx, func(id string, at time.Time) error {
+		c := canonClaim(mongostore.FenceClaim(id, at))
+		return claims.add(c.ID, c)
+	}); err != nil {
+		return src, err
+	}
+	placed, checkpoints, counters, err := pendingOutbox(ctx, snap, dst)
+	if err != nil {
+		return src, err
+	}
+	for _, m := range placed {
+		m.At = ms(m.At)
+		if err := src.rows["outbox"].add(outboxKey(m), m); err != nil {
+			return src, err
+		}
+	}
+	src.checkpoints, src.counters = checkpoints, counters
+	return src, nil
 }
