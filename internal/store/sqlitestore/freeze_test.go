@@ -104,4 +104,3 @@ func TestFreezeStopsEveryLaterWriteOfTheFamily(t *testing.T) {
 		t.Errorf("after Unfreeze: frozen %t, %v", frozen, err)
 	}
 }
-
