@@ -20,9 +20,9 @@ import (
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/eventually"
 	mongolauncher "github.com/shardmart/shardmart/internal/mongodb/launcher"
+	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
 	"github.com/shardmart/shardmart/internal/mongomove"
 	"github.com/shardmart/shardmart/internal/order"
-	"github.com/shardmart/shardmart/internal/mongodb/shardtest"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/sharding"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
@@ -117,6 +117,26 @@ func shardMovedCollections(t *testing.T, set *mongolauncher.Set, db string) {
 			t.Errorf("%s (hashed key %s): %d documents all on %v, want them spread over both shards", ns, sharding.ShellValue(info.Key), len(docs), placed)
 		}
 		t.Logf("%s: %d documents on %v, key %s", ns, len(docs), placed, sharding.ShellValue(info.Key))
+	}
+}
+
+// The move to MongoDB refuses what it cannot do before it touches a store.
+func TestMoveToMongoRefusesBadArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "run", "--to", "mongo", "--family", "orders", "--from", "mongo", "--mongo-uri", "mongodb://127.0.0.1:1"}, "moves from the embedded store"},
+		{[]string{"migrate", "run", "--to", "mongo", "--family", "orders"}, "needs --mongo-uri"},
+		{[]string{"migrate", "cutover", "--to", "mongo", "--family", "orders,catalog"}, "needs --mongo-uri"},
+	} {
+		var out strings.Builder
+		root := NewRootCmd(IO{Out: &out, Err: &out})
+		root.SetArgs(append(tc.args, "--data-dir", t.TempDir()))
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
+		}
 	}
 }
 
