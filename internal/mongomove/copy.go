@@ -39,7 +39,10 @@ func (m *Mover) copy(ctx context.Context, s *State) error {
 			continue
 		}
 		start := time.Now()
-		total, _ := snap.Count(ctx, step)
+		total, err := snap.Count(ctx, step)
+		if err != nil {
+			return err
+		}
 		n, err := m.copyStep(ctx, snap, step, func(done int64) {
 			m.logf("copy %-11s %d/%d, %.0f rows/s", step, done, total, float64(done)/max(time.Since(start).Seconds(), 1e-6))
 			if m.MaxRate > 0 {

@@ -127,6 +127,9 @@ func (m *Mover) Run(ctx context.Context) (State, Report, error) {
 	case CutOver:
 		return s, Report{}, fmt.Errorf("%w (at %s): nothing to copy", ErrCutOver, s.CutOverAt.Format(time.RFC3339))
 	case Frozen, Copied, Verified:
+		if name := m.Dst.Database().Name(); name != s.Database {
+			return s, Report{}, fmt.Errorf("run %s copies into MongoDB database %s, not %s: resume it with --mongo-db %s, or roll it back", s.Run, s.Database, name, s.Database)
+		}
 		s.Resumes++
 		m.logf("resuming run %s (frozen since %s, %d of %d steps copied)", s.Run, s.FrozenAt.Format(time.RFC3339Nano), len(s.Done), len(steps))
 	default:
@@ -242,18 +245,20 @@ func (m *Mover) Rollback(ctx context.Context) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	switch s.Phase {
-	case CutOver:
+	if s.Phase == CutOver {
 		return s, fmt.Errorf("%w at %s and has taken writes there since: a rollback would lose them (the embedded copy stays frozen as it was at the freeze)",
 			ErrCutOver, s.CutOverAt.Format(time.RFC3339))
-	case "", RolledBack:
-		// Nothing recorded, but a freeze may still stand (a mover killed before its first save).
 	}
+	// With nothing recorded a freeze may still stand (a mover killed before its first save):
+	// it is lifted below, and there is no copy to clear.
 	if s.Phase != "" && s.Phase != RolledBack {
+		if name := m.Dst.Database().Name(); name != s.Database {
+			return s, fmt.Errorf("run %s copied into MongoDB database %s, not %s: roll it back with --mongo-db %s", s.Run, s.Database, name, s.Database)
+		}
 		if err := m.Dst.ClearMoved(ctx); err != nil {
 			return s, err
 		}
-		m.logf("cleared the copy in %s", m.Dst.Database().Name())
+		m.logf("cleared the copy in %s", s.Database)
 	}
 	for _, scope := range []string{fam, sqlitestore.FreezeOutboxCheckpoints} {
 		if err := m.Src.Unfreeze(ctx, scope); err != nil {
