@@ -39,12 +39,16 @@ func (m *Mover) copy(ctx context.Context, s *State) error {
 			continue
 		}
 		start := time.Now()
-		total, err := snap.Count(ctx, step)
-		if err != nil {
-			return err
+		of := " (messages not yet applied by every consumer)"
+		if step != "outbox" {
+			total, err := snap.Count(ctx, step)
+			if err != nil {
+				return err
+			}
+			of = fmt.Sprintf("/%d", total)
 		}
 		n, err := m.copyStep(ctx, snap, step, func(done int64) {
-			m.logf("copy %-11s %d/%d, %.0f rows/s", step, done, total, float64(done)/max(time.Since(start).Seconds(), 1e-6))
+			m.logf("copy %-11s %d%s, %.0f rows/s", step, done, of, float64(done)/max(time.Since(start).Seconds(), 1e-6))
 			if m.MaxRate > 0 {
 				time.Sleep(time.Until(start.Add(time.Duration(float64(done) / m.MaxRate * float64(time.Second)))))
 			}
