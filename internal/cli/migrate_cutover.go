@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migrateCutoverOptions are `migrate cutover`'s settings.
@@ -31,6 +33,9 @@ func newCmdMigrateCutover(stdio IO, fl *migrateFlags, runF func(context.Context,
 }
 
 func migrateCutover(ctx context.Context, stdio IO, o migrateCutoverOptions) error {
+	if o.Stores.To == placement.Mongo {
+		return migrateMongoCutover(ctx, stdio, o.Stores, o.Rollback)
+	}
 	env, fams, err := o.Stores.open(ctx, false)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migratePlanOptions are `migrate plan`'s settings.
@@ -24,6 +25,9 @@ func newCmdMigratePlan(stdio IO, fl *migrateFlags, runF func(context.Context, mi
 }
 
 func migratePlan(ctx context.Context, stdio IO, o migratePlanOptions) error {
+	if o.Stores.To == placement.Mongo {
+		return migrateMongoPlan(ctx, stdio, o.Stores)
+	}
 	env, fams, err := o.Stores.open(ctx, true)
 	if err != nil {
 		return err

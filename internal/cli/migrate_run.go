@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migrateRunOptions are `migrate run`'s settings.
@@ -43,6 +44,9 @@ func newCmdMigrateRun(stdio IO, fl *migrateFlags, runF func(context.Context, mig
 }
 
 func migrateRun(ctx context.Context, stdio IO, o migrateRunOptions) error {
+	if o.Stores.To == placement.Mongo {
+		return migrateMongoRun(ctx, stdio, o.Stores, o.MaxRate)
+	}
 	env, fams, err := o.Stores.open(ctx, false)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migrateStatusOptions are `migrate status`'s settings.
@@ -24,6 +25,9 @@ func newCmdMigrateStatus(stdio IO, fl *migrateFlags, runF func(context.Context, 
 }
 
 func migrateStatus(ctx context.Context, stdio IO, o migrateStatusOptions) error {
+	if o.Stores.To == placement.Mongo {
+		return migrateMongoStatus(ctx, stdio, o.Stores)
+	}
 	stores, err := o.Stores.locate()
 	if err != nil {
 		return err

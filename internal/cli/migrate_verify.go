@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migrateVerifyOptions are `migrate verify`'s settings.
@@ -37,6 +38,9 @@ func newCmdMigrateVerify(stdio IO, fl *migrateFlags, runF func(context.Context, 
 }
 
 func migrateVerify(ctx context.Context, stdio IO, o migrateVerifyOptions) error {
+	if o.Stores.To == placement.Mongo {
+		return migrateMongoVerify(ctx, stdio, o.Stores)
+	}
 	env, fams, err := o.Stores.open(ctx, false)
 	if err != nil {
 		return err

@@ -58,6 +58,12 @@ const (
 	// BackupClusterTestPort: internal/mongodb/dump's router-less sharded cluster (config server
 	// 27620, shards 27630 and 27640).
 	BackupClusterTestPort = 27620
+	// MoveTestPort: internal/cli's move of the embedded shop's orders family to MongoDB behind
+	// a write freeze, a 3-member set (28400-28402).
+	MoveTestPort = 28400
+	// MoveClusterTestPort: the moved collections sharded on a router-less cluster (config
+	// server 28420, shards from 28430).
+	MoveClusterTestPort = 28420
 )
 
 // FastFailoverParameters are the server parameters that shorten a failover after a primary

@@ -65,6 +65,10 @@ func open(ctx context.Context, path string, drv driver) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
+	if err := ensureFreezeSchema(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
 	r, err := drv.open(path, true)
 	if err != nil {
 		w.Close()

@@ -48,7 +48,7 @@ func (r *orders) Place(ctx context.Context, p order.Placement) (o order.Order, c
 	if err := order.ValidatePlacement(p); err != nil {
 		return order.Order{}, false, err
 	}
-	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+	err = (*DB)(r).scopedTx(ctx, ordersScope, func(tx *sql.Tx) error {
 		existing, err := byKey(ctx, tx, p.UserID, p.IdempotencyKey)
 		if err == nil {
 			o = existing
@@ -127,7 +127,7 @@ func (r *orders) ByIdempotencyKey(ctx context.Context, userID, key string) (o or
 }
 
 func (r *orders) FenceCart(ctx context.Context, cartID string) (orderID string, err error) {
-	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+	err = (*DB)(r).scopedTx(ctx, ordersScope, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT id FROM orders WHERE cart_id = ?`, cartID).Scan(&orderID)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -139,7 +139,7 @@ func (r *orders) FenceCart(ctx context.Context, cartID string) (orderID string, 
 }
 
 func (r *orders) Transition(ctx context.Context, id string, to order.Status, at time.Time) (o order.Order, err error) {
-	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+	err = (*DB)(r).scopedTx(ctx, ordersScope, func(tx *sql.Tx) error {
 		o, err = scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ?`, id))
 		if err != nil {
 			return err

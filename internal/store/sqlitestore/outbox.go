@@ -51,10 +51,13 @@ func (l *outboxLog) Checkpoint(ctx context.Context, consumer string) (int64, err
 
 // SaveCheckpoint only moves a checkpoint forward: two drains of one consumer may finish out of
 // order (several processes), and the slower must not take it back over what the faster applied.
+// A move of the orders family freezes the checkpoints once the consumers caught up.
 func (l *outboxLog) SaveCheckpoint(ctx context.Context, consumer string, seq int64) error {
-	_, err := l.w.ExecContext(ctx, `INSERT INTO outbox_checkpoints (consumer, seq) VALUES (?, ?)
-		ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > outbox_checkpoints.seq`, consumer, seq)
-	return err
+	return (*DB)(l).scopedTx(ctx, FreezeOutboxCheckpoints, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO outbox_checkpoints (consumer, seq) VALUES (?, ?)
+			ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > outbox_checkpoints.seq`, consumer, seq)
+		return err
+	})
 }
 
 // LastSeq reads AUTOINCREMENT's high-water mark, not max(seq): pruning deletes the newest rows

@@ -110,13 +110,13 @@ func getProduct(ctx context.Context, q interface {
 }
 
 func (r *products) CreateProduct(ctx context.Context, p catalog.Product) (err error) {
-	return (*DB)(r).tx(ctx, func(tx *sql.Tx) error { return insertProduct(ctx, tx, p) })
+	return (*DB)(r).scopedTx(ctx, ordersScope, func(tx *sql.Tx) error { return insertProduct(ctx, tx, p) })
 }
 
 // CreateProducts inserts every product in one transaction: the single writer commits (and
 // syncs the WAL) once instead of once per product.
 func (r *products) CreateProducts(ctx context.Context, ps []catalog.Product) error {
-	return (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+	return (*DB)(r).scopedTx(ctx, ordersScope, func(tx *sql.Tx) error {
 		for _, p := range ps {
 			if err := insertProduct(ctx, tx, p); err != nil {
 				return fmt.Errorf("product %s: %w", p.ID, err)
@@ -175,7 +175,7 @@ func nonNilMap(m map[string]string) map[string]string {
 }
 
 func (r *products) UpdateProduct(ctx context.Context, id string, update func(*catalog.Product) error) (p catalog.Product, err error) {
-	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+	err = (*DB)(r).scopedTx(ctx, ordersScope, func(tx *sql.Tx) error {
 		cur, err := getProduct(ctx, tx, id)
 		if err != nil {
 			return err
@@ -283,7 +283,7 @@ func (r *products) page(ctx context.Context, rows *sql.Rows, q catalog.Search, p
 }
 
 func (r *products) AdjustStock(ctx context.Context, ref catalog.Ref, zone string, delta int64) (level int64, err error) {
-	err = (*DB)(r).tx(ctx, func(tx *sql.Tx) error {
+	err = (*DB)(r).scopedTx(ctx, ordersScope, func(tx *sql.Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM products WHERE id = ?`, ref.ID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
 			return catalog.ErrNotFound

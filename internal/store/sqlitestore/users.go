@@ -12,15 +12,17 @@ import (
 type users DB
 
 func (r *users) CreateUser(ctx context.Context, u account.User) (err error) {
-	res, err := r.w.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT DO NOTHING`, u.ID, u.Email, u.PasswordHash, nanos(u.CreatedAt))
-	if err != nil {
-		return fmt.Errorf("insert user: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return account.ErrEmailTaken
-	}
-	return nil
+	return (*DB)(r).scopedTx(ctx, ordersScope, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`, u.ID, u.Email, u.PasswordHash, nanos(u.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("insert user: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return account.ErrEmailTaken
+		}
+		return nil
+	})
 }
 
 func (r *users) UserByEmail(ctx context.Context, email string) (u account.User, err error) {
