@@ -56,7 +56,7 @@ func migrateRun(ctx context.Context, stdio IO, o migrateRunOptions) error {
 	return nil
 }
 
-func migrateRunFamily(ctx context.Context, stdio IO, env *migrate.Env, o migrateRunOptions, f migrate.Family) error {
+func migrateRunFamily(ctx context.Context, stdio IO, env *migrateEnv, o migrateRunOptions, f migrate.Family) error {
 	start, err := env.Dst.BeginCopy(ctx, f, o.Stores.From, o.Run, o.Offline)
 	if err != nil {
 		return err

@@ -34,10 +34,27 @@ import (
 
 // Layer is what the wrappers share: the phase each family is in, as this process applies it.
 type Layer struct {
-	phases  map[family.Name]*familyPhase
-	mirror  *migrate.Mirror
+	phases map[family.Name]*familyPhase
+	// mirror copies changed keys into the new store; carts is Cassandra's cart mirror.
+	mirror keyMirror
+	carts  *migrate.Mirror
+	// state is where the migration state and the heartbeats live (Cassandra or MongoDB);
+	// target is Cassandra's keyspace (nil when the families move to MongoDB).
+	state   stateSource
 	target  *migrate.Target
 	onError func(f family.Name, key string, err error)
+}
+
+// keyMirror copies keys of a family as the old store holds them now into the new store
+// (migrate.Mirror, migrate.MongoMirror).
+type keyMirror interface {
+	Keys(ctx context.Context, f family.Name, keys ...string) error
+}
+
+// stateSource is where this process reads the phases and reports the ones it applies.
+type stateSource interface {
+	States(ctx context.Context) (map[family.Name]migrate.State, error)
+	Heartbeat(ctx context.Context, f family.Name, writer string, p migrate.Phase) error
 }
 
 // copyTimeout bounds one copy of a change to the other store.
@@ -46,7 +63,7 @@ const copyTimeout = 30 * time.Second
 // with is m copying through mirror (one per old backend).
 func (m *Layer) with(mirror *migrate.Mirror) *Layer {
 	c := *m
-	c.mirror = mirror
+	c.mirror, c.carts = mirror, mirror
 	return &c
 }
 
@@ -115,7 +132,7 @@ func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o plac
 	target := migrate.NewTarget(cst.Session())
 	target.Retention = o.EventRetention
 	target.Levels = cst.Levels()
-	m := &Layer{phases: map[family.Name]*familyPhase{}, target: target, onError: o.MigrationError}
+	m := &Layer{phases: map[family.Name]*familyPhase{}, state: target, target: target, onError: o.MigrationError}
 	mirrors := map[string]*migrate.Mirror{}
 	mirrorFor := func(backend string) (*migrate.Mirror, error) {
 		if mr, ok := mirrors[backend]; ok {
@@ -148,16 +165,23 @@ func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o plac
 		}
 		wrappers[f](s, cst, fm, ph)
 	}
-	// Apply the state before serving anything: a family cut over must never be served from
-	// the old store, even for the first request after a restart.
-	states, err := m.target.States(ctx)
+	if err := m.applyFirst(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// applyFirst applies the state before anything is served: a family cut over must never be
+// served from the old store, even for the first request after a restart.
+func (m *Layer) applyFirst(ctx context.Context) error {
+	states, err := m.state.States(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dual writes: %w", err)
+		return fmt.Errorf("dual writes: %w", err)
 	}
 	for f, ph := range m.phases {
 		ph.set(states[f].Phase)
 	}
-	return m, nil
+	return nil
 }
 
 // wrappers put each family's repositories under the layer, one per family that moves to

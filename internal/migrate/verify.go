@@ -161,6 +161,11 @@ func Repair(ctx context.Context, src MirrorSource, dst *Target, f Family, diffs 
 	return nil
 }
 
+// Repair is Repair into t.
+func (t *Target) Repair(ctx context.Context, src MirrorSource, f Family, diffs []Diff) error {
+	return Repair(ctx, src, t, f, diffs)
+}
+
 func (m *Mirror) repairCart(ctx context.Context, id string) error {
 	rows, err := m.Src.Read(ctx, Carts, keyOnly(id))
 	if err != nil {
