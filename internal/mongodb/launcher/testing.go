@@ -58,6 +58,9 @@ const (
 	// BackupClusterTestPort: internal/mongodb/dump's router-less sharded cluster (config server
 	// 27620, shards 27630 and 27640).
 	BackupClusterTestPort = 27620
+	// MigrateDualTestPort: internal/cli's `migrate --to mongo` of a live embedded shop, a
+	// 3-member set (28450-28452).
+	MigrateDualTestPort = 28450
 )
 
 // FastFailoverParameters are the server parameters that shorten a failover after a primary
