@@ -48,7 +48,6 @@ func (b *backendFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&b.migrations, "migrations", false, "follow the migration state in the Cassandra keyspace (shardmart migrate): dual-write the families being migrated, serve those cut over from Cassandra. Every shop process must run with it before a migrate run")
 	fromEnv(f, "migrations", "SHARDMART_MIGRATIONS")
 	f.StringVar(&b.migrationsTo, "migrations-to", placement.Cassandra, "with --migrations: the store the migrations move into, cassandra or mongo (migrate --to mongo: the state is in --mongo-uri's --mongo-db)")
-	fromEnv(f, "migrations-to", "SHARDMART_MIGRATIONS_TO")
 	fromEnv(f, "placement", "SHARDMART_PLACEMENT")
 	fromEnv(f, "mongo-monitor-user", "SHARDMART_MONGO_MONITOR_USER")
 	fromEnv(f, "mongo-monitor-password", "SHARDMART_MONGO_MONITOR_PASSWORD")
