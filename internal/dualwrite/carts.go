@@ -35,7 +35,7 @@ func (d *dualWriteCarts) mirror(ctx context.Context, p migrate.Phase, owner cart
 			return
 		}
 		_ = d.copy(ctx, family.Carts, owner.Key(), func(ctx context.Context) error {
-			cs, active, err := d.m.target.OwnerCarts(ctx, owner)
+			cs, active, err := d.m.owners.OwnerCarts(ctx, owner)
 			if err != nil {
 				return err
 			}

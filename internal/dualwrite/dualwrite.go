@@ -35,14 +35,24 @@ import (
 // Layer is what the wrappers share: the phase each family is in, as this process applies it.
 type Layer struct {
 	phases map[family.Name]*familyPhase
-	// mirror copies changed keys into the new store; carts is Cassandra's cart mirror.
+	// mirror copies changed keys into the new store, carts an owner's carts.
 	mirror keyMirror
-	carts  *migrate.Mirror
+	carts  cartMirror
 	// state is where the migration state and the heartbeats live (Cassandra or MongoDB);
-	// target is Cassandra's keyspace (nil when the families move to MongoDB).
+	// owners reads an owner's carts back from the new store (the rollback path).
 	state   stateSource
-	target  *migrate.Target
+	owners  ownerCarts
 	onError func(f family.Name, key string, err error)
+}
+
+// cartMirror copies an owner's carts as the old store holds them now into the new store.
+type cartMirror interface {
+	Carts(ctx context.Context, owner cart.Owner, ids ...string) error
+}
+
+// ownerCarts reads owner's carts from the new store, and the active one's id.
+type ownerCarts interface {
+	OwnerCarts(ctx context.Context, owner cart.Owner) ([]cart.Cart, string, error)
 }
 
 // keyMirror copies keys of a family as the old store holds them now into the new store
@@ -132,7 +142,7 @@ func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o plac
 	target := migrate.NewTarget(cst.Session())
 	target.Retention = o.EventRetention
 	target.Levels = cst.Levels()
-	m := &Layer{phases: map[family.Name]*familyPhase{}, state: target, target: target, onError: o.MigrationError}
+	m := &Layer{phases: map[family.Name]*familyPhase{}, state: target, owners: target, onError: o.MigrationError}
 	mirrors := map[string]*migrate.Mirror{}
 	mirrorFor := func(backend string) (*migrate.Mirror, error) {
 		if mr, ok := mirrors[backend]; ok {
@@ -144,7 +154,7 @@ func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o plac
 			return nil, fmt.Errorf("dual writes: open the %s store to copy from: %w", backend, err)
 		}
 		s.OnClose(func() error { env.Close(); return nil })
-		mr := &migrate.Mirror{Src: env.Src, Dst: m.target}
+		mr := &migrate.Mirror{Src: env.Src, Dst: target}
 		mirrors[backend] = mr
 		return mr, nil
 	}

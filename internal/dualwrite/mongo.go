@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/history"
@@ -13,13 +14,14 @@ import (
 	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
-// WrapMongo is Wrap for a shop moving sessions, history and events from the embedded store to
-// MongoDB (`migrate --to mongo`): the phases and heartbeats live in the MongoDB database at
-// o.MongoURI/o.MongoDatabase, sessions and events are copied by reading the changed keys back
-// (migrate.MongoMirror, which applies the ordering rule of internal/migrate), history by
-// UpsertEntry, whose updated_at condition is the same rule. After cutover the family is served
-// from MongoDB and sessions, events and history are also written to the embedded store, as on
-// the Cassandra path, so a rollback finds them there.
+// WrapMongo is Wrap for a shop moving sessions, carts, history and events from the embedded
+// store to MongoDB (`migrate --to mongo`): the phases and heartbeats live in the MongoDB
+// database at o.MongoURI/o.MongoDatabase, sessions, carts and events are copied by reading the
+// changed keys back (migrate.MongoMirror, which applies the ordering rule of internal/migrate),
+// history by UpsertEntry, whose updated_at condition is the same rule. After cutover the
+// family is served from MongoDB and the embedded store is kept updated, as on the Cassandra
+// path (sessions, events and history by the same operation, carts by copying the owner's carts
+// back), so a rollback finds every change there.
 func WrapMongo(ctx context.Context, s *placement.Stores, cfg placement.Config, o placement.Options) (*Layer, error) {
 	st, err := mongostore.Open(ctx, mongostore.Options{URI: o.MongoURI, Database: o.MongoDatabase})
 	if err != nil {
@@ -28,7 +30,7 @@ func WrapMongo(ctx context.Context, s *placement.Stores, cfg placement.Config, o
 	s.OnClose(st.Close)
 	target := migrate.NewMongoTarget(st)
 	target.Retention = o.EventRetention
-	m := &Layer{phases: map[family.Name]*familyPhase{}, state: target, onError: o.MigrationError}
+	m := &Layer{phases: map[family.Name]*familyPhase{}, state: target, owners: target, onError: o.MigrationError}
 	var mirror *migrate.MongoMirror
 	for _, f := range migrate.MongoFamilies {
 		if cfg[f] != family.SQLite {
@@ -41,7 +43,7 @@ func WrapMongo(ctx context.Context, s *placement.Stores, cfg placement.Config, o
 			}
 			s.OnClose(func() error { closeSrc(); return nil })
 			mirror = &migrate.MongoMirror{Src: src, Dst: target}
-			m.mirror = mirror
+			m.mirror, m.carts = mirror, mirror
 		}
 		ph := &familyPhase{}
 		m.phases[f] = ph
@@ -55,6 +57,9 @@ func WrapMongo(ctx context.Context, s *placement.Stores, cfg placement.Config, o
 
 // mongoWrappers put each family that moves to MongoDB with dual writes under the layer.
 var mongoWrappers = map[family.Name]func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase){
+	family.Carts: func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase) {
+		s.Carts = &dualWriteCarts{pair[cart.Repository]{old: s.Carts, neu: st.Carts(), m: m, ph: ph}}
+	},
 	family.Sessions: func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase) {
 		s.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: st.Sessions(), m: m, ph: ph}}
 	},

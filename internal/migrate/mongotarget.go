@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -41,6 +42,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
@@ -59,7 +61,7 @@ const (
 )
 
 // MongoFamilies are the families that move to MongoDB with dual writes.
-var MongoFamilies = []Family{Sessions, History, Events}
+var MongoFamilies = []Family{Sessions, Carts, History, Events}
 
 // MongoTarget writes families into the shop's MongoDB database through the shop's own
 // document shapes, and keeps the migration's state there.
@@ -135,7 +137,14 @@ func (t *MongoTarget) Write(ctx context.Context, f Family, rows []Row, now time.
 	if err = keepNewer(err); err != nil {
 		return skipped, fmt.Errorf("migrate: write %s: %w", f, err)
 	}
-	if f == Sessions {
+	if f == Carts {
+		for _, r := range written {
+			if err := t.reconcileCart(ctx, r); err != nil {
+				return skipped, err
+			}
+		}
+	}
+	if f == Sessions || f == Carts {
 		if err := t.applyTombstones(ctx, f, written); err != nil {
 			return skipped, err
 		}
@@ -152,6 +161,14 @@ func (t *MongoTarget) model(f Family, r Row) (mongo.WriteModel, error) {
 			return nil, err
 		}
 		return mongo.NewReplaceOneModel().SetFilter(olderThan(bson.D{{Key: "_id", Value: r.Key}}, r.Modified)).
+			SetReplacement(doc).SetUpsert(true), nil
+	case Carts:
+		here, _ := cartPlaces(*r.Cart)
+		doc, err := versioned(mongostore.CartDocument(*r.Cart, here != r.Key), r.Modified)
+		if err != nil {
+			return nil, err
+		}
+		return mongo.NewReplaceOneModel().SetFilter(olderThan(bson.D{{Key: "_id", Value: here}}, r.Modified)).
 			SetReplacement(doc).SetUpsert(true), nil
 	case History:
 		doc, key := mongostore.HistoryDocument(*r.Entry)
@@ -208,6 +225,44 @@ func keepNewer(err error) error {
 
 func tombstoneID(f Family, key string) string { return string(f) + "/" + key }
 
+// cartPlaces are the _ids a cart can be stored at: here, where its state puts it (the owner's
+// slot while it is the active cart, else its own id, "retired"), and the other one.
+func cartPlaces(c cart.Cart) (here, other string) {
+	slot := mongostore.ActiveCartSlot(c.Owner)
+	if c.Status == cart.Active {
+		return slot, c.ID
+	}
+	return c.ID, slot
+}
+
+// reconcileCart keeps one copy of cart r, the newest: a cart moves between its owner's slot and
+// its own id as its status changes, and the two writes are not ordered by a condition on one
+// document. After writing r at its place with version v it deletes an older copy at the other
+// place, then, if the other place holds a newer copy, its own. A dual write runs the same steps,
+// so whichever of two copies is written last finds the other one written, as with tombstones.
+func (t *MongoTarget) reconcileCart(ctx context.Context, r Row) error {
+	here, other := cartPlaces(*r.Cart)
+	coll := t.db.Collection(mongostore.CartsCollection)
+	if _, err := coll.DeleteOne(ctx, olderThan(bson.D{{Key: "_id", Value: other}, {Key: "cart_id", Value: r.Key}}, r.Modified)); err != nil {
+		return fmt.Errorf("migrate: move cart %s: %w", r.Key, err)
+	}
+	var newer struct {
+		V int64 `bson:"migration_version"`
+	}
+	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: other}, {Key: "cart_id", Value: r.Key},
+		{Key: versionField, Value: bson.D{{Key: "$gt", Value: r.Modified.UnixMicro()}}}}).Decode(&newer)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: move cart %s: %w", r.Key, err)
+	}
+	if _, err := coll.DeleteOne(ctx, olderThan(bson.D{{Key: "_id", Value: here}, {Key: "cart_id", Value: r.Key}}, time.UnixMicro(newer.V))); err != nil {
+		return fmt.Errorf("migrate: move cart %s: %w", r.Key, err)
+	}
+	return nil
+}
+
 // applyTombstones deletes each of rows whose key a newer tombstone marks as deleted.
 func (t *MongoTarget) applyTombstones(ctx context.Context, f Family, rows []Row) error {
 	ids := make(bson.A, len(rows))
@@ -219,39 +274,46 @@ func (t *MongoTarget) applyTombstones(ctx context.Context, f Family, rows []Row)
 		return fmt.Errorf("migrate: read %s tombstones: %w", f, err)
 	}
 	var stones []struct {
-		Key string `bson:"key"`
-		At  int64  `bson:"at"`
+		Key  string `bson:"key"`
+		Slot string `bson:"slot"`
+		At   int64  `bson:"at"`
 	}
 	if err := cur.All(ctx, &stones); err != nil {
 		return fmt.Errorf("migrate: read %s tombstones: %w", f, err)
 	}
 	for _, s := range stones {
-		if err := t.deleteOlder(ctx, f, s.Key, time.UnixMicro(s.At)); err != nil {
+		if err := t.deleteOlder(ctx, f, s.Key, s.Slot, time.UnixMicro(s.At)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// deleteOlder deletes key's document if its version is before at.
-func (t *MongoTarget) deleteOlder(ctx context.Context, f Family, key string, at time.Time) error {
+// deleteOlder deletes key's documents whose version is before at: a session's; a cart's at
+// its own id and in slot, its owner's slot, if it is there.
+func (t *MongoTarget) deleteOlder(ctx context.Context, f Family, key, slot string, at time.Time) error {
 	fam, _ := codecOf(f)
-	if _, err := t.db.Collection(fam.mongo().coll).DeleteOne(ctx, olderThan(bson.D{{Key: "_id", Value: key}}, at)); err != nil {
+	filter := bson.D{{Key: "_id", Value: key}}
+	if f == Carts {
+		filter = bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{key, slot}}}}, {Key: "cart_id", Value: key}}
+	}
+	if _, err := t.db.Collection(fam.mongo().coll).DeleteMany(ctx, olderThan(filter, at)); err != nil {
 		return fmt.Errorf("migrate: delete %s %s: %w", f, key, err)
 	}
 	return nil
 }
 
 // deleteAt records that key was deleted at at (keeping the later of two tombstones), then
-// deletes its document where older: the dual write's half of the delete rule.
-func (t *MongoTarget) deleteAt(ctx context.Context, f Family, key string, at time.Time) error {
+// deletes its documents where older: the dual write's half of the delete rule. slot is a
+// cart's owner's slot ("" for a session).
+func (t *MongoTarget) deleteAt(ctx context.Context, f Family, key, slot string, at time.Time) error {
 	_, err := t.db.Collection(tombstonesCollection).UpdateOne(ctx, bson.D{{Key: "_id", Value: tombstoneID(f, key)}},
-		bson.D{{Key: "$max", Value: bson.D{{Key: "at", Value: at.UnixMicro()}}}, {Key: "$set", Value: bson.D{{Key: "key", Value: key}}}},
+		bson.D{{Key: "$max", Value: bson.D{{Key: "at", Value: at.UnixMicro()}}}, {Key: "$set", Value: bson.D{{Key: "key", Value: key}, {Key: "slot", Value: slot}}}},
 		options.UpdateOne().SetUpsert(true))
 	if err != nil {
 		return fmt.Errorf("migrate: tombstone %s %s: %w", f, key, err)
 	}
-	return t.deleteOlder(ctx, f, key, at)
+	return t.deleteOlder(ctx, f, key, slot, at)
 }
 
 // Scan reads every document of f back, in the shape Reader.Read returns, for Verify.
@@ -548,24 +610,143 @@ func (m *MongoMirror) key(ctx context.Context, f Family, key string) error {
 	if err := mongoFamilyOK(f); err != nil {
 		return err
 	}
+	if f == Carts {
+		return m.cart(ctx, key)
+	}
 	defer m.lock(string(f) + "/" + key)()
 	rows, err := m.Src.Read(ctx, f, keyOnly(key))
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	if m.Now != nil {
-		now = m.Now()
-	}
+	now := m.now()
 	ts := m.tick(now)
 	if f == Sessions {
 		for i := range rows {
 			rows[i].Modified = ts
 		}
 		if len(rows) == 0 || rows[0].expired(now, 0) {
-			return m.Dst.deleteAt(ctx, f, key, ts)
+			return m.Dst.deleteAt(ctx, f, key, "", ts)
 		}
 	}
 	_, err = m.Dst.Write(ctx, f, rows, now)
 	return err
+}
+
+func (m *MongoMirror) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// cart copies cart id with its owner's carts, the owner found on whichever side holds it.
+func (m *MongoMirror) cart(ctx context.Context, id string) error {
+	rows, err := m.Src.Read(ctx, Carts, keyOnly(id))
+	if err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		return m.Carts(ctx, rows[0].Cart.Owner, id)
+	}
+	raw, err := m.Dst.db.Collection(mongostore.CartsCollection).FindOne(ctx, bson.D{{Key: "cart_id", Value: id}}).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return fmt.Errorf("migrate: cart %s is in neither store", id)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: find cart %s: %w", id, err)
+	}
+	c, _, err := mongostore.DecodeCart(raw)
+	if err != nil {
+		return err
+	}
+	return m.Carts(ctx, c.Owner, id)
+}
+
+// Carts copies carts ids of owner, the cart in the owner's slot in MongoDB and the owner's
+// active cart as the old store holds them now, at the time of that read: a cart gone from the
+// old store is deleted (with a tombstone), the rest are written at the place their status
+// gives them (reconcileCart).
+func (m *MongoMirror) Carts(ctx context.Context, owner cart.Owner, ids ...string) error {
+	defer m.lock("c/" + owner.Key())()
+	prev, err := m.Dst.slotCart(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if prev != "" && !slices.Contains(ids, prev) {
+		ids = append(ids, prev)
+	}
+	rows, active, err := m.Src.ReadCarts(ctx, owner, ids)
+	if err == nil && active != "" && !slices.Contains(ids, active) {
+		ids = append(ids, active)
+		rows, _, err = m.Src.ReadCarts(ctx, owner, ids)
+	}
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	ts := m.tick(now)
+	held := map[string]bool{}
+	for i := range rows {
+		rows[i].Modified = ts
+		held[rows[i].Key] = true
+	}
+	if _, err := m.Dst.Write(ctx, Carts, rows, now); err != nil {
+		return err
+	}
+	slot := mongostore.ActiveCartSlot(owner)
+	for _, id := range ids {
+		if !held[id] {
+			if err := m.Dst.deleteAt(ctx, Carts, id, slot, ts); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// slotCart is the id of the cart in owner's slot ("" for none).
+func (t *MongoTarget) slotCart(ctx context.Context, owner cart.Owner) (string, error) {
+	var doc struct {
+		CartID string `bson:"cart_id"`
+	}
+	err := t.db.Collection(mongostore.CartsCollection).FindOne(ctx, bson.D{{Key: "_id", Value: mongostore.ActiveCartSlot(owner)}}).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("migrate: read %s cart slot: %w", owner.Key(), err)
+	}
+	return doc.CartID, nil
+}
+
+// OwnerCarts reads owner's carts from MongoDB and the active one's id ("" for none): what the
+// rollback path copies back to the embedded store while MongoDB serves carts. Without the
+// owner in the shard key it is a broadcast on a sharded cluster, once per cart operation
+// during a cutover.
+func (t *MongoTarget) OwnerCarts(ctx context.Context, owner cart.Owner) ([]cart.Cart, string, error) {
+	cur, err := t.db.Collection(mongostore.CartsCollection).Find(ctx, mongostore.CartOwnerFilter(owner))
+	if err != nil {
+		return nil, "", fmt.Errorf("migrate: read %s carts: %w", owner.Key(), err)
+	}
+	defer cur.Close(ctx)
+	var cs []cart.Cart
+	active := ""
+	seen := map[string]bool{}
+	for cur.Next(ctx) {
+		c, retired, err := mongostore.DecodeCart(cur.Current)
+		if err != nil {
+			return nil, "", err
+		}
+		if !retired && c.Status == cart.Active {
+			active = c.ID
+		}
+		if !seen[c.ID] {
+			seen[c.ID] = true
+			cs = append(cs, c)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, "", fmt.Errorf("migrate: read %s carts: %w", owner.Key(), err)
+	}
+	return cs, active, nil
 }

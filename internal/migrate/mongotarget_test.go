@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/paging"
@@ -172,9 +173,16 @@ func TestMongoBackfillResumeVerifyPhases(t *testing.T) {
 		if err := db.Sessions().CreateSession(ctx, newSession(fmt.Sprintf("s-%03d", i), now)); err != nil {
 			t.Fatal(err)
 		}
+		owner := cart.Guest(fmt.Sprintf("s-%03d", i))
+		if i%2 == 0 {
+			owner = cart.User(fmt.Sprint("u-", i))
+		}
+		if _, err := db.Carts().PutItem(ctx, owner, cart.Item{ProductID: "p-001", Category: "toys", Quantity: int64(1 + i%3), AddedAt: now}, now.Add(time.Hour), now); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := dst.BeginCopy(ctx, Carts, FromSQLite, "", true); err == nil {
-		t.Fatal("BeginCopy accepted carts, which do not move to mongo with dual writes")
+	if _, err := dst.BeginCopy(ctx, Catalog, FromSQLite, "", true); err == nil {
+		t.Fatal("BeginCopy accepted the catalog, which does not move to mongo with dual writes")
 	}
 	for _, f := range MongoFamilies {
 		start, err := dst.BeginCopy(ctx, f, FromSQLite, "", false)
@@ -246,5 +254,81 @@ func TestMongoBackfillResumeVerifyPhases(t *testing.T) {
 	}
 	if _, err := st.Sessions().GetSession(ctx, "s-009", time.Now()); err != nil {
 		t.Fatalf("the shop's repository does not read a migrated session: %v", err)
+	}
+}
+
+// A cart moves between its owner's slot and its own id as its status changes: a backfilled
+// copy of a cart read while active never leaves a second, stale copy next to the ordered one
+// the dual write wrote, whichever lands last, and verify finds both stores equal.
+func TestMongoCartBackfillAfterDualWriteKeepsOneCopy(t *testing.T) {
+	ctx := context.Background()
+	db, src := embeddedShop(t)
+	dst, st := mongoTarget(t)
+	m := &MongoMirror{Src: src, Dst: dst}
+	cases := []struct {
+		order   string
+		newCart bool // the owner starts cart B after ordering A
+	}{{"dual-write-first", false}, {"backfill-first", false}, {"dual-write-first", true}, {"backfill-first", true}}
+	for i, tc := range cases {
+		name := fmt.Sprintf("%s, new cart %v", tc.order, tc.newCart)
+		owner := cart.User(fmt.Sprint("buyer-", i))
+		now := time.Now().UTC()
+		a, err := db.Carts().PutItem(ctx, owner, cart.Item{ProductID: "p-001", Category: "toys", Quantity: 1, AddedAt: now}, time.Time{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale, err := src.Read(ctx, Carts, keyOnly(a.ID)) // the backfill reads cart A, active
+		if err != nil || len(stale) != 1 {
+			t.Fatalf("read: %v, %d rows", err, len(stale))
+		}
+		// The shop orders A (and may start cart B); the dual write copies them.
+		if err := db.Carts().MarkOrdered(ctx, owner, a.ID, fmt.Sprint("o-", i), now.Add(time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{a.ID}
+		var b cart.Cart
+		if tc.newCart {
+			if b, err = db.Carts().PutItem(ctx, owner, cart.Item{ProductID: "p-002", Category: "toys", Quantity: 2, AddedAt: now}, time.Time{}, now.Add(2*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, b.ID)
+		}
+		steps := []func() error{
+			func() error { return m.Carts(ctx, owner, ids...) },
+			func() error { _, err := dst.Write(ctx, Carts, stale, time.Now()); return err },
+		}
+		if tc.order == "backfill-first" {
+			steps[0], steps[1] = steps[1], steps[0]
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		active, err := st.Carts().ActiveCart(ctx, owner, time.Now())
+		switch {
+		case tc.newCart && (err != nil || active.ID != b.ID || len(active.Items) != 1 || active.Items[0].Quantity != 2):
+			t.Fatalf("%s: active cart %+v, %v; want cart B with 2 of p-002", name, active, err)
+		case !tc.newCart && !errors.Is(err, cart.ErrNotFound):
+			t.Fatalf("%s: active cart %+v, %v; want none (A is ordered)", name, active, err)
+		}
+		copies := 0
+		if err := dst.Scan(ctx, Carts, func(r Row) error {
+			if r.Key == a.ID {
+				copies++
+				if r.Cart.Status != cart.Ordered {
+					t.Errorf("%s: cart A in MongoDB is %s, want ordered", name, r.Cart.Status)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if copies != 1 {
+			t.Fatalf("%s: cart A is stored %d times in MongoDB, want once", name, copies)
+		}
+	}
+	if rep, err := Verify(ctx, src, dst, Carts, Options{Split: 4}); err != nil || rep.SourceRows != 6 {
+		t.Fatalf("verify carts: %v, %d rows, diffs %v", err, rep.SourceRows, rep.Diffs)
 	}
 }
