@@ -54,7 +54,7 @@ The old store's location comes from the usual flags (--data-dir, --mongo-uri), C
 	fl.stores.Backend.registerStores(pf)
 	pf.StringVar(&fl.stores.Families, "family", "", "families, comma-separated: sessions, carts, history, events, catalog, or all")
 	pf.StringVar(&fl.stores.From, "from", migrate.FromSQLite, "the old store: sqlite (the embedded store under --data-dir) or mongo (--mongo-uri)")
-	pf.StringVar(&fl.stores.To, "to", placement.Cassandra, "the new store: cassandra, or mongo (--mongo-uri, --mongo-db: sessions, history and events from the embedded store)")
+	pf.StringVar(&fl.stores.To, "to", placement.Cassandra, "the new store: cassandra, or mongo (--mongo-uri, --mongo-db: sessions, carts, history and events from the embedded store)")
 	pf.StringVar(&fl.run, "run", "", "run name for checkpoints (default: the family's current run, else \"1\"); a new name copies everything again")
 	pf.IntVar(&fl.workers, "workers", 8, "ranges copied at once")
 	pf.IntVar(&fl.ranges, "ranges", 256, "key ranges a new run is cut into (from the keys' quantiles)")

@@ -11,7 +11,7 @@ import (
 )
 
 // migrationTarget is the new store as the migrate verbs use it: Cassandra (migrate.Target) or
-// MongoDB (migrate.MongoTarget, sessions, history and events with dual writes).
+// MongoDB (migrate.MongoTarget: sessions, carts, history and events with dual writes).
 type migrationTarget interface {
 	migrate.Sink
 	migrate.Scanner

@@ -47,7 +47,7 @@ func dualMongo(t *testing.T) string {
 	return dualMongoURI
 }
 
-// `migrate --to mongo`: the embedded demo shop moves sessions, history and events to a
+// `migrate --to mongo`: the embedded demo shop moves sessions, carts, history and events to a
 // 3-member replica set with HTTP traffic running (carts, checkouts, events, logins): dual
 // writes on, the backfill SIGKILLed and resumed, verify with 0 differences, cutover (kept by a
 // restart) with what was acknowledged before the move served from MongoDB, and a rollback
@@ -174,7 +174,8 @@ func TestMigrateEmbeddedShopToMongoWithTraffic(t *testing.T) {
 	}
 	shop.outboxDrained()
 
-	out, err = migrateCLI(t, store, "verify", "--family", "all", "--explain")
+	out, err = migrateCLI(t, store, "verify", "--family", "all", "--ranges", "16", "--explain")
+	t.Logf("verify:\n%s", out)
 	if err != nil {
 		t.Fatalf("verify: %v\n%s\nshop errors:\n%s", err, out, grepLines(shop.logs.String(), "level=ERROR"))
 	}
@@ -228,18 +229,26 @@ func TestMigrateEmbeddedShopToMongoWithTraffic(t *testing.T) {
 	c.api = shop.api
 	readsEarly("after a restart")
 	c.do("POST", "/v1/events", fresh.Token, `{"type":"view","product_id":"`+product+`"}`, 201, nil)
+	c.do("PUT", "/v1/cart/items/"+product, fresh.Token, `{"quantity":5}`, 200, nil)
 
 	// Rollback: the embedded store serves again, with what was written while MongoDB served.
 	out, err = migrateCLI(t, store, "cutover", "--rollback", "--family", "all", "--writers-wait", "30s")
 	if err != nil {
 		t.Fatalf("rollback: %v\n%s", err, out)
 	}
-	readsEarly2 := struct{ Items []struct{ Type string } }{}
-	c.do("GET", "/v1/events", fresh.Token, "", 200, &readsEarly2) // the session issued during the cutover
-	if len(readsEarly2.Items) != 2 {
-		t.Errorf("after the rollback the user lists %d events, want 2 (one before the move, one during the cutover)", len(readsEarly2.Items))
+	var evsBack struct{ Items []struct{ Type string } }
+	c.do("GET", "/v1/events", fresh.Token, "", 200, &evsBack) // the session issued during the cutover
+	if len(evsBack.Items) != 2 {
+		t.Errorf("after the rollback the user lists %d events, want 2 (one before the move, one during the cutover)", len(evsBack.Items))
 	}
-	if out, err = migrateCLI(t, store, "verify", "--family", "all"); err != nil {
+	var cartBack struct {
+		Items []struct{ Quantity int64 }
+	}
+	c.do("GET", "/v1/cart", fresh.Token, "", 200, &cartBack)
+	if len(cartBack.Items) != 1 || cartBack.Items[0].Quantity != 5 {
+		t.Errorf("after the rollback the cart shows %+v, want the 1 line of 5 edited during the cutover", cartBack.Items)
+	}
+	if out, err = migrateCLI(t, store, "verify", "--family", "all", "--ranges", "16"); err != nil {
 		t.Fatalf("verify after the rollback: %v\n%s", err, out)
 	}
 	out, err = migrateCLI(t, store, "status")

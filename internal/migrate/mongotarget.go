@@ -1,31 +1,38 @@
 package migrate
 
-// Moving sessions, history and events into MongoDB (a replica set or a mongos), with the
-// migration's own state in the same database.
+// Moving sessions, carts, history and events from the embedded store into MongoDB (a replica
+// set or a mongos), with the migration's own state in the same database. The documents are
+// mongostore's (its encoders), in the collections mongostore.Open creates with the indexes of
+// the sharding spec, so the moved shop reads them with mongostore.
 //
 // Ordering with later writes: MongoDB keeps no per-cell write time, so every write of the
 // migration is a conditional upsert on a version, and a write whose condition fails has lost:
 //
-//   - sessions carry versionField, the row's Modified in µs: a backfilled session is written
-//     at its last change in the old store (Row.Modified), a dual write (MongoMirror) at the
-//     time it read the old store, always later. The upsert's filter is {_id, version < v}: on a
-//     newer document the filter misses, the upsert tries to insert the same _id and gets a
-//     duplicate key, which is the "keep" outcome, so a backfill read before a dual write never
-//     overwrites it, whichever lands last.
+//   - sessions and carts carry versionField, the row's Modified in µs: a backfilled row is
+//     written at its last change in the embedded store (Row.Modified), a dual write
+//     (MongoMirror) at the time it read the embedded store, always later. The upsert's filter
+//     is {_id, version < v}: on a newer document the filter misses, the upsert tries to insert
+//     the same _id and gets a duplicate key, which is the "keep" outcome, so a backfill read
+//     before a dual write never overwrites it, whichever lands last.
+//   - a cart lives at one of two _ids (its owner's slot while active, its own id once ordered
+//     or abandoned: mongostore's layout), so one condition cannot order two copies of it:
+//     after writing a cart, a write deletes an older copy at the other _id, then, if the other
+//     _id holds a newer copy, its own (reconcileCart). Whichever of two copies lands last sees
+//     the other and the newest survives alone.
 //   - history is versioned by its own updated_at, the rule mongostore's UpsertEntry applies
 //     (the shop's dual write of an entry is UpsertEntry itself).
 //   - events never change: an insert on the deterministic _id, a duplicate being the same event.
 //
-// Deletes: a session revoked or purged in the old store while the backfill runs leaves no
-// document for a version to be compared with, so the dual write records a tombstone
-// (tombstonesCollection: family/key and the delete's time) before deleting the document
-// (where its version is older). The backfill writes a range, then deletes every document of
-// it that a tombstone is newer than. Whichever of the two reaches MongoDB first, the session
-// ends up deleted: either the backfill's check sees the tombstone, or the tombstone was
-// written after the check and so after the backfilled document, which the dual write's delete
-// then removes. Every read and write is on the primary at majority, so the check reads every
-// tombstone acknowledged before it. Verify compares both sides and `verify --repair` copies
-// any key again with the dual write's rule.
+// Deletes: a session revoked (or a cart purged) in the embedded store while the backfill runs
+// leaves no document for a version to be compared with, so the dual write records a tombstone
+// (tombstonesCollection: family/key and the delete's time) before deleting the document where
+// its version is older. The backfill writes a range, then deletes every document of it that a
+// tombstone is newer than. Whichever of the two reaches MongoDB first, the key ends up deleted:
+// either the backfill's check sees the tombstone, or the tombstone was written after the check
+// and so after the backfilled document, which the dual write's delete then removes. Reads and
+// writes are on the primary at majority, so the check reads every tombstone acknowledged
+// before it. Verify compares both sides, and `verify --repair` copies any key again with the
+// dual write's rule.
 
 import (
 	"context"
