@@ -16,9 +16,9 @@ package migrate
 //     before a dual write never overwrites it, whichever lands last.
 //   - a cart lives at one of two _ids (its owner's slot while active, its own id once ordered
 //     or abandoned: mongostore's layout), so one condition cannot order two copies of it:
-//     after writing a cart, a write deletes an older copy at the other _id, then, if the other
-//     _id holds a newer copy, its own (reconcileCart). Whichever of two copies lands last sees
-//     the other and the newest survives alone.
+//     after writing carts, a write reads their other _ids: an older copy there is deleted, a
+//     newer one deletes the copy just written (reconcileCarts). Whichever of two copies lands
+//     last sees the other and the newest survives alone.
 //   - history is versioned by its own updated_at, the rule mongostore's UpsertEntry applies
 //     (the shop's dual write of an entry is UpsertEntry itself).
 //   - events never change: an insert on the deterministic _id, a duplicate being the same event.
@@ -145,10 +145,8 @@ func (t *MongoTarget) Write(ctx context.Context, f Family, rows []Row, now time.
 		return skipped, fmt.Errorf("migrate: write %s: %w", f, err)
 	}
 	if f == Carts {
-		for _, r := range written {
-			if err := t.reconcileCart(ctx, r); err != nil {
-				return skipped, err
-			}
+		if err := t.reconcileCarts(ctx, written); err != nil {
+			return skipped, err
 		}
 	}
 	if f == Sessions || f == Carts {
@@ -242,30 +240,46 @@ func cartPlaces(c cart.Cart) (here, other string) {
 	return c.ID, slot
 }
 
-// reconcileCart keeps one copy of cart r, the newest: a cart moves between its owner's slot and
-// its own id as its status changes, and the two writes are not ordered by a condition on one
-// document. After writing r at its place with version v it deletes an older copy at the other
-// place, then, if the other place holds a newer copy, its own. A dual write runs the same steps,
-// so whichever of two copies is written last finds the other one written, as with tombstones.
-func (t *MongoTarget) reconcileCart(ctx context.Context, r Row) error {
-	here, other := cartPlaces(*r.Cart)
+// reconcileCarts keeps one copy of each cart of rows, the newest: a cart moves between its
+// owner's slot and its own id as its status changes, and the two writes are not ordered by a
+// condition on one document. After writing the carts, it reads their other places in one query;
+// an older copy there is deleted, and a newer one there deletes the copy just written. A dual
+// write takes the same steps, so whichever of two copies is written last finds the other one.
+func (t *MongoTarget) reconcileCarts(ctx context.Context, rows []Row) error {
+	want := make(map[string]Row, len(rows)) // by the other place's _id and cart id
+	others := make(bson.A, 0, len(rows))
+	for _, r := range rows {
+		_, other := cartPlaces(*r.Cart)
+		want[other+"\x00"+r.Key] = r
+		others = append(others, other)
+	}
 	coll := t.db.Collection(mongostore.CartsCollection)
-	if _, err := coll.DeleteOne(ctx, olderThan(bson.D{{Key: "_id", Value: other}, {Key: "cart_id", Value: r.Key}}, r.Modified)); err != nil {
-		return fmt.Errorf("migrate: move cart %s: %w", r.Key, err)
-	}
-	var newer struct {
-		V int64 `bson:"migration_version"`
-	}
-	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: other}, {Key: "cart_id", Value: r.Key},
-		{Key: versionField, Value: bson.D{{Key: "$gt", Value: r.Modified.UnixMicro()}}}}).Decode(&newer)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil
-	}
+	cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: others}}}},
+		options.Find().SetProjection(bson.D{{Key: "cart_id", Value: 1}, {Key: versionField, Value: 1}}))
 	if err != nil {
-		return fmt.Errorf("migrate: move cart %s: %w", r.Key, err)
+		return fmt.Errorf("migrate: read the carts' other places: %w", err)
 	}
-	if _, err := coll.DeleteOne(ctx, olderThan(bson.D{{Key: "_id", Value: here}, {Key: "cart_id", Value: r.Key}}, time.UnixMicro(newer.V))); err != nil {
-		return fmt.Errorf("migrate: move cart %s: %w", r.Key, err)
+	var found []struct {
+		ID      string `bson:"_id"`
+		CartID  string `bson:"cart_id"`
+		Version int64  `bson:"migration_version"`
+	}
+	if err := cur.All(ctx, &found); err != nil {
+		return fmt.Errorf("migrate: read the carts' other places: %w", err)
+	}
+	for _, d := range found {
+		r, ok := want[d.ID+"\x00"+d.CartID]
+		if !ok {
+			continue // the slot holds another cart of the owner
+		}
+		here, other := cartPlaces(*r.Cart)
+		del, before := other, r.Modified // an older copy at the other place
+		if d.Version > r.Modified.UnixMicro() {
+			del, before = here, time.UnixMicro(d.Version) // a newer one there: this copy goes
+		}
+		if _, err := coll.DeleteOne(ctx, olderThan(bson.D{{Key: "_id", Value: del}, {Key: "cart_id", Value: r.Key}}, before)); err != nil {
+			return fmt.Errorf("migrate: move cart %s: %w", r.Key, err)
+		}
 	}
 	return nil
 }
@@ -672,7 +686,7 @@ func (m *MongoMirror) cart(ctx context.Context, id string) error {
 // Carts copies carts ids of owner, the cart in the owner's slot in MongoDB and the owner's
 // active cart as the old store holds them now, at the time of that read: a cart gone from the
 // old store is deleted (with a tombstone), the rest are written at the place their status
-// gives them (reconcileCart).
+// gives them (reconcileCarts).
 func (m *MongoMirror) Carts(ctx context.Context, owner cart.Owner, ids ...string) error {
 	defer m.lock("c/" + owner.Key())()
 	prev, err := m.Dst.slotCart(ctx, owner)
