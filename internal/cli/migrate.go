@@ -48,7 +48,9 @@ func newCmdMigrate(stdio IO) *cobra.Command {
   status   where each family stands
 
 The old store's location comes from the usual flags (--data-dir, --mongo-uri), Cassandra's from
---cassandra-hosts and --cassandra-keyspace (schema applied with "shardmart cassandra schema apply").`,
+--cassandra-hosts and --cassandra-keyspace (schema applied with "shardmart cassandra schema apply").
+With --to mongo, sessions, carts, history and events move from the embedded store to MongoDB
+(--mongo-uri, --mongo-db; every shop process runs serve --migrations --migrations-to mongo).`,
 	}
 	pf := cmd.PersistentFlags()
 	fl.stores.Backend.registerStores(pf)
