@@ -33,6 +33,8 @@ type backendFlags struct {
 	mongoMonitorPassword string
 	// migrations: follow the migration state in Cassandra (placement.Options.Migrations).
 	migrations bool
+	// migrationsTo: the store the migrations move into (placement.Options.MigrationTarget).
+	migrationsTo string
 }
 
 func (b *backendFlags) register(cmd *cobra.Command) {
@@ -45,6 +47,7 @@ func (b *backendFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&b.sessionTTL, "session-ttl", session.DefaultTTL, "session lifetime; guest carts expire with their session")
 	f.BoolVar(&b.migrations, "migrations", false, "follow the migration state in the Cassandra keyspace (shardmart migrate): dual-write the families being migrated, serve those cut over from Cassandra. Every shop process must run with it before a migrate run")
 	fromEnv(f, "migrations", "SHARDMART_MIGRATIONS")
+	f.StringVar(&b.migrationsTo, "migrations-to", placement.Cassandra, "with --migrations: the store the migrations move into, cassandra or mongo (migrate --to mongo: the state is in --mongo-uri's --mongo-db)")
 	fromEnv(f, "placement", "SHARDMART_PLACEMENT")
 	fromEnv(f, "mongo-monitor-user", "SHARDMART_MONGO_MONITOR_USER")
 	fromEnv(f, "mongo-monitor-password", "SHARDMART_MONGO_MONITOR_PASSWORD")
@@ -101,6 +104,7 @@ func (b *backendFlags) config(logger *slog.Logger) (shop.Config, error) {
 			MongoMonitorPassword: b.mongoMonitorPassword,
 			EventRetention:       b.eventRetention,
 			Migrations:           b.migrations,
+			MigrationTarget:      b.migrationsTo,
 		},
 		SessionTTL: b.sessionTTL,
 		Logger:     logger,

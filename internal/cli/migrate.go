@@ -48,13 +48,15 @@ func newCmdMigrate(stdio IO) *cobra.Command {
   status   where each family stands
 
 The old store's location comes from the usual flags (--data-dir, --mongo-uri), Cassandra's from
---cassandra-hosts and --cassandra-keyspace (schema applied with "shardmart cassandra schema apply").`,
+--cassandra-hosts and --cassandra-keyspace (schema applied with "shardmart cassandra schema apply").
+With --to mongo, sessions, carts, history and events move from the embedded store to MongoDB
+(--mongo-uri, --mongo-db; every shop process runs serve --migrations --migrations-to mongo).`,
 	}
 	pf := cmd.PersistentFlags()
 	fl.stores.Backend.registerStores(pf)
 	pf.StringVar(&fl.stores.Families, "family", "", "families, comma-separated: sessions, carts, history, events, catalog, or all")
 	pf.StringVar(&fl.stores.From, "from", migrate.FromSQLite, "the old store: sqlite (the embedded store under --data-dir) or mongo (--mongo-uri)")
-	pf.StringVar(&fl.stores.To, "to", placement.Cassandra, "the new store: cassandra, or mongo (--family orders: moved behind a short write freeze)")
+	pf.StringVar(&fl.stores.To, "to", placement.Cassandra, "the new store: cassandra, or mongo (--mongo-uri, --mongo-db): sessions, carts, history and events with dual writes; --family orders (orders, products, users; the catalog moves with them) behind a short write freeze")
 	pf.StringVar(&fl.run, "run", "", "run name for checkpoints (default: the family's current run, else \"1\"); a new name copies everything again")
 	pf.IntVar(&fl.workers, "workers", 8, "ranges copied at once")
 	pf.IntVar(&fl.ranges, "ranges", 256, "key ranges a new run is cut into (from the keys' quantiles)")
@@ -108,13 +110,16 @@ func (o migrateStores) locate() (migrate.Stores, error) {
 
 // open checks the arguments, then opens the old store and Cassandra (migrate.Open), and
 // returns the families to work on (every family with all and no --family).
-func (o migrateStores) open(ctx context.Context, all bool) (*migrate.Env, []migrate.Family, error) {
+func (o migrateStores) open(ctx context.Context, all bool) (*migrateEnv, []migrate.Family, error) {
 	fams, err := o.families(all)
 	if err != nil {
 		return nil, nil, err
 	}
+	if o.toMongo() {
+		return o.openMongo(ctx, fams)
+	}
 	if o.To != placement.Cassandra {
-		return nil, nil, fmt.Errorf("--to %q: only cassandra", o.To)
+		return nil, nil, fmt.Errorf("--to %q: want cassandra or mongo", o.To)
 	}
 	if o.From != migrate.FromSQLite && o.From != migrate.FromMongo {
 		return nil, nil, fmt.Errorf("--from %q: want sqlite or mongo", o.From)
@@ -130,12 +135,12 @@ func (o migrateStores) open(ctx context.Context, all bool) (*migrate.Env, []migr
 	if err != nil {
 		return nil, nil, err
 	}
-	return env, fams, nil
+	return &migrateEnv{Src: env.Src, Dst: env.Dst, Close: env.Close}, fams, nil
 }
 
 // waitWriters waits up to d for the shop processes to apply one of want to f and says who
 // they are.
-func waitWriters(ctx context.Context, stdio IO, dst *migrate.Target, d time.Duration, f migrate.Family, want ...migrate.Phase) error {
+func waitWriters(ctx context.Context, stdio IO, dst migrationTarget, d time.Duration, f migrate.Family, want ...migrate.Phase) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	ws, err := dst.WaitWriters(ctx, f, 500*time.Millisecond, want...)

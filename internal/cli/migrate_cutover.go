@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migrateCutoverOptions are `migrate cutover`'s settings.
@@ -33,7 +31,7 @@ func newCmdMigrateCutover(stdio IO, fl *migrateFlags, runF func(context.Context,
 }
 
 func migrateCutover(ctx context.Context, stdio IO, o migrateCutoverOptions) error {
-	if o.Stores.To == placement.Mongo {
+	if o.Stores.freezeMove() {
 		return migrateMongoCutover(ctx, stdio, o.Stores, o.Rollback)
 	}
 	env, fams, err := o.Stores.open(ctx, false)
@@ -54,9 +52,9 @@ func migrateCutover(ctx context.Context, stdio IO, o migrateCutoverOptions) erro
 			return err
 		}
 		if o.Rollback {
-			fmt.Fprintf(stdio.Out, "%s: rolled back: served from %s again, dual writes to Cassandra continue; run migrate verify before the next cutover\n", f, st.Source)
+			fmt.Fprintf(stdio.Out, "%s: rolled back: served from %s again, dual writes to %s continue; run migrate verify before the next cutover\n", f, st.Source, o.Stores.targetName())
 		} else {
-			fmt.Fprintf(stdio.Out, "%s: cut over: served from Cassandra (placement %s=cassandra, kept across restarts by the migration state)\n", f, f)
+			fmt.Fprintf(stdio.Out, "%s: cut over: served from %s (placement %s=%s, kept across restarts by the migration state)\n", f, o.Stores.targetName(), f, o.Stores.To)
 		}
 	}
 	return nil

@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 	if stopLiveCassandra != nil {
 		stopLiveCassandra()
 	}
+	if stopDualMongo != nil {
+		stopDualMongo()
+	}
 	os.Exit(code)
 }
 

@@ -34,18 +34,39 @@ const (
 	restartAllowance = time.Second
 )
 
+// freezeMove tells whether the verb is about the move of the orders family to MongoDB (behind
+// a write freeze) rather than a dual-write migration: --to mongo with orders or the catalog
+// among the families.
+func (o migrateStores) freezeMove() bool {
+	if !o.toMongo() {
+		return false
+	}
+	for _, f := range strings.Split(o.Families, ",") {
+		if n := family.Name(strings.TrimSpace(f)); n == family.Orders || n == family.Catalog {
+			return true
+		}
+	}
+	return false
+}
+
 // mongoMoveFamilies checks --family for a move to MongoDB: the orders family, with or
 // without the catalog, which moves with it.
 func (o migrateStores) mongoMoveFamilies() error {
 	if o.From != migrate.FromSQLite {
 		return fmt.Errorf("--to mongo moves from the embedded store (--from sqlite), not --from %s", o.From)
 	}
+	orders := false
 	for _, f := range strings.Split(o.Families, ",") {
 		switch family.Name(strings.TrimSpace(f)) {
-		case family.Orders, family.Catalog:
+		case family.Orders:
+			orders = true
+		case family.Catalog:
 		default:
-			return fmt.Errorf("--to mongo --family %q: this command moves the orders family (orders, products with stock, users, idempotency keys, the outbox; the catalog moves with it); sessions, carts, history and events move with dual writes", o.Families)
+			return fmt.Errorf("--to mongo --family %q: the orders family (orders, products with stock, users, idempotency keys, the outbox; the catalog moves with it) moves on its own, behind a write freeze; sessions, carts, history and events move with dual writes (--family sessions,carts,history,events)", o.Families)
 		}
+	}
+	if !orders {
+		return errors.New("--to mongo: on MongoDB the catalog is the products collection, so it moves with the orders family: --family orders")
 	}
 	return nil
 }
@@ -214,8 +235,8 @@ func migrateMongoPlan(ctx context.Context, stdio IO, o migrateStores) error {
 			if err != nil {
 				return err
 			}
-			est := time.Duration(float64(n) / spec.CopyRate * float64(time.Second)).Round(time.Second)
-			fmt.Fprintf(tw, "%s\t%d\tdual-write + backfill\t~%s\tnone (dual writes)\n", spec.Name, n, est)
+			est := time.Duration(float64(n) / spec.MongoCopyRate * float64(time.Second)).Round(time.Second)
+			fmt.Fprintf(tw, "%s\t%d\tdual-write + backfill (migrate run --to mongo --family %s)\t~%s\tnone (dual writes)\n", spec.Name, n, spec.Name, est)
 		}
 	}
 	if err := tw.Flush(); err != nil {

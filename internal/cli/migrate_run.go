@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/migrate"
-	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migrateRunOptions are `migrate run`'s settings.
@@ -44,7 +43,7 @@ func newCmdMigrateRun(stdio IO, fl *migrateFlags, runF func(context.Context, mig
 }
 
 func migrateRun(ctx context.Context, stdio IO, o migrateRunOptions) error {
-	if o.Stores.To == placement.Mongo {
+	if o.Stores.freezeMove() {
 		return migrateMongoRun(ctx, stdio, o.Stores, o.MaxRate)
 	}
 	env, fams, err := o.Stores.open(ctx, false)
@@ -60,7 +59,7 @@ func migrateRun(ctx context.Context, stdio IO, o migrateRunOptions) error {
 	return nil
 }
 
-func migrateRunFamily(ctx context.Context, stdio IO, env *migrate.Env, o migrateRunOptions, f migrate.Family) error {
+func migrateRunFamily(ctx context.Context, stdio IO, env *migrateEnv, o migrateRunOptions, f migrate.Family) error {
 	start, err := env.Dst.BeginCopy(ctx, f, o.Stores.From, o.Run, o.Offline)
 	if err != nil {
 		return err

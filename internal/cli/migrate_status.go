@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/migrate"
-	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migrateStatusOptions are `migrate status`'s settings.
@@ -25,15 +24,10 @@ func newCmdMigrateStatus(stdio IO, fl *migrateFlags, runF func(context.Context, 
 }
 
 func migrateStatus(ctx context.Context, stdio IO, o migrateStatusOptions) error {
-	if o.Stores.To == placement.Mongo {
+	if o.Stores.freezeMove() {
 		return migrateMongoStatus(ctx, stdio, o.Stores)
 	}
-	stores, err := o.Stores.locate()
-	if err != nil {
-		return err
-	}
-	stores.ReadOnly = true
-	dst, closeDst, err := migrate.OpenTarget(ctx, stores)
+	dst, fams, closeDst, err := o.Stores.statusTarget(ctx)
 	if err != nil {
 		return err
 	}
@@ -44,7 +38,7 @@ func migrateStatus(ctx context.Context, stdio IO, o migrateStatusOptions) error 
 	}
 	tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FAMILY\tPHASE\tFROM\tRUN\tRANGES COPIED\tROWS COPIED\tVERIFIED\tWRITERS\tNOTE")
-	for _, f := range migrate.Families {
+	for _, f := range fams {
 		s := states[f]
 		ranges, rows := "-", "-"
 		if s.Run != "" {

@@ -20,7 +20,10 @@ func TestMigrateRefusesBadArguments(t *testing.T) {
 	}{
 		{[]string{"migrate", "run"}, "--family is required"},
 		{[]string{"migrate", "run", "--family", "orders"}, "want one of sessions, carts, history, events, catalog"},
-		{[]string{"migrate", "verify", "--family", "carts", "--to", "postgres"}, "only cassandra"},
+		{[]string{"migrate", "verify", "--family", "carts", "--to", "postgres"}, "want cassandra or mongo"},
+		{[]string{"migrate", "run", "--family", "catalog", "--to", "mongo"}, "moves with the orders family"},
+		{[]string{"migrate", "run", "--family", "carts", "--to", "mongo", "--from", "mongo"}, "moves the embedded store"},
+		{[]string{"migrate", "run", "--family", "carts", "--to", "mongo"}, "--to mongo needs --mongo-uri"},
 		{[]string{"migrate", "cutover", "--family", "carts", "--from", "postgres"}, "want sqlite or mongo"},
 		{[]string{"migrate", "run", "--family", "carts", "--from", "mongo"}, "--from mongo needs --mongo-uri"},
 	} {

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardmart/shardmart/internal/migrate"
-	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // migrateVerifyOptions are `migrate verify`'s settings.
@@ -38,7 +37,7 @@ func newCmdMigrateVerify(stdio IO, fl *migrateFlags, runF func(context.Context, 
 }
 
 func migrateVerify(ctx context.Context, stdio IO, o migrateVerifyOptions) error {
-	if o.Stores.To == placement.Mongo {
+	if o.Stores.freezeMove() {
 		return migrateMongoVerify(ctx, stdio, o.Stores)
 	}
 	env, fams, err := o.Stores.open(ctx, false)
@@ -51,7 +50,7 @@ func migrateVerify(ctx context.Context, stdio IO, o migrateVerifyOptions) error 
 		rep, err := migrate.Verify(ctx, env.Src, env.Dst, f, migrate.Options{Split: o.Ranges})
 		if errors.Is(err, migrate.ErrDifferences) && o.Repair {
 			fmt.Fprintf(stdio.Err, "%s: %d keys differ; copying them again from %s\n", f, len(rep.Diffs), o.Stores.From)
-			if err := migrate.Repair(ctx, env.Src, env.Dst, f, rep.Diffs); err != nil {
+			if err := env.Dst.Repair(ctx, env.Src, f, rep.Diffs); err != nil {
 				return err
 			}
 			rep, err = migrate.Verify(ctx, env.Src, env.Dst, f, migrate.Options{Split: o.Ranges})
@@ -105,7 +104,7 @@ func printReport(w io.Writer, rep migrate.Report) {
 }
 
 // explain prints both sides of the first maxListed differing keys.
-func explain(ctx context.Context, w io.Writer, env *migrate.Env, f migrate.Family, diffs []migrate.Diff) error {
+func explain(ctx context.Context, w io.Writer, env *migrateEnv, f migrate.Family, diffs []migrate.Diff) error {
 	keys := make([]string, 0, min(len(diffs), maxListed))
 	for _, d := range diffs[:min(len(diffs), maxListed)] {
 		keys = append(keys, d.Key)
@@ -116,7 +115,7 @@ func explain(ctx context.Context, w io.Writer, env *migrate.Env, f migrate.Famil
 	}
 	for _, k := range keys {
 		s := sides[k]
-		fmt.Fprintf(w, "  %s\n    old store: %s\n    cassandra: %s\n", k, readable(s.Source), readable(s.Target))
+		fmt.Fprintf(w, "  %s\n    old store: %s\n    new store: %s\n", k, readable(s.Source), readable(s.Target))
 	}
 	return nil
 }

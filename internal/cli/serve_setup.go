@@ -62,9 +62,13 @@ func observe(ctx context.Context, cfg *shop.Config, o serveOptions, logger *slog
 		mirrorErrors := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardmart_migration_mirror_errors_total",
 			Help: "Changes the dual write could not copy to Cassandra (the old store committed them; verify lists the keys)."}, []string{"family"})
 		reg.MustRegister(mirrorErrors)
+		target := "Cassandra"
+		if cfg.Backends.MigrationTarget == placement.Mongo {
+			target = "MongoDB"
+		}
 		cfg.Backends.MigrationError = func(f placement.Family, key string, err error) {
 			mirrorErrors.WithLabelValues(string(f)).Inc()
-			logger.Error("dual write: change not copied to Cassandra; `shardmart migrate verify --repair` copies it", "family", f, "key", key, "err", err)
+			logger.Error("dual write: change not copied to "+target+"; `shardmart migrate verify --repair` copies it", "family", f, "key", key, "err", err)
 		}
 	}
 	return reg, traces, stop, nil

@@ -28,14 +28,14 @@ func (d *dualWriteCarts) mirror(ctx context.Context, p migrate.Phase, owner cart
 	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
 	switch {
 	case p.Mirrors():
-		_ = d.copy(ctx, family.Carts, owner.Key(), func(ctx context.Context) error { return d.m.mirror.Carts(ctx, owner, ids...) })
+		_ = d.copy(ctx, family.Carts, owner.Key(), func(ctx context.Context) error { return d.m.carts.Carts(ctx, owner, ids...) })
 	case p == migrate.Cutover:
 		rs, ok := d.old.(cartRestorer)
 		if !ok {
 			return
 		}
 		_ = d.copy(ctx, family.Carts, owner.Key(), func(ctx context.Context) error {
-			cs, active, err := d.m.target.OwnerCarts(ctx, owner)
+			cs, active, err := d.m.owners.OwnerCarts(ctx, owner)
 			if err != nil {
 				return err
 			}

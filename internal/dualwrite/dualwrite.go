@@ -34,10 +34,37 @@ import (
 
 // Layer is what the wrappers share: the phase each family is in, as this process applies it.
 type Layer struct {
-	phases  map[family.Name]*familyPhase
-	mirror  *migrate.Mirror
-	target  *migrate.Target
+	phases map[family.Name]*familyPhase
+	// mirror copies changed keys into the new store, carts an owner's carts.
+	mirror keyMirror
+	carts  cartMirror
+	// state is where the migration state and the heartbeats live (Cassandra or MongoDB);
+	// owners reads an owner's carts back from the new store (the rollback path).
+	state   stateSource
+	owners  ownerCarts
 	onError func(f family.Name, key string, err error)
+}
+
+// cartMirror copies an owner's carts as the old store holds them now into the new store.
+type cartMirror interface {
+	Carts(ctx context.Context, owner cart.Owner, ids ...string) error
+}
+
+// ownerCarts reads owner's carts from the new store, and the active one's id.
+type ownerCarts interface {
+	OwnerCarts(ctx context.Context, owner cart.Owner) ([]cart.Cart, string, error)
+}
+
+// keyMirror copies keys of a family as the old store holds them now into the new store
+// (migrate.Mirror, migrate.MongoMirror).
+type keyMirror interface {
+	Keys(ctx context.Context, f family.Name, keys ...string) error
+}
+
+// stateSource is where this process reads the phases and reports the ones it applies.
+type stateSource interface {
+	States(ctx context.Context) (map[family.Name]migrate.State, error)
+	Heartbeat(ctx context.Context, f family.Name, writer string, p migrate.Phase) error
 }
 
 // copyTimeout bounds one copy of a change to the other store.
@@ -46,7 +73,7 @@ const copyTimeout = 30 * time.Second
 // with is m copying through mirror (one per old backend).
 func (m *Layer) with(mirror *migrate.Mirror) *Layer {
 	c := *m
-	c.mirror = mirror
+	c.mirror, c.carts = mirror, mirror
 	return &c
 }
 
@@ -115,7 +142,7 @@ func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o plac
 	target := migrate.NewTarget(cst.Session())
 	target.Retention = o.EventRetention
 	target.Levels = cst.Levels()
-	m := &Layer{phases: map[family.Name]*familyPhase{}, target: target, onError: o.MigrationError}
+	m := &Layer{phases: map[family.Name]*familyPhase{}, state: target, owners: target, onError: o.MigrationError}
 	mirrors := map[string]*migrate.Mirror{}
 	mirrorFor := func(backend string) (*migrate.Mirror, error) {
 		if mr, ok := mirrors[backend]; ok {
@@ -127,7 +154,7 @@ func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o plac
 			return nil, fmt.Errorf("dual writes: open the %s store to copy from: %w", backend, err)
 		}
 		s.OnClose(func() error { env.Close(); return nil })
-		mr := &migrate.Mirror{Src: env.Src, Dst: m.target}
+		mr := &migrate.Mirror{Src: env.Src, Dst: target}
 		mirrors[backend] = mr
 		return mr, nil
 	}
@@ -148,16 +175,23 @@ func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o plac
 		}
 		wrappers[f](s, cst, fm, ph)
 	}
-	// Apply the state before serving anything: a family cut over must never be served from
-	// the old store, even for the first request after a restart.
-	states, err := m.target.States(ctx)
+	if err := m.applyFirst(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// applyFirst applies the state before anything is served: a family cut over must never be
+// served from the old store, even for the first request after a restart.
+func (m *Layer) applyFirst(ctx context.Context) error {
+	states, err := m.state.States(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dual writes: %w", err)
+		return fmt.Errorf("dual writes: %w", err)
 	}
 	for f, ph := range m.phases {
 		ph.set(states[f].Phase)
 	}
-	return m, nil
+	return nil
 }
 
 // wrappers put each family's repositories under the layer, one per family that moves to

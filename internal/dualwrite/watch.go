@@ -33,7 +33,7 @@ func (m *Layer) RefreshMigrations(ctx context.Context, writer string) error {
 	if m == nil {
 		return nil
 	}
-	states, err := m.target.States(ctx)
+	states, err := m.state.States(ctx)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (m *Layer) RefreshMigrations(ctx context.Context, writer string) error {
 	for f, ph := range m.phases {
 		st := states[f]
 		ph.set(st.Phase)
-		if err := m.target.Heartbeat(ctx, f, writer, st.Phase); err != nil {
+		if err := m.state.Heartbeat(ctx, f, writer, st.Phase); err != nil {
 			errs = append(errs, err)
 		}
 	}

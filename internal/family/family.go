@@ -47,15 +47,19 @@ type Spec struct {
 	// CopyRate is the rows per second a migration plan assumes for the family: the backfill's
 	// medians into one Cassandra node with 4 workers (docs/evidence/benchmarks.md), rounded down.
 	CopyRate float64
+	// MongoCopyRate is the rows per second a plan of a dual-write migration into MongoDB
+	// assumes: the lowest backfill rate measured into a 3-member replica set with 8 workers
+	// (docs/migration.md); 0: the family does not move to MongoDB with dual writes.
+	MongoCopyRate float64
 }
 
 // Specs lists every family in the order placements print them.
 var Specs = []Spec{
 	{Name: Orders, Backends: []string{SQLite, Mongo}},
-	{Name: Carts, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 2, CopyRate: 7_000},
-	{Name: Sessions, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 1, CopyRate: 10_000},
-	{Name: Events, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 4, CopyRate: 17_000},
-	{Name: History, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 3, CopyRate: 11_000},
+	{Name: Carts, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 2, CopyRate: 7_000, MongoCopyRate: 1_850},
+	{Name: Sessions, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 1, CopyRate: 10_000, MongoCopyRate: 2_300},
+	{Name: Events, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 4, CopyRate: 17_000, MongoCopyRate: 5_400},
+	{Name: History, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 3, CopyRate: 11_000, MongoCopyRate: 1_200},
 	{Name: Catalog, Backends: []string{SQLite, Mongo, Cassandra}, MigrationOrder: 5, CopyRate: 3_000},
 }
 
@@ -76,6 +80,18 @@ func ToCassandra() []Name {
 			if s.MigrationOrder == order {
 				out = append(out, s.Name)
 			}
+		}
+	}
+	return out
+}
+
+// ToMongoDualWrite names the families `shardmart migrate --to mongo` moves with dual writes,
+// in migration order.
+func ToMongoDualWrite() []Name {
+	var out []Name
+	for _, n := range ToCassandra() {
+		if s, _ := Get(n); s.MongoCopyRate > 0 {
+			out = append(out, n)
 		}
 	}
 	return out

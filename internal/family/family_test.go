@@ -52,3 +52,11 @@ func TestParseMigratable(t *testing.T) {
 		}
 	}
 }
+
+func TestToMongoDualWriteLeavesTheTransactionalFamilyOut(t *testing.T) {
+	got := ToMongoDualWrite()
+	want := []Name{Sessions, Carts, History, Events}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ToMongoDualWrite() = %v, want %v (orders and the catalog move behind a freeze)", got, want)
+	}
+}

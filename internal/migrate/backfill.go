@@ -61,11 +61,24 @@ type Stats struct {
 	Elapsed        time.Duration
 }
 
+// Sink is the new store's side of a backfill: Cassandra (Target) or MongoDB (MongoTarget).
+// It keeps the run's ranges and checkpoints itself, so they are as durable as the rows.
+type Sink interface {
+	// Write upserts rows under the store's ordering rule (a row never overwrites a later
+	// change of its key) and returns how many it skipped as expired.
+	Write(ctx context.Context, f Family, rows []Row, now time.Time) (skipped int, err error)
+	// Plan fixes the split points of run's ranges of f at its first start (Target.Plan).
+	Plan(ctx context.Context, run string, f Family, points []string) ([]string, error)
+	// Checkpoints returns run's copied ranges of f by range id.
+	Checkpoints(ctx context.Context, run string, f Family) (map[int]Checkpoint, error)
+	checkpoint(ctx context.Context, run string, f Family, c Checkpoint) error
+}
+
 // Backfill copies family f from src to dst range by range with opts.Workers workers. A range's
 // checkpoint is written only after all its writes were acknowledged, so a run killed at any
 // point resumes with the ranges without a checkpoint, rewriting at most the ranges in flight;
 // their writes are upserts of the same cells with the same timestamps, so nothing is duplicated.
-func Backfill(ctx context.Context, src Reader, dst *Target, f Family, opts Options) (Stats, error) {
+func Backfill(ctx context.Context, src Reader, dst Sink, f Family, opts Options) (Stats, error) {
 	opts.defaults()
 	if _, err := codecOf(f); err != nil {
 		return Stats{}, err
@@ -142,7 +155,7 @@ feed:
 
 // runRanges returns the ranges of opts.Run: cut from the source's key quantiles at its first
 // start and stored with the run, read back when it resumes.
-func runRanges(ctx context.Context, src Reader, dst *Target, f Family, opts Options) ([]Range, error) {
+func runRanges(ctx context.Context, src Reader, dst Sink, f Family, opts Options) ([]Range, error) {
 	rs, err := src.Split(ctx, f, opts.Split)
 	if err != nil {
 		return nil, err
@@ -158,7 +171,7 @@ func runRanges(ctx context.Context, src Reader, dst *Target, f Family, opts Opti
 	return SplitKeys(points), nil
 }
 
-func copyRange(ctx context.Context, src Reader, dst *Target, f Family, r Range, opts Options, lim *rate.Limiter) (rows, skipped int64, err error) {
+func copyRange(ctx context.Context, src Reader, dst Sink, f Family, r Range, opts Options, lim *rate.Limiter) (rows, skipped int64, err error) {
 	rs, err := src.Read(ctx, f, r)
 	if err != nil {
 		return 0, 0, err

@@ -17,6 +17,13 @@
 // a later timestamp, so it wins whatever order the two reach Cassandra in, and replaying a
 // range never overwrites it. Empty optional columns are left unset rather than written null:
 // a null is a tombstone, which would win a timestamp tie against a later equal-timestamp value.
+//
+// MongoDB as the target (MongoTarget, mongotarget.go; sessions, carts, history and events from
+// the embedded store) has no cell timestamps: every write is an upsert conditional on a version
+// (Row.Modified for a backfilled row, the time of its read for a dual write), a duplicate-key
+// answer meaning a newer document is there; a delete made during the backfill is a tombstone
+// the backfill checks after writing each range, so a deleted session or cart is not
+// resurrected. The state, runs and checkpoints live in the same database.
 package migrate
 
 import (

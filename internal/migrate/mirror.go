@@ -43,31 +43,38 @@ type MirrorSource interface {
 // within the same microsecond window could still land out of order, which verify reports
 // and `verify --repair` fixes (docs/migration.md).
 type Mirror struct {
-	Src   MirrorSource
-	Dst   *Target
-	Now   func() time.Time
+	Src MirrorSource
+	Dst *Target
+	Now func() time.Time
+	keyClock
+}
+
+// keyClock serializes a mirror's copies of one key and gives them increasing timestamps.
+type keyClock struct {
 	locks [256]sync.Mutex
 	mu    sync.Mutex
 	last  int64 // the last timestamp given, so this process's timestamps only increase
 }
 
-func (m *Mirror) lock(key string) func() {
+func (k *keyClock) lock(key string) func() {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	l := &m.locks[h.Sum32()%uint32(len(m.locks))]
+	l := &k.locks[h.Sum32()%uint32(len(k.locks))]
 	l.Lock()
 	return l.Unlock
 }
 
-// stamp returns a timestamp after every one this mirror gave before.
-func (m *Mirror) stamp() time.Time {
-	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ts := max(now.UnixMicro(), m.last+1)
-	m.last = ts
+// tick returns a timestamp after every one this clock gave before, now or later.
+func (k *keyClock) tick(now time.Time) time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ts := max(now.UnixMicro(), k.last+1)
+	k.last = ts
 	return time.UnixMicro(ts)
 }
+
+// stamp returns a timestamp after every one this mirror gave before.
+func (m *Mirror) stamp() time.Time { return m.tick(m.now()) }
 
 // Keys copies keys of f as the old store holds them now (each family's replace); a session
 // gone from it (revoked, purged) is deleted.

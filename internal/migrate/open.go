@@ -106,3 +106,25 @@ func openOld(ctx context.Context, o Stores) (MirrorSource, func(), error) {
 	}
 	return nil, nil, fmt.Errorf("migrate: old store %q: want %s or %s", o.From, FromSQLite, FromMongo)
 }
+
+// OpenOld opens the old store o.From read-only (a shop's dual write reads changed keys back).
+func OpenOld(ctx context.Context, o Stores) (MirrorSource, func(), error) { return openOld(ctx, o) }
+
+// OpenToMongo opens the old store read-only and the MongoDB target at o.MongoURI (the shop's
+// database o.MongoDatabase), for the families of MongoFamilies.
+func OpenToMongo(ctx context.Context, o Stores) (MirrorSource, *MongoTarget, func(), error) {
+	if o.MongoURI == "" {
+		return nil, nil, nil, ErrNoMongoURI
+	}
+	src, closeSrc, err := openOld(ctx, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dst, closeDst, err := OpenMongoTarget(ctx, o.MongoURI, o.MongoDatabase)
+	if err != nil {
+		closeSrc()
+		return nil, nil, nil, err
+	}
+	dst.Retention = o.EventRetention
+	return src, dst, func() { closeDst(); closeSrc() }, nil
+}

@@ -67,6 +67,18 @@ func (c CopyStart) Copying() bool { return c.Started || c.Resumed }
 // not following the state would write without copying. A run in progress resumes only under
 // its own name and source.
 func (t *Target) BeginCopy(ctx context.Context, f Family, source, run string, offline bool) (CopyStart, error) {
+	return beginCopy(ctx, t, f, source, run, offline)
+}
+
+// phaseStore is where a migration's state lives: Cassandra (Target) or MongoDB (MongoTarget).
+// SetState is a compare-and-set from one phase.
+type phaseStore interface {
+	State(ctx context.Context, f Family) (State, error)
+	SetState(ctx context.Context, from Phase, s State) error
+	Writers(ctx context.Context, f Family) ([]Writer, error)
+}
+
+func beginCopy(ctx context.Context, t phaseStore, f Family, source, run string, offline bool) (CopyStart, error) {
 	st, err := t.State(ctx, f)
 	if err != nil {
 		return CopyStart{}, err
@@ -103,7 +115,9 @@ func (t *Target) BeginCopy(ctx context.Context, f Family, source, run string, of
 }
 
 // FinishCopy moves st's family from dual_write to copied once its backfill finished.
-func (t *Target) FinishCopy(ctx context.Context, st State) error {
+func (t *Target) FinishCopy(ctx context.Context, st State) error { return finishCopy(ctx, t, st) }
+
+func finishCopy(ctx context.Context, t phaseStore, st State) error {
 	st.Phase, st.ChangedAt = Copied, time.Time{}
 	return t.SetState(ctx, DualWrite, st)
 }
@@ -111,6 +125,10 @@ func (t *Target) FinishCopy(ctx context.Context, st State) error {
 // MarkVerified moves f from copied to verified after a verify compared rows with no
 // difference, and reports whether it did: in any other phase a passing verify changes nothing.
 func (t *Target) MarkVerified(ctx context.Context, f Family, rows int64) (bool, error) {
+	return markVerified(ctx, t, f, rows)
+}
+
+func markVerified(ctx context.Context, t phaseStore, f Family, rows int64) (bool, error) {
 	st, err := t.State(ctx, f)
 	if err != nil {
 		return false, err
@@ -124,16 +142,23 @@ func (t *Target) MarkVerified(ctx context.Context, f Family, rows int64) (bool, 
 
 // Cutover moves f from verified to cutover: shop processes serve it from Cassandra.
 func (t *Target) Cutover(ctx context.Context, f Family) (State, error) {
-	return t.move(ctx, f, Verified, Cutover, "cutover needs a passing verify first (migrate verify)", "")
+	return move(ctx, t, f, Verified, Cutover, cutoverWhy, "")
 }
 
 // Rollback moves f from cutover back to copied: the old store serves it again and dual writes
 // resume, so a verify can pass again before the next cutover.
 func (t *Target) Rollback(ctx context.Context, f Family) (State, error) {
-	return t.move(ctx, f, Cutover, Copied, "only a cut-over family rolls back", "rolled back "+time.Now().UTC().Format(time.RFC3339))
+	return move(ctx, t, f, Cutover, Copied, rollbackWhy, rollbackNote())
 }
 
-func (t *Target) move(ctx context.Context, f Family, from, to Phase, why, note string) (State, error) {
+const (
+	cutoverWhy  = "cutover needs a passing verify first (migrate verify)"
+	rollbackWhy = "only a cut-over family rolls back"
+)
+
+func rollbackNote() string { return "rolled back " + time.Now().UTC().Format(time.RFC3339) }
+
+func move(ctx context.Context, t phaseStore, f Family, from, to Phase, why, note string) (State, error) {
 	st, err := t.State(ctx, f)
 	if err != nil {
 		return st, err

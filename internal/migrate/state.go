@@ -154,6 +154,10 @@ func (t *Target) Writers(ctx context.Context, f Family) ([]Writer, error) {
 // WaitWriters waits until every live writer of f applies one of want and returns them; it
 // gives up when ctx ends, naming those that do not.
 func (t *Target) WaitWriters(ctx context.Context, f Family, poll time.Duration, want ...Phase) ([]Writer, error) {
+	return waitWriters(ctx, t, f, poll, want...)
+}
+
+func waitWriters(ctx context.Context, t phaseStore, f Family, poll time.Duration, want ...Phase) ([]Writer, error) {
 	for {
 		ws, err := t.Writers(ctx, f)
 		if err != nil {

@@ -31,12 +31,18 @@ type Report struct {
 	Diffs                  []Diff     // sorted by key
 }
 
+// Scanner reads every row of a family back from the new store, in the shape Reader.Read
+// returns (Target, MongoTarget).
+type Scanner interface {
+	Scan(ctx context.Context, f Family, fn func(Row) error) error
+}
+
 // Verify compares family f on both sides: counts and checksums per range, then, in each
 // range whose sums differ, the keys that differ. Rows that expire within margin of now
 // are left out on both sides (Cassandra drops them by TTL during the scan). Any difference
 // returns the report with an error wrapping ErrDifferences, for a non-zero exit status.
 // It holds one hash per row in memory (16 bytes a key plus the key).
-func Verify(ctx context.Context, src Reader, dst *Target, f Family, opts Options) (Report, error) {
+func Verify(ctx context.Context, src Reader, dst Scanner, f Family, opts Options) (Report, error) {
 	opts.defaults()
 	const margin = time.Minute
 	rep := Report{Family: f}
@@ -113,7 +119,7 @@ type Sides struct{ Source, Target string }
 
 // Explain reads keys of f again on both sides and returns their canonical rows, for an
 // operator to see what differs (one read per key on the old store, one scan of Cassandra).
-func Explain(ctx context.Context, src Reader, dst *Target, f Family, keys []string) (map[string]Sides, error) {
+func Explain(ctx context.Context, src Reader, dst Scanner, f Family, keys []string) (map[string]Sides, error) {
 	out := make(map[string]Sides, len(keys))
 	for _, k := range keys {
 		rows, err := src.Read(ctx, f, keyOnly(k))
@@ -153,6 +159,11 @@ func Repair(ctx context.Context, src MirrorSource, dst *Target, f Family, diffs 
 		}
 	}
 	return nil
+}
+
+// Repair is Repair into t.
+func (t *Target) Repair(ctx context.Context, src MirrorSource, f Family, diffs []Diff) error {
+	return Repair(ctx, src, t, f, diffs)
 }
 
 func (m *Mirror) repairCart(ctx context.Context, id string) error {

@@ -295,6 +295,9 @@ type Options struct {
 	// Wrap): families in an old store follow their phase in Cassandra's migration_state
 	// (dual writes, then cutover).
 	Migrations bool
+	// MigrationTarget is the store the migrations move into: Cassandra ("" or cassandra) or
+	// MongoDB (mongo: MongoURI's MongoDatabase holds the state, `migrate --to mongo`).
+	MigrationTarget string
 	// Wrap, when set, wraps the opened repositories before they are decorated, so the
 	// decorators observe each call once, under the family's placement.
 	Wrap func(ctx context.Context, s *Stores, cfg Config) error

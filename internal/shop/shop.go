@@ -86,7 +86,15 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 	var migrations *dualwrite.Layer
 	if c.Backends.Migrations {
 		c.Backends.Wrap = func(ctx context.Context, s *placement.Stores, cfg placement.Config) (err error) {
-			migrations, err = dualwrite.Wrap(ctx, s, cfg, c.Backends)
+			wrap := dualwrite.Wrap
+			switch c.Backends.MigrationTarget {
+			case "", placement.Cassandra:
+			case placement.Mongo:
+				wrap = dualwrite.WrapMongo
+			default:
+				return fmt.Errorf("migrations into %q: want cassandra or mongo", c.Backends.MigrationTarget)
+			}
+			migrations, err = wrap(ctx, s, cfg, c.Backends)
 			return err
 		}
 	}

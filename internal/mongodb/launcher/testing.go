@@ -64,6 +64,9 @@ const (
 	// MoveClusterTestPort: the moved collections sharded on a router-less cluster (config
 	// server 28420, shards from 28430).
 	MoveClusterTestPort = 28420
+	// MigrateDualTestPort: internal/cli's `migrate --to mongo` of a live embedded shop, a
+	// 3-member set (28450-28452).
+	MigrateDualTestPort = 28450
 )
 
 // FastFailoverParameters are the server parameters that shorten a failover after a primary

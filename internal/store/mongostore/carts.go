@@ -397,23 +397,8 @@ func (r *carts) RestoreCarts(ctx context.Context, owner cart.Owner, cs []cart.Ca
 	coll := r.store().coll(collCarts)
 	slot := activeCartID(owner)
 	for _, c := range cs {
-		d := cartDoc{ID: c.ID, CartID: c.ID, Status: string(c.Status), OrderID: c.OrderID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-			CheckoutOrder: c.CheckoutOrder}
-		if owner.IsGuest() {
-			d.SessionID = &owner.SessionID
-		} else {
-			d.UserID = &owner.UserID
-		}
-		if !c.ExpiresAt.IsZero() {
-			d.ExpiresAt = &c.ExpiresAt
-		}
-		if !c.CheckoutUntil.IsZero() {
-			d.CheckoutUntil = &c.CheckoutUntil
-		}
-		d.Items = make([]cartItemDoc, len(c.Items))
-		for i, it := range c.Items {
-			d.Items[i] = cartItemDoc{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
-		}
+		c.Owner = owner
+		d := toCartDoc(c)
 		if c.ID == active {
 			d.ID = slot
 		} else if c.Status == cart.Active {
