@@ -2,6 +2,7 @@ package serverproc
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 func ReadState(path, what string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return fmt.Errorf("open %s: %w", what, err)
