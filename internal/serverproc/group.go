@@ -167,6 +167,9 @@ func (g *Group) Stop(ctx context.Context, i int, sig syscall.Signal, grace time.
 	if !ok {
 		return nil
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	if stopping != "" {
 		log.Info(stopping, "pid", pid, "signal", sig.String())
 	}
