@@ -36,8 +36,8 @@ var otherProgramsEnv = []string{"HOME"}
 var (
 	repairCommand      = []string{"cassandra", "repair"}
 	repairFlagsBefore  = []string{"cassandra-dir", "keyspace", "tables", "skip", "incremental", "schedule"}
-	repairAssumedFlags = []string{"targets"}
-	repairAssumedEnv   = []string{"SHARDMART_CASSANDRA_JMX_USER", "SHARDMART_CASSANDRA_JMX_PASSWORD_FILE"}
+	repairAssumedFlags []string
+	repairAssumedEnv   []string
 )
 
 func rootCmd() *cobra.Command {

@@ -82,9 +82,9 @@ func forbidden(from, imp string) string {
 }
 
 // isAdapter is a package that persists the domain: a store backend, the placement that
-// chooses them, or the migration engine that copies between them.
+// chooses them, the migration engine that copies between them, or the dual-write layer.
 func isAdapter(p string) bool {
-	return strings.HasPrefix(p, "internal/store/") || p == "internal/placement" || p == "internal/migrate"
+	return strings.HasPrefix(p, "internal/store/") || p == "internal/placement" || p == "internal/migrate" || p == "internal/dualwrite"
 }
 
 func isDriver(imp string) bool {

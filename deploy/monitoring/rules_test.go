@@ -21,10 +21,12 @@ import (
 
 const contractDoc = "../../docs/monitor.md"
 
-// ruleFiles are the rule files prometheus/prometheus.yml loads, one a line.
+// ruleFiles are every rule file Prometheus loads (prometheus/prometheus.yml lists each): the
+// monitor's alerts, replication's and the repairer's.
 var ruleFiles = []string{
 	"rules/shardmart.rules.yml",
 	"rules/shardmart-replication.rules.yml",
+	"rules/shardmart-repair.rules.yml",
 }
 
 // tool returns the path of a Debian-packaged binary, failing (not skipping) when it is missing:
@@ -81,7 +83,7 @@ func TestPromtoolTestRules(t *testing.T) {
 func TestPromtoolCheckConfig(t *testing.T) {
 	out := run(t, "promtool", "prometheus", "check", "config", "prometheus/prometheus.yml")
 	if want := fmt.Sprintf("%d rule files found", len(ruleFiles)); !strings.Contains(out, want) {
-		t.Fatalf("prometheus.yml does not load the %d rule files (%s):\n%s", len(ruleFiles), want, out)
+		t.Fatalf("prometheus.yml does not load the %d rule files %v:\n%s", len(ruleFiles), ruleFiles, out)
 	}
 }
 
@@ -100,6 +102,7 @@ type rule struct {
 	Annotations map[string]string `yaml:"annotations"`
 }
 
+// loadRules reads the rules of every rule file.
 func loadRules(t *testing.T) []rule {
 	t.Helper()
 	var rs []rule

@@ -187,112 +187,140 @@ func (r *Result) tickTime(t int) string {
 // collection, then a terminal chart of data and write shares over time.
 func WriteTable(out io.Writer, w *Workload, results []*Result) {
 	for _, group := range groupByCollection(results) {
-		r0 := group[0]
-		fmt.Fprintf(out, "\n== %s / %s: %d shards, chunk size %s, %d ops per candidate over %d days (%d ticks of %s), seed %d\n",
-			w.Name, r0.Collection, r0.Shards, Bytes(r0.ChunkSize), r0.Ops, w.Days, r0.Ticks, r0.TickLength, w.Seed)
-		if w.Description != "" {
-			fmt.Fprintf(out, "%s\n", wrap(w.Description, 100))
-		}
-		fmt.Fprintln(out)
-		rows := [][]string{{"shard key"}}
-		add := func(name string, f func(*Result) string) {
-			row := []string{name}
-			for _, r := range group {
-				row = append(row, f(r))
-			}
-			rows = append(rows, row)
-		}
-		for _, r := range group {
-			rows[0] = append(rows[0], r.label())
-		}
-		perDay := r0.Ticks / w.Days
-		for d := 1; d < w.Days && perDay > 0; d++ {
-			t := d*perDay - 1
-			add(fmt.Sprintf("data share per shard after day %d, %%", d), func(r *Result) string { return pcts(shares(r.Data[t])) })
-			add(fmt.Sprintf("write share per shard on day %d, %%", d), func(r *Result) string { return pcts(r.writeShareBetween(t+1-perDay, t+1)) })
-		}
-		add("data share per shard at end, %", func(r *Result) string { return pcts(r.FinalDataShare()) })
-		add("worst shard vs fair share", func(r *Result) string { return "±" + pct(r.WorstDeviation()) })
-		add("write share per shard, %", func(r *Result) string { return pcts(r.WriteShare()) })
-		add("hottest shard's write share", func(r *Result) string { return pct(r.HottestWriteShare()) })
-		add("inserts into the max chunk", func(r *Result) string { return pct(r.TopChunkShare()) })
-		add("inserts on one shard before 1st move", func(r *Result) string { return pct(r.OneShardBeforeMove()) })
-		add("first chunk move", func(r *Result) string {
-			if r.FirstMoveTick < 0 {
-				return "never"
-			}
-			return r.tickTime(r.FirstMoveTick)
-		})
-		add("chunk moves (data moved)", func(r *Result) string {
-			return fmt.Sprintf("%d (%s)", r.ChunkMoves, Bytes(r.MovedBytes))
-		})
-		add("busiest chunk-move routes", func(r *Result) string { return routes(r.Moves, 3) })
-		add("chunks (per shard)", func(r *Result) string {
-			parts := make([]string, len(r.ChunksPerShard))
-			for i, c := range r.ChunksPerShard {
-				parts[i] = fmt.Sprint(c)
-			}
-			return fmt.Sprintf("%d (%s)", r.Chunks, strings.Join(parts, "/"))
-		})
-		add("jumbo chunks", func(r *Result) string {
-			if len(r.Jumbo) == 0 {
-				return "none"
-			}
-			j := r.Jumbo[0]
-			s := fmt.Sprintf("%d: %s %s on shard %d", len(r.Jumbo), j.Key, Bytes(j.Bytes), j.Shard)
-			if len(r.Jumbo) > 1 {
-				s += ", …"
-			}
-			return s
-		})
-		add("zone violations at end", func(r *Result) string { return fmt.Sprint(r.ZoneViolationsAtEnd) })
-		add("distinct key values (sampled docs)", func(r *Result) string {
-			return fmt.Sprintf("%d (%d)", r.Characteristics.Distinct, r.Characteristics.SampledDocs)
-		})
-		add("most common key value", func(r *Result) string {
-			kc := r.Characteristics
-			if len(kc.MostCommon) == 0 {
-				return "-"
-			}
-			m := kc.MostCommon[0]
-			if m.Docs == 1 {
-				return "every sampled value unique"
-			}
-			return fmt.Sprintf("%s %s", m.Value, pct(float64(m.Docs)/float64(kc.SampledDocs)))
-		})
-		add("monotonicity (r, type)", func(r *Result) string {
-			t := "not monotonic"
-			if r.Characteristics.Monotonic {
-				t = "monotonic"
-			}
-			return fmt.Sprintf("%.2f %s", r.Characteristics.Monotonicity, t)
-		})
-		for i, op := range r0.OpStats {
-			add("op "+op.Name+": 1/multi/all", func(r *Result) string {
-				o := r.OpStats[i]
-				if o.Count == 0 {
-					return "-"
-				}
-				n := float64(o.Count)
-				return fmt.Sprintf("%.0f/%.0f/%.0f %% ~%.1f shards", 100*float64(o.SingleShard)/n,
-					100*float64(o.MultiShard)/n, 100*float64(o.ScatterGather)/n, float64(o.ShardsHit)/n)
-			})
-		}
-		writeRows(out, rows)
-		fmt.Fprintln(out, "\nfindings:")
-		for _, r := range group {
-			fmt.Fprintf(out, "  %s: %s\n", r.label(), strings.Join(r.Findings(), "; "))
-		}
-		for _, r := range group {
-			if r.SampleRepeats {
-				fmt.Fprintf(out, "note: %s: more inserts than sample documents; the sample was replayed\n", r.label())
-			}
-		}
-		fmt.Fprintln(out)
-		for _, r := range group {
-			WriteTerminalChart(out, r, 60)
+		writeGroup(out, w, group)
+	}
+}
+
+// writeGroup writes the candidates for one collection side by side: a header, the table,
+// findings and notes, then each candidate's chart.
+func writeGroup(out io.Writer, w *Workload, group []*Result) {
+	r0 := group[0]
+	fmt.Fprintf(out, "\n== %s / %s: %d shards, chunk size %s, %d ops per candidate over %d days (%d ticks of %s), seed %d\n",
+		w.Name, r0.Collection, r0.Shards, Bytes(r0.ChunkSize), r0.Ops, w.Days, r0.Ticks, r0.TickLength, w.Seed)
+	if w.Description != "" {
+		fmt.Fprintf(out, "%s\n", wrap(w.Description, 100))
+	}
+	fmt.Fprintln(out)
+	writeRows(out, tableRows(w, group))
+	fmt.Fprintln(out, "\nfindings:")
+	for _, r := range group {
+		fmt.Fprintf(out, "  %s: %s\n", r.label(), strings.Join(r.Findings(), "; "))
+	}
+	for _, r := range group {
+		if r.SampleRepeats {
+			fmt.Fprintf(out, "note: %s: more inserts than sample documents; the sample was replayed\n", r.label())
 		}
 	}
+	fmt.Fprintln(out)
+	for _, r := range group {
+		WriteTerminalChart(out, r, 60)
+	}
+}
+
+// tableRows is the comparison table of one collection's candidates: a row per measure, a
+// column per candidate.
+func tableRows(w *Workload, group []*Result) [][]string {
+	r0 := group[0]
+	rows := [][]string{{"shard key"}}
+	add := func(name string, f func(*Result) string) {
+		row := []string{name}
+		for _, r := range group {
+			row = append(row, f(r))
+		}
+		rows = append(rows, row)
+	}
+	for _, r := range group {
+		rows[0] = append(rows[0], r.label())
+	}
+	perDay := r0.Ticks / w.Days
+	for d := 1; d < w.Days && perDay > 0; d++ {
+		t := d*perDay - 1
+		add(fmt.Sprintf("data share per shard after day %d, %%", d), func(r *Result) string { return pcts(shares(r.Data[t])) })
+		add(fmt.Sprintf("write share per shard on day %d, %%", d), func(r *Result) string { return pcts(r.writeShareBetween(t+1-perDay, t+1)) })
+	}
+	add("data share per shard at end, %", func(r *Result) string { return pcts(r.FinalDataShare()) })
+	add("worst shard vs fair share", func(r *Result) string { return "±" + pct(r.WorstDeviation()) })
+	add("write share per shard, %", func(r *Result) string { return pcts(r.WriteShare()) })
+	add("hottest shard's write share", func(r *Result) string { return pct(r.HottestWriteShare()) })
+	add("inserts into the max chunk", func(r *Result) string { return pct(r.TopChunkShare()) })
+	add("inserts on one shard before 1st move", func(r *Result) string { return pct(r.OneShardBeforeMove()) })
+	add("first chunk move", (*Result).firstMoveCell)
+	add("chunk moves (data moved)", func(r *Result) string {
+		return fmt.Sprintf("%d (%s)", r.ChunkMoves, Bytes(r.MovedBytes))
+	})
+	add("busiest chunk-move routes", func(r *Result) string { return routes(r.Moves, 3) })
+	add("chunks (per shard)", (*Result).chunksCell)
+	add("jumbo chunks", (*Result).jumboCell)
+	add("zone violations at end", func(r *Result) string { return fmt.Sprint(r.ZoneViolationsAtEnd) })
+	add("distinct key values (sampled docs)", func(r *Result) string {
+		return fmt.Sprintf("%d (%d)", r.Characteristics.Distinct, r.Characteristics.SampledDocs)
+	})
+	add("most common key value", (*Result).mostCommonCell)
+	add("monotonicity (r, type)", (*Result).monotonicityCell)
+	for i, op := range r0.OpStats {
+		add("op "+op.Name+": 1/multi/all", func(r *Result) string { return opCell(r.OpStats[i]) })
+	}
+	return rows
+}
+
+// The cells of tableRows that take more than a line.
+
+func (r *Result) firstMoveCell() string {
+	if r.FirstMoveTick < 0 {
+		return "never"
+	}
+	return r.tickTime(r.FirstMoveTick)
+}
+
+func (r *Result) chunksCell() string {
+	parts := make([]string, len(r.ChunksPerShard))
+	for i, c := range r.ChunksPerShard {
+		parts[i] = fmt.Sprint(c)
+	}
+	return fmt.Sprintf("%d (%s)", r.Chunks, strings.Join(parts, "/"))
+}
+
+func (r *Result) jumboCell() string {
+	if len(r.Jumbo) == 0 {
+		return "none"
+	}
+	j := r.Jumbo[0]
+	s := fmt.Sprintf("%d: %s %s on shard %d", len(r.Jumbo), j.Key, Bytes(j.Bytes), j.Shard)
+	if len(r.Jumbo) > 1 {
+		s += ", …"
+	}
+	return s
+}
+
+func (r *Result) mostCommonCell() string {
+	kc := r.Characteristics
+	if len(kc.MostCommon) == 0 {
+		return "-"
+	}
+	m := kc.MostCommon[0]
+	if m.Docs == 1 {
+		return "every sampled value unique"
+	}
+	return fmt.Sprintf("%s %s", m.Value, pct(float64(m.Docs)/float64(kc.SampledDocs)))
+}
+
+func (r *Result) monotonicityCell() string {
+	t := "not monotonic"
+	if r.Characteristics.Monotonic {
+		t = "monotonic"
+	}
+	return fmt.Sprintf("%.2f %s", r.Characteristics.Monotonicity, t)
+}
+
+// opCell is how an operation was routed: the shares of single-shard, multi-shard and
+// scatter-gather executions, and the mean number of shards hit.
+func opCell(o OpStat) string {
+	if o.Count == 0 {
+		return "-"
+	}
+	n := float64(o.Count)
+	return fmt.Sprintf("%.0f/%.0f/%.0f %% ~%.1f shards", 100*float64(o.SingleShard)/n,
+		100*float64(o.MultiShard)/n, 100*float64(o.ScatterGather)/n, float64(o.ShardsHit)/n)
 }
 
 func groupByCollection(results []*Result) [][]*Result {

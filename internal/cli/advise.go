@@ -86,14 +86,7 @@ See docs/advise.md for the workload format and how to read the output.`,
 
 func runAdvise(ctx context.Context, stdio IO, o adviseOptions) error {
 	if o.List {
-		scs, err := advise.Scenarios()
-		if err != nil {
-			return err
-		}
-		for _, s := range scs {
-			fmt.Fprintf(stdio.Out, "%-14s %s\n", s.Name, firstSentence(s.Description))
-		}
-		return nil
+		return listScenarios(stdio)
 	}
 	if o.From != "" {
 		return runAdviseFrom(ctx, stdio, o)
@@ -104,66 +97,17 @@ func runAdvise(ctx context.Context, stdio IO, o adviseOptions) error {
 	if (o.Scenario == "") == (o.File == "") {
 		return errors.New("give exactly one of --scenario <name|all>, -f <workload.yaml> or --from <uri> --collection <db.coll> (--list shows the scenarios)")
 	}
-	var workloads []*advise.Workload
-	switch {
-	case o.File != "":
-		w, err := advise.LoadWorkload(o.File)
-		if err != nil {
-			return err
-		}
-		workloads = append(workloads, w)
-	case o.Scenario == "all":
-		scs, err := advise.Scenarios()
-		if err != nil {
-			return err
-		}
-		for _, s := range scs {
-			w, err := advise.LoadScenario(s.Name)
-			if err != nil {
-				return err
-			}
-			workloads = append(workloads, w)
-		}
-	default:
-		w, err := advise.LoadScenario(o.Scenario)
-		if err != nil {
-			return err
-		}
-		workloads = append(workloads, w)
-	}
-	for _, w := range workloads {
-		if o.ShardsSet {
-			if err := w.SetShards(o.Shards); err != nil {
-				return err
-			}
-		}
-		if o.SeedSet {
-			w.Seed = o.Seed
-		}
-		if o.OpsSet {
-			if o.Ops < 1 {
-				return fmt.Errorf("--ops %d: want at least 1", o.Ops)
-			}
-			w.Ops = o.Ops
-		}
+	workloads, err := adviseWorkloads(o)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	var all []*advise.Result
 	for _, w := range workloads {
-		var results []*advise.Result
-		for _, c := range w.Collections {
-			for _, cand := range c.Candidates {
-				start := time.Now()
-				r, err := advise.SimulateCandidate(ctx, w, c, cand)
-				if err != nil {
-					return fmt.Errorf("%s %s: %w", c.Name, cand, err)
-				}
-				el := time.Since(start)
-				fmt.Fprintf(stdio.Err, "simulated %s/%s %s: %d ops in %s (%.1fM ops/s)\n",
-					w.Name, c.Name, cand, r.Ops, el.Round(time.Millisecond), float64(r.Ops)/el.Seconds()/1e6)
-				results = append(results, r)
-			}
+		results, err := simulateWorkload(ctx, stdio, w)
+		if err != nil {
+			return err
 		}
 		advise.WriteTable(stdio.Out, w, results)
 		if o.Moves > 0 {
@@ -174,14 +118,9 @@ func runAdvise(ctx context.Context, stdio IO, o adviseOptions) error {
 		all = append(all, results...)
 	}
 	if o.JSONPath != "" {
-		b, err := json.MarshalIndent(all, "", "  ")
-		if err != nil {
-			return fmt.Errorf("json: %w", err)
+		if err := writeAdviseJSON(stdio, o.JSONPath, all); err != nil {
+			return err
 		}
-		if err := os.WriteFile(o.JSONPath, b, 0o644); err != nil {
-			return fmt.Errorf("json: %w", err)
-		}
-		fmt.Fprintf(stdio.Err, "wrote %s\n", o.JSONPath)
 	}
 	if o.SVGPath != "" {
 		title := "shardmart advise: " + workloads[0].Name
@@ -190,6 +129,100 @@ func runAdvise(ctx context.Context, stdio IO, o adviseOptions) error {
 		}
 		return writeSVG(stdio, o.SVGPath, title, all)
 	}
+	return nil
+}
+
+// listScenarios prints each built-in scenario with the first sentence of its description.
+func listScenarios(stdio IO) error {
+	scs, err := advise.Scenarios()
+	if err != nil {
+		return err
+	}
+	for _, s := range scs {
+		fmt.Fprintf(stdio.Out, "%-14s %s\n", s.Name, firstSentence(s.Description))
+	}
+	return nil
+}
+
+// adviseWorkloads loads the workloads o names (a file, one scenario or all of them) with o's
+// shard, seed and ops overrides applied.
+func adviseWorkloads(o adviseOptions) ([]*advise.Workload, error) {
+	var workloads []*advise.Workload
+	switch {
+	case o.File != "":
+		w, err := advise.LoadWorkload(o.File)
+		if err != nil {
+			return nil, err
+		}
+		workloads = append(workloads, w)
+	case o.Scenario == "all":
+		scs, err := advise.Scenarios()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range scs {
+			w, err := advise.LoadScenario(s.Name)
+			if err != nil {
+				return nil, err
+			}
+			workloads = append(workloads, w)
+		}
+	default:
+		w, err := advise.LoadScenario(o.Scenario)
+		if err != nil {
+			return nil, err
+		}
+		workloads = append(workloads, w)
+	}
+	for _, w := range workloads {
+		if o.ShardsSet {
+			if err := w.SetShards(o.Shards); err != nil {
+				return nil, err
+			}
+		}
+		if o.SeedSet {
+			w.Seed = o.Seed
+		}
+		if o.OpsSet {
+			if o.Ops < 1 {
+				return nil, fmt.Errorf("--ops %d: want at least 1", o.Ops)
+			}
+			w.Ops = o.Ops
+		}
+	}
+	return workloads, nil
+}
+
+// simulateWorkload simulates every candidate key of every collection of w, telling stdio.Err
+// how fast each went.
+func simulateWorkload(ctx context.Context, stdio IO, w *advise.Workload) ([]*advise.Result, error) {
+	var results []*advise.Result
+	for _, c := range w.Collections {
+		for _, cand := range c.Candidates {
+			start := time.Now()
+			r, err := advise.SimulateCandidate(ctx, w, c, cand)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", c.Name, cand, err)
+			}
+			el := time.Since(start)
+			fmt.Fprintf(stdio.Err, "simulated %s/%s %s: %d ops in %s (%.1fM ops/s)\n",
+				w.Name, c.Name, cand, r.Ops, el.Round(time.Millisecond), float64(r.Ops)/el.Seconds()/1e6)
+			results = append(results, r)
+		}
+	}
+	return results, nil
+}
+
+// writeAdviseJSON writes results to path as indented JSON.
+func writeAdviseJSON(stdio IO, path string, results []*advise.Result) error {
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return fmt.Errorf("json: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("json: %w", err)
+	}
+	fmt.Fprintf(stdio.Err, "wrote %s\n", path)
 	return nil
 }
 

@@ -9,7 +9,7 @@ func newCmdBackup(stdio IO) *cobra.Command {
 		Use:   "backup",
 		Short: "Take a consistent backup of a store into an empty directory, sealed with a checksum manifest",
 	}
-	cmd.AddCommand(newCmdBackupSQLite(stdio, nil), newCmdBackupMongo(stdio, nil))
+	cmd.AddCommand(newCmdBackupSQLite(stdio, nil), newCmdBackupMongo(stdio, nil), newCmdBackupCassandra(stdio, nil))
 	return cmd
 }
 
@@ -20,6 +20,6 @@ func newCmdRestore(stdio IO) *cobra.Command {
 		Use:   "restore",
 		Short: "Restore a sealed backup into an empty store and verify it against the manifest",
 	}
-	cmd.AddCommand(newCmdRestoreSQLite(stdio, nil), newCmdRestoreMongo(stdio, nil))
+	cmd.AddCommand(newCmdRestoreSQLite(stdio, nil), newCmdRestoreMongo(stdio, nil), newCmdRestoreCassandra(stdio, nil))
 	return cmd
 }

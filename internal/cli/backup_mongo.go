@@ -37,21 +37,20 @@ func (o *mongoBackupOptions) register(cmd *cobra.Command, dbUsage string) {
 func newCmdBackupMongo(stdio IO, runF func(context.Context, mongoBackupOptions) error) *cobra.Command {
 	var o mongoBackupOptions
 	cmd := &cobra.Command{
-		Use:   "mongo <dir>",
+		Use:   "mongo",
 		Short: "Dump a MongoDB database at one cluster time (snapshot reads) in mongodump's layout, sealed with a manifest",
 		Long: `Reads every collection of --mongo-db at one cluster time (readConcern "snapshot"
-with atClusterTime) and writes mongodump's layout into <dir>, which must be empty or absent:
-<dir>/<db>/<coll>.bson and <coll>.metadata.json, then manifest.json (written last) with
+with atClusterTime) and writes mongodump's layout into --out, which must be empty or absent:
+<out>/<db>/<coll>.bson and <coll>.metadata.json, then manifest.json (written last) with
 consistent_at, the exact cluster time and each collection's count.
 
 The whole backup must finish within the members' minSnapshotHistoryWindowInSeconds (300 s by
 default), or the read fails with SnapshotTooOld; see docs/operations.md "MongoDB".`,
-		Example: `  shardmart backup mongo --mongo-uri 'mongodb://db1,db2,db3/?replicaSet=rs0' /backups/shop-2026-11-28
+		Example: `  shardmart backup mongo --mongo-uri 'mongodb://db1,db2,db3/?replicaSet=rs0' --out /backups/shop-2026-11-28
   # one shard of a sharded cluster, at the cluster time chosen for all shards:
-  shardmart backup mongo --mongo-uri 'mongodb://sh1a/?replicaSet=sh1' --at-cluster-time 1764331200,7 /backups/sh1`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Dir = args[0]
+  shardmart backup mongo --mongo-uri 'mongodb://sh1a/?replicaSet=sh1' --at-cluster-time 1764331200,7 --out /backups/sh1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -59,6 +58,8 @@ default), or the read fails with SnapshotTooOld; see docs/operations.md "MongoDB
 		},
 	}
 	o.register(cmd, "database to back up")
+	cmd.Flags().StringVar(&o.Dir, "out", "", "directory to write the backup into: created if missing, refused unless empty (required)")
+	_ = cmd.MarkFlagRequired("out")
 	cmd.Flags().StringVar(&o.AtClusterTime, "at-cluster-time", "", `read at this cluster time, "seconds,increment" (default: the primary's last applied operation time, now)`)
 	return cmd
 }
@@ -66,16 +67,15 @@ default), or the read fails with SnapshotTooOld; see docs/operations.md "MongoDB
 func newCmdRestoreMongo(stdio IO, runF func(context.Context, mongoBackupOptions) error) *cobra.Command {
 	var o mongoBackupOptions
 	cmd := &cobra.Command{
-		Use:   "mongo <dir>",
+		Use:   "mongo",
 		Short: "Restore a MongoDB backup into an empty database and check every collection's count",
-		Long: `Verifies <dir> against its manifest (every file's size and SHA-256), refuses a database
+		Long: `Verifies --from against its manifest (every file's size and SHA-256), refuses a database
 that has any collection, recreates each collection with its options, inserts its documents in
 ordered batches, builds its indexes, then counts each collection against the manifest. Any
 difference exits non-zero.`,
-		Example: `  shardmart restore mongo --mongo-uri 'mongodb://new1,new2,new3/?replicaSet=rs1' --mongo-db shardmart /backups/shop-2026-11-28`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Dir = args[0]
+		Example: `  shardmart restore mongo --mongo-uri 'mongodb://new1,new2,new3/?replicaSet=rs1' --mongo-db shardmart --from /backups/shop-2026-11-28`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -83,6 +83,8 @@ difference exits non-zero.`,
 		},
 	}
 	o.register(cmd, "database to restore into; it must have no collection")
+	cmd.Flags().StringVar(&o.Dir, "from", "", "backup directory written by `shardmart backup mongo` (required)")
+	_ = cmd.MarkFlagRequired("from")
 	return cmd
 }
 

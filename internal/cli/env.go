@@ -34,6 +34,9 @@ var deploymentEnv = []string{
 	"SHARDMART_CASSANDRA_TLS_CA",
 	"SHARDMART_CASSANDRA_TLS_CERT",
 	"SHARDMART_CASSANDRA_TLS_KEY",
+	"SHARDMART_CASSANDRA_JMX_TARGETS",
+	"SHARDMART_CASSANDRA_JMX_USER",
+	jmxPasswordEnv,
 	"SHARDMART_MIGRATIONS",
 }
 
@@ -51,7 +54,7 @@ func FlagEnv(f *pflag.Flag) string {
 
 // flaglessEnv are the variables of deploymentEnv read directly, with no flag: secrets that must
 // not appear on a command line.
-var flaglessEnv = []string{passwordEnv}
+var flaglessEnv = []string{passwordEnv, jmxPasswordEnv}
 
 // envAnnotation is the flag annotation naming the variable that may set the flag.
 const envAnnotation = "shardmart/env"

@@ -87,26 +87,53 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 	seeding := *orders
 	seeding.SyncWait = time.Minute
 	orders = &seeding
-	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eed))
-	progress := func(format string, a ...any) {
-		if opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, format+"\n", a...)
-		}
-	}
 	res := Result{Categories: map[string]int{}}
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	products := makeProducts(opt, now)
+	if err := seedProducts(ctx, s, products, opt, &res); err != nil {
+		return res, err
+	}
+	opt.progress("seeded %d products in %d categories", res.Products, opt.Categories)
 
+	if opt.Password == "" {
+		opt.Password = crand.Text() // 26 base32 characters, 130 bits
+	}
+	res.Password = opt.Password
+	hash, err := account.HashPassword(opt.Password) // one hash for all: same password, seeds in seconds
+	if err != nil {
+		return res, err
+	}
+	if err := seedUsers(ctx, s, orders, carts, products, hash, now, opt, &res); err != nil {
+		return res, err
+	}
+	opt.progress("seeded %d users, %d orders, %d open carts, %d events", res.Users, res.Orders, res.Carts, res.Events)
+	return res, nil
+}
+
+// progress writes one line to opt.Progress, if set.
+func (opt Options) progress(format string, a ...any) {
+	if opt.Progress != nil {
+		fmt.Fprintf(opt.Progress, format+"\n", a...)
+	}
+}
+
+// report tells opt.OnProgress, if set, how far a stage is.
+func (opt Options) report(stage string, done, total int) {
+	if opt.OnProgress != nil {
+		opt.OnProgress(stage, done, total)
+	}
+}
+
+// makeProducts generates opt.Products products over opt.Categories categories of Zipf-like
+// sizes, from a random stream of their own drawn from opt.Seed.
+func makeProducts(opt Options, now time.Time) []catalog.Product {
+	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eed))
 	// Zipf-like sizes: category k gets a share proportional to 1/(k+1).
 	weights := make([]float64, opt.Categories)
 	total := 0.0
 	for k := range weights {
 		weights[k] = 1 / float64(k+1)
 		total += weights[k]
-	}
-	report := func(stage string, done, total int) {
-		if opt.OnProgress != nil {
-			opt.OnProgress(stage, done, total)
-		}
 	}
 	var products []catalog.Product
 	for k := 0; k < opt.Categories; k++ {
@@ -135,30 +162,32 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 			products = append(products, p)
 		}
 	}
+	return products
+}
+
+// seedProducts writes products in chunks of productChunk, counting them into res.
+func seedProducts(ctx context.Context, s *placement.Stores, products []catalog.Product, opt Options, res *Result) error {
 	for from := 0; from < len(products); from += productChunk {
 		chunk := products[from:min(from+productChunk, len(products))]
 		if err := createProducts(ctx, s, chunk, opt.OneByOne); err != nil {
-			return res, err
+			return err
 		}
 		for _, p := range chunk {
 			res.Categories[p.Category]++
 		}
 		res.Products += len(chunk)
-		report("products", res.Products, len(products))
+		opt.report("products", res.Products, len(products))
 		if res.Products%1000 == 0 || res.Products == len(products) {
-			progress("  products: %d/%d", res.Products, len(products))
+			opt.progress("  products: %d/%d", res.Products, len(products))
 		}
 	}
-	progress("seeded %d products in %d categories", res.Products, opt.Categories)
+	return nil
+}
 
-	if opt.Password == "" {
-		opt.Password = crand.Text() // 26 base32 characters, 130 bits
-	}
-	res.Password = opt.Password
-	hash, err := account.HashPassword(opt.Password) // one hash for all: same password, seeds in seconds
-	if err != nil {
-		return res, err
-	}
+// seedUsers seeds opt.Users users on a pool of workers, adding what they wrote to res. The
+// first user that fails stops the rest.
+func seedUsers(ctx context.Context, s *placement.Stores, orders *order.Service, carts *cart.Service, products []catalog.Product,
+	hash string, now time.Time, opt Options, res *Result) error {
 	workers := max(opt.Workers, 1)
 	if opt.Workers == 0 {
 		workers = 16
@@ -195,9 +224,9 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 				}
 				mu.Unlock()
 				if err == nil {
-					report("users", users, opt.Users)
+					opt.report("users", users, opt.Users)
 					if users%50 == 0 {
-						progress("  users: %d/%d", users, opt.Users)
+						opt.progress("  users: %d/%d", users, opt.Users)
 					}
 				}
 			}
@@ -214,13 +243,12 @@ feed:
 	close(next)
 	wg.Wait()
 	if failed != nil {
-		return res, failed
+		return failed
 	}
 	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("demo: %w", err)
+		return fmt.Errorf("demo: %w", err)
 	}
-	progress("seeded %d users, %d orders, %d open carts, %d events", res.Users, res.Orders, res.Carts, res.Events)
-	return res, nil
+	return nil
 }
 
 // createProducts writes a chunk of products in one call, or one by one for the baseline.

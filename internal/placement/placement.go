@@ -164,9 +164,30 @@ type Stores struct {
 	// one process alone may open: its limits are counted in that process.
 	RateLimits RateLimiter
 
-	closers   []func() error
-	pings     []namedPing
-	dualWrite *dualWrite // nil unless Options.Migrations
+	closers []func() error
+	pings   []namedPing
+	opened  map[string]backend
+	opts    Options
+}
+
+// OnClose adds fn to what Close runs (in reverse order of adding), for something opened
+// around the stores.
+func (s *Stores) OnClose(fn func() error) { s.closers = append(s.closers, fn) }
+
+// CassandraStore is the Cassandra backend the placement opened, or one opened now with the
+// same options (the dual-write layer copies into it), which Close closes and Ready pings.
+func (s *Stores) CassandraStore(ctx context.Context) (*cassandrastore.Store, error) {
+	if b, ok := s.opened[Cassandra].(cassandraBackend); ok {
+		return b.st, nil
+	}
+	b, err := openCassandra(ctx, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	s.opened[Cassandra] = b
+	s.OnClose(b.Close)
+	s.pings = append(s.pings, namedPing{backend: Cassandra, ping: b.Ping})
+	return b.(cassandraBackend).st, nil
 }
 
 type namedPing struct {
@@ -270,9 +291,13 @@ type Options struct {
 	// MongoMetrics, when set, receives the MongoDB read routing's metrics (reads by outcome,
 	// each member's lag, each set's oplog window: readrouting.Metrics).
 	MongoMetrics prometheus.Registerer
-	// Migrations turns on the dual-write layer (dualwrite.go): families in an old store
-	// follow their phase in Cassandra's migration_state (dual writes, then cutover).
+	// Migrations turns on the dual-write layer (internal/dualwrite, which shop.Open puts in
+	// Wrap): families in an old store follow their phase in Cassandra's migration_state
+	// (dual writes, then cutover).
 	Migrations bool
+	// Wrap, when set, wraps the opened repositories before they are decorated, so the
+	// decorators observe each call once, under the family's placement.
+	Wrap func(ctx context.Context, s *Stores, cfg Config) error
 	// MigrationError, when set, receives each change the dual write could not copy to
 	// Cassandra (the request succeeded: the old store is the source of truth).
 	MigrationError func(f Family, key string, err error)
@@ -369,7 +394,7 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 	}
 	var errs []error
 	for _, f := range Families {
-		if !slots[f].fill(s, opened[cfg[f]], cfg) {
+		if !fills[f](s, opened[cfg[f]], cfg) {
 			errs = append(errs, fmt.Errorf("placement: the %s backend cannot hold family %s", cfg[f], f))
 		}
 	}
@@ -377,8 +402,9 @@ func Open(ctx context.Context, cfg Config, o Options) (*Stores, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if o.Migrations {
-		if err := s.openDualWrite(ctx, cfg, o, opened); err != nil {
+	s.opened, s.opts = opened, o
+	if o.Wrap != nil {
+		if err := o.Wrap(ctx, s, cfg); err != nil {
 			_ = s.Close()
 			return nil, err
 		}

@@ -98,18 +98,12 @@ type AutoSplit struct {
 // GetAutoSplit reports auto-split per server version (buildInfo): a no-op
 // since 6.0.3, else the config.settings {_id: "autosplit"} flag (default on).
 func GetAutoSplit(ctx context.Context, a Admin) (AutoSplit, error) {
-	raw, err := a.RunCommand(ctx, "admin", BuildInfoCmd())
+	version, err := serverVersion(ctx, a)
 	if err != nil {
 		return AutoSplit{}, err
 	}
-	var bi struct {
-		Version string `bson:"version"`
-	}
-	if err := bson.Unmarshal(raw, &bi); err != nil {
-		return AutoSplit{}, fmt.Errorf("decode buildInfo: %w", err)
-	}
-	as := AutoSplit{Version: bi.Version}
-	if VersionAtLeast(bi.Version, 6, 0, 3) {
+	as := AutoSplit{Version: version}
+	if VersionAtLeast(version, 6, 0, 3) {
 		as.NoOp = true
 		as.Note = "auto-split is a no-op since MongoDB 6.0.3: the balancer splits and moves ranges by data size (sh.enableAutoSplit() does nothing)"
 		return as, nil

@@ -186,29 +186,10 @@ type MoveRangeRequest struct {
 // moveRange from Min is sent (the server picks the end by chunk size).
 // Servers before 6.0 get one moveChunk (exact chunk bounds).
 func MoveRange(ctx context.Context, a Admin, r MoveRangeRequest, out io.Writer) error {
-	ns, c, toShard, min, max, o := r.NS, r.Collection, r.ToShard, r.Min, r.Max, r.Options
-	if err := CheckPrefix(c.Key, min); err != nil {
-		return fmt.Errorf("min: %w", err)
-	}
-	if max != nil {
-		if err := CheckPrefix(c.Key, max); err != nil {
-			return fmt.Errorf("max: %w", err)
-		}
-	}
-	min, err := HashedBounds(c, "min", min)
+	ns, c, toShard, o := r.NS, r.Collection, r.ToShard, r.Options
+	min, fmin, fmax, err := moveBounds(r)
 	if err != nil {
 		return err
-	}
-	fmin := FillMin(c.Key, min)
-	var fmax bson.D
-	if max != nil {
-		// same padding as zone ranges: {category: "books"} covers that category
-		if fmax, err = HashedBounds(c, "max", FillMax(c.Key, max)); err != nil {
-			return err
-		}
-		if compareKeys(fmin, fmax) >= 0 {
-			return fmt.Errorf("%s: min %s is not below max %s", ns, shellValue(fmin), shellValue(fmax))
-		}
 	}
 	st, err := GetBalancerStatus(ctx, a)
 	if err != nil {
@@ -217,23 +198,17 @@ func MoveRange(ctx context.Context, a Admin, r MoveRangeRequest, out io.Writer) 
 	if (st.Enabled() || st.InBalancerRound) && !r.Force {
 		return fmt.Errorf("%w (%s)", ErrBalancerRunning, st)
 	}
-	raw, err := a.RunCommand(ctx, "admin", BuildInfoCmd())
+	version, err := serverVersion(ctx, a)
 	if err != nil {
 		return err
 	}
-	var bi struct {
-		Version string `bson:"version"`
-	}
-	if err := bson.Unmarshal(raw, &bi); err != nil {
-		return fmt.Errorf("decode buildInfo: %w", err)
-	}
 	start := time.Now()
-	if !VersionAtLeast(bi.Version, 6, 0, 0) {
-		if max == nil {
+	if !VersionAtLeast(version, 6, 0, 0) {
+		if fmax == nil {
 			// moveChunk's find is an equality match on the whole key, and
 			// the manual forbids it for hashed keys: those need bounds.
 			if c.Key.Hashed() || len(min) != len(c.Key) {
-				return fmt.Errorf("%w: server %s has no moveRange; give the chunk's exact --min and --max (moveChunk bounds)", ErrMoveChunkBounds, bi.Version)
+				return fmt.Errorf("%w: server %s has no moveRange; give the chunk's exact --min and --max (moveChunk bounds)", ErrMoveChunkBounds, version)
 			}
 			fmin = min
 		}
@@ -250,6 +225,57 @@ func MoveRange(ctx context.Context, a Admin, r MoveRangeRequest, out io.Writer) 
 		fmt.Fprintf(out, "moved in %s\n", time.Since(start).Round(time.Millisecond))
 		return nil
 	}
+	return moveOverlapping(ctx, a, r, fmin, fmax, start, out)
+}
+
+// moveBounds checks r's bounds against the shard key and returns min (hashed where the key
+// is) and both bounds padded to the whole key; fmax is nil when r has no max.
+func moveBounds(r MoveRangeRequest) (min, fmin, fmax bson.D, err error) {
+	c, max := r.Collection, r.Max
+	if err := CheckPrefix(c.Key, r.Min); err != nil {
+		return nil, nil, nil, fmt.Errorf("min: %w", err)
+	}
+	if max != nil {
+		if err := CheckPrefix(c.Key, max); err != nil {
+			return nil, nil, nil, fmt.Errorf("max: %w", err)
+		}
+	}
+	min, err = HashedBounds(c, "min", r.Min)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fmin = FillMin(c.Key, min)
+	if max != nil {
+		// same padding as zone ranges: {category: "books"} covers that category
+		if fmax, err = HashedBounds(c, "max", FillMax(c.Key, max)); err != nil {
+			return nil, nil, nil, err
+		}
+		if compareKeys(fmin, fmax) >= 0 {
+			return nil, nil, nil, fmt.Errorf("%s: min %s is not below max %s", r.NS, shellValue(fmin), shellValue(fmax))
+		}
+	}
+	return min, fmin, fmax, nil
+}
+
+// serverVersion is the server's version as buildInfo reports it.
+func serverVersion(ctx context.Context, a Admin) (string, error) {
+	raw, err := a.RunCommand(ctx, "admin", BuildInfoCmd())
+	if err != nil {
+		return "", err
+	}
+	var bi struct {
+		Version string `bson:"version"`
+	}
+	if err := bson.Unmarshal(raw, &bi); err != nil {
+		return "", fmt.Errorf("decode buildInfo: %w", err)
+	}
+	return bi.Version, nil
+}
+
+// moveOverlapping moves fmin..fmax to r.ToShard one moveRange per chunk it overlaps, clipped
+// to the range, skipping chunks already there; start is when the whole move began.
+func moveOverlapping(ctx context.Context, a Admin, r MoveRangeRequest, fmin, fmax bson.D, start time.Time, out io.Writer) error {
+	ns, toShard, o := r.NS, r.ToShard, r.Options
 	chunks, err := overlappingChunks(ctx, a, ns, fmin, fmax)
 	if err != nil {
 		return err

@@ -12,9 +12,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/outbox"
-	"github.com/shardmart/shardmart/internal/placement"
 )
 
 // RunOptions tune the shop's background work.
@@ -58,7 +58,7 @@ func (s *Shop) Run(ctx context.Context, o RunOptions) error {
 // watchMigrations applies the migration state every poll and heartbeats the applied phases
 // under this process's writer id, until ctx ends. Without migrations it returns at once.
 func (s *Shop) watchMigrations(ctx context.Context, poll time.Duration, logger *slog.Logger) {
-	phases := s.Stores.MigrationPhases()
+	phases := s.Migrations.MigrationPhases()
 	if len(phases) == 0 {
 		return
 	}
@@ -67,11 +67,11 @@ func (s *Shop) watchMigrations(ctx context.Context, poll time.Duration, logger *
 	_, _ = rand.Read(b[:])
 	writer := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	logger.Info("following the migration state", "writer", writer, "phases", phases)
-	if err := s.Stores.RefreshMigrations(ctx, writer); err != nil {
+	if err := s.Migrations.RefreshMigrations(ctx, writer); err != nil {
 		logger.Warn("migration state", "err", err)
 	}
-	last := s.Stores.MigrationPhases()
-	s.Stores.WatchMigrations(ctx, writer, poll, func(err error) { logger.Warn("migration state", "err", err) }, func(now map[placement.Family]migrate.Phase) {
+	last := s.Migrations.MigrationPhases()
+	s.Migrations.WatchMigrations(ctx, writer, poll, func(err error) { logger.Warn("migration state", "err", err) }, func(now map[family.Name]migrate.Phase) {
 		for f, p := range now {
 			if last[f] != p {
 				logger.Info("migration phase changed", "family", f, "from", last[f], "to", p)

@@ -13,6 +13,7 @@ import (
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/dualwrite"
 	"github.com/shardmart/shardmart/internal/httpapi"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
@@ -54,6 +55,9 @@ type Shop struct {
 	Projector *outbox.Projector
 	// Tail follows the outbox for this process's card cache (nil without a cache).
 	Tail *outbox.Tail
+	// Migrations is the dual-write layer following `shardmart migrate` (nil unless
+	// Backends.Migrations).
+	Migrations *dualwrite.Layer
 
 	cards      *followedCards
 	staleAfter time.Duration
@@ -78,6 +82,13 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 	}
 	if c.Placement == nil {
 		c.Placement = placement.Embedded()
+	}
+	var migrations *dualwrite.Layer
+	if c.Backends.Migrations {
+		c.Backends.Wrap = func(ctx context.Context, s *placement.Stores, cfg placement.Config) (err error) {
+			migrations, err = dualwrite.Wrap(ctx, s, cfg, c.Backends)
+			return err
+		}
 	}
 	st, err := placement.Open(ctx, c.Placement, c.Backends)
 	if err != nil {
@@ -117,14 +128,15 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 	carts := &cart.Service{Carts: st.Carts, Products: st.Products, Orders: st.Orders, Now: c.Now}
 	sessions := &session.Service{Sessions: st.Sessions, TTL: c.SessionTTL, Now: c.Now}
 	return &Shop{
-		Stores:    st,
-		Carts:     carts,
-		Orders:    &order.Service{Orders: st.Orders, Carts: carts, Projector: p, Now: c.Now, Logger: c.Logger},
-		Sessions:  sessions,
-		Accounts:  &account.Service{Users: st.Users, Sessions: sessions, Carts: carts, Now: c.Now},
-		Projector: p,
-		Tail:      tail,
-		cards:     followed,
+		Stores:     st,
+		Carts:      carts,
+		Orders:     &order.Service{Orders: st.Orders, Carts: carts, Projector: p, Now: c.Now, Logger: c.Logger},
+		Sessions:   sessions,
+		Accounts:   &account.Service{Users: st.Users, Sessions: sessions, Carts: carts, Now: c.Now},
+		Projector:  p,
+		Tail:       tail,
+		Migrations: migrations,
+		cards:      followed,
 	}, nil
 }
 

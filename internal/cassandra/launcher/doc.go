@@ -13,6 +13,9 @@
 // (-Xshare:auto: a missing or stale archive costs speed only). SHARDMART_CASSANDRA_CDS=off
 // starts without it.
 //
+// Tools: Nodetool runs nodetool against a node's JMX port, and NewSSTableLoader runs
+// sstableloader (BulkLoader) for restores, both as JVMs on the cached jars.
+//
 // Nodes: node i listens on BaseAddr+i with the standard ports (storage 7000, CQL 9042) and JMX
 // on 127.0.0.1:(7200 + last octet), one fixed token each, no bootstrap, small heaps, gossip
 // settle and ring delay cut (see config.go). Each JVM is its own process group with a pidfile;
@@ -29,7 +32,10 @@
 // ContractTestAddr (127.0.0.10, store contract tests, 1 node), FaultTestAddr (127.0.0.21-23,
 // fault tests), LauncherTestAddr (127.0.0.31), MonitorTestAddr (127.0.0.41-42, the Cassandra
 // collectors of the monitor), AlertingTestAddr (127.0.0.51-52, the end-to-end alert test), MigrateTestAddr
-// (127.0.0.61, internal/migrate's backfill tests), all
+// (127.0.0.61, internal/migrate's backfill tests), RepairTestAddr (127.0.0.191-193, the
+// repairer of internal/cassandra/repair), BackupSourceTestAddr (127.0.0.171-173),
+// BackupRestore1TestAddr (127.0.0.175) and BackupRestore3TestAddr (127.0.0.181-183) (the
+// backup and restore tests of internal/cassandra/snapshot), all
 // apart from UserAddr (127.0.0.1-3) where a
 // developer's `shardmart cassandra up` runs. Two test processes wanting the same base address
 // (two `go test` runs at once) serialize on a lock file in $TMPDIR instead of clashing, and a

@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
@@ -37,20 +40,78 @@ func (c *Cluster) Nodetool(ctx context.Context, i int, args ...string) (string, 
 
 // nodetoolCmd is the java command of `nodetool args` against node n.
 func (c *Cluster) nodetoolCmd(ctx context.Context, n Node, args []string) *exec.Cmd {
-	jargs := []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
-	jargs = append(jargs, c.cdsArgs(c.cds.nodetool, "nodetool.lst")...)
-	jargs = append(jargs, jvm17Options...)
-	jargs = append(jargs,
-		"-Dlogback.configurationFile="+filepath.Join(n.ConfDir(), "logback-tools.xml"),
-		"-Dcassandra.logdir="+n.LogDir(),
-		// nodetool keeps a history file under ~/.cassandra; keep it in the node's dir.
-		"-Duser.home="+n.Dir,
-		"-cp", c.cp,
-		"org.apache.cassandra.tools.NodeTool",
-		"-h", "127.0.0.1", "-p", strconv.Itoa(n.JMXPort),
-	)
+	jargs := nodetoolJVMArgs(c.cdsArgs(c.cds.nodetool, "nodetool.lst"), c.cp,
+		filepath.Join(n.ConfDir(), "logback-tools.xml"), n.LogDir(), n.Dir)
+	jargs = append(jargs, "-h", "127.0.0.1", "-p", strconv.Itoa(n.JMXPort))
 	jargs = append(jargs, args...)
 	return exec.CommandContext(ctx, "java", jargs...)
+}
+
+// nodetoolJVMArgs are java's arguments up to NodeTool's own: a small client JVM on the
+// server's jars. nodetool keeps a history file, and reads nodetool-ssl.properties, under
+// ~/.cassandra: home is what it takes as ~.
+func nodetoolJVMArgs(cds []string, cp, logback, logDir, home string) []string {
+	jargs := []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+	jargs = append(jargs, cds...)
+	jargs = append(jargs, jvm17Options...)
+	return append(jargs,
+		"-Dlogback.configurationFile="+logback,
+		"-Dcassandra.logdir="+logDir,
+		"-Duser.home="+home,
+		"-cp", cp,
+		"org.apache.cassandra.tools.NodeTool",
+	)
+}
+
+// Tool runs nodetool from the cached server jars against any node, by host and JMX port: for
+// commands that work on clusters the launcher did not start (cassandra repair).
+type Tool struct {
+	jvm []string
+}
+
+// NewTool fetches the jars of version into cacheDir if need be and lays out home, nodetool's
+// private home directory (its history, and the .cassandra/nodetool-ssl.properties the caller may
+// write there). It uses the class-data sharing archive when one was made (`shardmart cassandra
+// fetch`), never training one itself.
+func NewTool(ctx context.Context, cacheDir, version, home string) (*Tool, error) {
+	if err := CheckPrerequisites(ctx); err != nil {
+		return nil, err
+	}
+	lib, err := EnsureJars(ctx, cacheDir, version)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := jarClasspath(lib)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".cassandra"), 0o700); err != nil {
+		return nil, fmt.Errorf("nodetool home: %w", err)
+	}
+	logback := filepath.Join(home, "logback-tools.xml")
+	if err := os.WriteFile(logback, []byte(toolsLogbackXML), 0o600); err != nil {
+		return nil, fmt.Errorf("nodetool home: %w", err)
+	}
+	var cds []string
+	if !strings.EqualFold(os.Getenv(cdsEnv), "off") {
+		if key, err := javaKey(ctx); err == nil {
+			dir := filepath.Join(filepath.Dir(lib), "cds-"+key)
+			if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+				cds = []string{"-Xshare:auto", "-XX:SharedArchiveFile=" + filepath.Join(dir, "nodetool.jsa")}
+			}
+		}
+	}
+	return &Tool{jvm: nodetoolJVMArgs(cds, cp, logback, home, home)}, nil
+}
+
+// Command is the java command of `nodetool -h host -p port args...`; global options such as
+// -u, -pwf and --ssl go first in args. The JVM dies with the calling process: a repairer killed
+// mid-segment leaves no nodetool behind (the repair inside the server goes on regardless).
+func (t *Tool) Command(ctx context.Context, host string, port int, args ...string) *exec.Cmd {
+	jargs := append(slices.Clone(t.jvm), "-h", host, "-p", strconv.Itoa(port))
+	cmd := exec.CommandContext(ctx, "java", append(jargs, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 func lastLine(s string) string {

@@ -34,6 +34,13 @@ const (
 	// RobustnessTestAddr: internal/testkit/robustness, nemeses and recorded histories against 3 nodes
 	// (.151-.153).
 	RobustnessTestAddr = "127.0.0.151"
+	// RepairTestAddr: internal/cassandra/repair, the repairer against 3 nodes (.191-.193).
+	RepairTestAddr = "127.0.0.191"
+	// Backup tests (internal/cassandra/snapshot): the 3-node source (.171-.173), a 1-node
+	// restore target (.175) and a fresh 3-node restore target (.181-.183).
+	BackupSourceTestAddr   = "127.0.0.171"
+	BackupRestore1TestAddr = "127.0.0.175"
+	BackupRestore3TestAddr = "127.0.0.181"
 	// CDSTrainAddr: the one-node training run that makes the class-data sharing archive
 	// (EnsureCDS), once per machine; CDSTestTrainAddr: this package's test of that run.
 	CDSTrainAddr     = "127.0.0.250"

@@ -19,7 +19,7 @@ import (
 // headroom is the whole window.
 func TestReplicationOplogWindowAndLag(t *testing.T) {
 	c, _ := cluster(t)
-	ctx := ctxFor(t, time.Minute)
+	ctx := eventually.Context(t, time.Minute)
 	reg := exporter(t, c, "mongo_replication")
 	before := values(t, reg, "shardmart_mongo_oplog_window_seconds")
 	if len(before) != len(c.Shards) {

@@ -299,27 +299,8 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 		}
 		return nil
 	}
-	// Keyspace: created, or its replication brought to the options (an RF increase needs a
-	// full repair afterwards to populate the new replicas: `shardmart cassandra repair`).
-	replication := replicationCQL(o.Replication)
-	var current map[string]string
-	err := s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, o.Keyspace).
-		WithContext(ctx).Consistency(gocql.One).Scan(&current)
-	switch {
-	case errors.Is(err, gocql.ErrNotFound):
-		if err := ddl(fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s AND durable_writes = true", o.Keyspace, replication)); err != nil {
-			return res, err
-		}
-		res.KeyspaceCreated = true
-	case err != nil:
-		return res, fmt.Errorf("cassandra schema: read keyspace %s: %w", o.Keyspace, err)
-	default:
-		if !sameReplication(current, o.Replication) {
-			if err := ddl(fmt.Sprintf("ALTER KEYSPACE %s WITH replication = %s", o.Keyspace, replication)); err != nil {
-				return res, err
-			}
-			res.Altered = append(res.Altered, fmt.Sprintf("keyspace %s replication %v -> %s", o.Keyspace, current, replication))
-		}
+	if err := applyKeyspace(ctx, s, o, ddl, &res); err != nil {
+		return res, err
 	}
 	if err := ddl(fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.schema_migrations (
 		version int PRIMARY KEY, name text, checksum text, applied_at timestamp)`, o.Keyspace)); err != nil {
@@ -333,15 +314,9 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 		}
 		return nil
 	}
-	applied := map[int]string{}
-	iter := s.Query(fmt.Sprintf(`SELECT version, checksum FROM %s.schema_migrations`, o.Keyspace)).WithContext(ctx).Iter()
-	var v int
-	var sum string
-	for iter.Scan(&v, &sum) {
-		applied[v] = sum
-	}
-	if err := iter.Close(); err != nil {
-		return res, fmt.Errorf("cassandra schema: read applied versions: %w", err)
+	applied, err := appliedVersions(ctx, s, o.Keyspace)
+	if err != nil {
+		return res, err
 	}
 	ms, err := upgrades()
 	if err != nil {
@@ -350,46 +325,106 @@ func applySchema(ctx context.Context, s *gocql.Session, o SchemaOptions) (Schema
 	if err := applyBaseline(ctx, s, o, ms, applied, ddl, record, &res); err != nil {
 		return res, err
 	}
+	if err := applyUpgrades(o, ms, applied, ddl, record, &res); err != nil {
+		return res, err
+	}
+	if err := alignSessionTTL(ctx, s, o, ddl, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// applyKeyspace creates the keyspace, or brings its replication to the options (an RF
+// increase needs a full repair afterwards to populate the new replicas: `shardmart cassandra
+// repair`).
+func applyKeyspace(ctx context.Context, s *gocql.Session, o SchemaOptions, ddl func(string) error, res *SchemaResult) error {
+	replication := replicationCQL(o.Replication)
+	var current map[string]string
+	err := s.Query(`SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?`, o.Keyspace).
+		WithContext(ctx).Consistency(gocql.One).Scan(&current)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		if err := ddl(fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s AND durable_writes = true", o.Keyspace, replication)); err != nil {
+			return err
+		}
+		res.KeyspaceCreated = true
+	case err != nil:
+		return fmt.Errorf("cassandra schema: read keyspace %s: %w", o.Keyspace, err)
+	default:
+		if !sameReplication(current, o.Replication) {
+			if err := ddl(fmt.Sprintf("ALTER KEYSPACE %s WITH replication = %s", o.Keyspace, replication)); err != nil {
+				return err
+			}
+			res.Altered = append(res.Altered, fmt.Sprintf("keyspace %s replication %v -> %s", o.Keyspace, current, replication))
+		}
+	}
+	return nil
+}
+
+// appliedVersions is the checksum of every upgrade recorded in keyspace.schema_migrations, by
+// version.
+func appliedVersions(ctx context.Context, s *gocql.Session, keyspace string) (map[int]string, error) {
+	applied := map[int]string{}
+	iter := s.Query(fmt.Sprintf(`SELECT version, checksum FROM %s.schema_migrations`, keyspace)).WithContext(ctx).Iter()
+	var v int
+	var sum string
+	for iter.Scan(&v, &sum) {
+		applied[v] = sum
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra schema: read applied versions: %w", err)
+	}
+	return applied, nil
+}
+
+// applyUpgrades runs, in order, every upgrade of ms not in applied and records it; an applied
+// one must still match its recorded checksum.
+func applyUpgrades(o SchemaOptions, ms []upgrade, applied map[int]string, ddl func(string) error, record func(upgrade) error, res *SchemaResult) error {
 	for _, m := range ms {
 		if sum, ok := applied[m.version]; ok {
 			if err := m.verify(sum); err != nil {
-				return res, err
+				return err
 			}
 			res.Version = m.version
 			continue
 		}
 		stmts, err := m.statements(o)
 		if err != nil {
-			return res, fmt.Errorf("cassandra schema: render %04d_%s: %w", m.version, m.name, err)
+			return fmt.Errorf("cassandra schema: render %04d_%s: %w", m.version, m.name, err)
 		}
 		for _, st := range stmts {
 			if err := ddl(st); err != nil {
-				return res, err
+				return err
 			}
 		}
 		if err := record(m); err != nil {
-			return res, err
+			return err
 		}
 		res.Applied = append(res.Applied, m.version)
 		res.Version = m.version
 	}
-	// Settings that follow the options rather than a version: the session TTL.
+	return nil
+}
+
+// alignSessionTTL sets the default TTL of the session-bound tables to the options: a setting
+// that follows the options rather than a version.
+func alignSessionTTL(ctx context.Context, s *gocql.Session, o SchemaOptions, ddl func(string) error, res *SchemaResult) error {
 	ttl := int(o.SessionTTL.Seconds())
 	for _, table := range []string{"sessions", "guest_carts"} {
 		var cur int
 		err := s.Query(`SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`, o.Keyspace, table).
 			WithContext(ctx).Consistency(gocql.One).Scan(&cur)
 		if err != nil {
-			return res, fmt.Errorf("cassandra schema: read %s options: %w", table, err)
+			return fmt.Errorf("cassandra schema: read %s options: %w", table, err)
 		}
 		if cur != ttl {
 			if err := ddl(fmt.Sprintf("ALTER TABLE %s.%s WITH default_time_to_live = %d", o.Keyspace, table, ttl)); err != nil {
-				return res, err
+				return err
 			}
 			res.Altered = append(res.Altered, fmt.Sprintf("%s default_time_to_live %d -> %d", table, cur, ttl))
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // applyBaseline brings a keyspace that holds no table but schema_migrations (or one whose

@@ -28,6 +28,9 @@ func slug(prefix string) string {
 // milliseconds because Cassandra and MongoDB store timestamps at that precision.
 var base = time.Now().UTC().Truncate(time.Millisecond)
 
+// never is the expiry of a cart that does not expire (a user's).
+var never time.Time
+
 // purgeWithin bounds the wait for an expired row to be purged: a store that purges by
 // expires_at needs nothing past the expiry, Cassandra's whole-second TTLs up to a second more;
 // the rest is headroom for a loaded machine.

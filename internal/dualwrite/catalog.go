@@ -1,4 +1,4 @@
-package placement
+package dualwrite
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/projection"
 )
 
 // dualWriteCatalog serves product reads from the old store until cutover, then from
 // Cassandra's read model.
-type dualWriteCatalog struct{ pair[CatalogReader] }
+type dualWriteCatalog struct{ pair[placement.CatalogReader] }
 
 // catalogSink feeds Cassandra's catalog read model from the projector while the catalog is
 // being migrated or cut over; before, it drops changes. The projector's checkpoint makes it

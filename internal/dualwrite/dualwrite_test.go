@@ -1,4 +1,4 @@
-package placement
+package dualwrite
 
 import (
 	"context"
@@ -13,11 +13,13 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
 	"github.com/shardmart/shardmart/internal/eventually"
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
@@ -32,8 +34,13 @@ func TestDualWriteHungTargetBlocksNoPhaseChange(t *testing.T) {
 	if _, err := cassandrastore.ApplySchema(ctx, c.Hosts(), cassandrastore.SchemaOptions{Keyspace: ks, RF: 1}); err != nil {
 		t.Fatalf("apply schema: %v", err)
 	}
-	s, err := Open(ctx, Embedded(), Options{SQLitePath: filepath.Join(t.TempDir(), "shop.db"), CassandraHosts: c.Hosts(),
-		CassandraKeyspace: ks, Migrations: true})
+	var m *Layer
+	o := placement.Options{SQLitePath: filepath.Join(t.TempDir(), "shop.db"), CassandraHosts: c.Hosts(), CassandraKeyspace: ks}
+	o.Wrap = func(ctx context.Context, s *placement.Stores, cfg placement.Config) (err error) {
+		m, err = Wrap(ctx, s, cfg, o)
+		return err
+	}
+	s, err := placement.Open(ctx, placement.Embedded(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +54,10 @@ func TestDualWriteHungTargetBlocksNoPhaseChange(t *testing.T) {
 	if err := dst.SetState(ctx, migrate.PhaseNone, migrate.State{Family: migrate.History, Phase: migrate.DualWrite, Source: migrate.FromSQLite, Run: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RefreshMigrations(ctx, "test"); err != nil {
+	if err := m.RefreshMigrations(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if p := s.MigrationPhases()[History]; p != migrate.DualWrite {
+	if p := m.MigrationPhases()[family.History]; p != migrate.DualWrite {
 		t.Fatalf("history applies phase %q, want %q", p, migrate.DualWrite)
 	}
 	entry := func(id string) history.Entry {
@@ -89,7 +96,7 @@ func TestDualWriteHungTargetBlocksNoPhaseChange(t *testing.T) {
 	})
 
 	// A phase change and a read, each while the copy still hangs.
-	ph := s.dualWrite.phases[History]
+	ph := m.phases[family.History]
 	changed := make(chan struct{})
 	go func() { ph.set(migrate.Copied); close(changed) }()
 	select {
@@ -171,4 +178,17 @@ func cassandraPID(t *testing.T, c *launcher.Cluster) int {
 		t.Fatal(fmt.Errorf("pidfile: %w", err))
 	}
 	return pid
+}
+
+// The layer wraps exactly the families internal/family says move to Cassandra.
+func TestEveryMigratingFamilyHasAWrapper(t *testing.T) {
+	want := family.ToCassandra()
+	if len(wrappers) != len(want) {
+		t.Errorf("%d wrappers for %d migrating families", len(wrappers), len(want))
+	}
+	for _, f := range want {
+		if wrappers[f] == nil {
+			t.Errorf("family %s migrates but has no dual-write wrapper", f)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package placement
+package dualwrite
 
 import (
 	"sync"

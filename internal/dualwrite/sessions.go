@@ -1,9 +1,10 @@
-package placement
+package dualwrite
 
 import (
 	"context"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/session"
 )
@@ -18,9 +19,9 @@ type dualWriteSessions struct{ pair[session.Repository] }
 func (d *dualWriteSessions) after(ctx context.Context, p migrate.Phase, id string, err error, op func(context.Context, session.Repository) error) {
 	switch {
 	case p.Mirrors():
-		_ = d.copy(ctx, Sessions, id, func(ctx context.Context) error { return d.m.mirror.Keys(ctx, migrate.Sessions, id) })
+		_ = d.copy(ctx, family.Sessions, id, func(ctx context.Context) error { return d.m.mirror.Keys(ctx, migrate.Sessions, id) })
 	case p == migrate.Cutover && err == nil:
-		_ = d.copy(ctx, Sessions, id, func(ctx context.Context) error { return op(ctx, d.old) })
+		_ = d.copy(ctx, family.Sessions, id, func(ctx context.Context) error { return op(ctx, d.old) })
 	}
 }
 

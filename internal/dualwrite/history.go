@@ -1,8 +1,9 @@
-package placement
+package dualwrite
 
 import (
 	"context"
 
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/paging"
 )
@@ -19,7 +20,7 @@ type dualWriteHistory struct{ pair[history.Repository] }
 // the phase would let a hung Cassandra block every phase change, and with it every history
 // read queued behind the change.
 func (d *dualWriteHistory) UpsertEntry(ctx context.Context, e history.Entry) error {
-	_, err, copyErr := d.writeThenCopy(ctx, History, e.OrderID, func(ctx context.Context, r history.Repository) error { return r.UpsertEntry(ctx, e) })
+	_, err, copyErr := d.writeThenCopy(ctx, family.History, e.OrderID, func(ctx context.Context, r history.Repository) error { return r.UpsertEntry(ctx, e) })
 	if err != nil {
 		return err
 	}

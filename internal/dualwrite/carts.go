@@ -1,4 +1,4 @@
-package placement
+package dualwrite
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/migrate"
 )
 
@@ -27,13 +28,13 @@ func (d *dualWriteCarts) mirror(ctx context.Context, p migrate.Phase, owner cart
 	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
 	switch {
 	case p.Mirrors():
-		_ = d.copy(ctx, Carts, owner.Key(), func(ctx context.Context) error { return d.m.mirror.Carts(ctx, owner, ids...) })
+		_ = d.copy(ctx, family.Carts, owner.Key(), func(ctx context.Context) error { return d.m.mirror.Carts(ctx, owner, ids...) })
 	case p == migrate.Cutover:
 		rs, ok := d.old.(cartRestorer)
 		if !ok {
 			return
 		}
-		_ = d.copy(ctx, Carts, owner.Key(), func(ctx context.Context) error {
+		_ = d.copy(ctx, family.Carts, owner.Key(), func(ctx context.Context) error {
 			cs, active, err := d.m.target.OwnerCarts(ctx, owner)
 			if err != nil {
 				return err

@@ -1,4 +1,4 @@
-package placement
+package dualwrite
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/migrate"
 )
 
@@ -14,12 +15,13 @@ import (
 // cutover` wait on.
 
 // MigrationPhases returns the phase this process applies to each family under the dual-write layer.
-func (s *Stores) MigrationPhases() map[Family]migrate.Phase {
-	out := map[Family]migrate.Phase{}
-	if s.dualWrite == nil {
+// A nil layer (migrations off) has none.
+func (m *Layer) MigrationPhases() map[family.Name]migrate.Phase {
+	out := map[family.Name]migrate.Phase{}
+	if m == nil {
 		return out
 	}
-	for f, p := range s.dualWrite.phases {
+	for f, p := range m.phases {
 		out[f] = p.get()
 	}
 	return out
@@ -27,8 +29,7 @@ func (s *Stores) MigrationPhases() map[Family]migrate.Phase {
 
 // RefreshMigrations reads the migration state once, applies it, and reports the applied
 // phases as writer (a heartbeat that lives 15 s).
-func (s *Stores) RefreshMigrations(ctx context.Context, writer string) error {
-	m := s.dualWrite
+func (m *Layer) RefreshMigrations(ctx context.Context, writer string) error {
 	if m == nil {
 		return nil
 	}
@@ -49,8 +50,8 @@ func (s *Stores) RefreshMigrations(ctx context.Context, writer string) error {
 
 // WatchMigrations refreshes the migration state every `every` until ctx ends, calling
 // applied with the phases after each refresh.
-func (s *Stores) WatchMigrations(ctx context.Context, writer string, every time.Duration, onErr func(error), applied func(map[Family]migrate.Phase)) {
-	if s.dualWrite == nil {
+func (m *Layer) WatchMigrations(ctx context.Context, writer string, every time.Duration, onErr func(error), applied func(map[family.Name]migrate.Phase)) {
+	if m == nil {
 		return
 	}
 	t := time.NewTicker(every)
@@ -61,11 +62,11 @@ func (s *Stores) WatchMigrations(ctx context.Context, writer string, every time.
 			return
 		case <-t.C:
 		}
-		if err := s.RefreshMigrations(ctx, writer); err != nil && onErr != nil && ctx.Err() == nil {
+		if err := m.RefreshMigrations(ctx, writer); err != nil && onErr != nil && ctx.Err() == nil {
 			onErr(fmt.Errorf("refresh migration state: %w", err))
 		}
 		if applied != nil {
-			applied(s.MigrationPhases())
+			applied(m.MigrationPhases())
 		}
 	}
 }

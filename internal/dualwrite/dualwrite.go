@@ -1,0 +1,182 @@
+// Package dualwrite is how a shop process takes part in `shardmart migrate`. A process
+// started with migrations on (placement.Options.Migrations: shop.Open wraps its stores with
+// Wrap) wraps every family that lives in an old store (the embedded store or MongoDB) and
+// that Cassandra can hold (<family>.go), and applies the family's phase from the keyspace's
+// migration_state (watch.go):
+//
+//   - no phase: the old store only;
+//   - dual_write, copied, verified: the old store stays the source of truth; after each write
+//     the change is copied into Cassandra (sessions and carts by reading the changed keys
+//     back, migrate.Mirror; events and history by writing the same record; the catalog by the
+//     projector's sink). A failed copy never fails the request, which the old store already
+//     committed: it is reported (placement.Options.MigrationError) and verify finds the key;
+//   - cutover: reads and writes go to Cassandra; sessions, events and history are also written
+//     to the old store, best effort, so a rollback finds them there (carts are not: see
+//     docs/migration.md).
+//
+// Every copy runs in a context of its own, bounded by copyTimeout (copy).
+package dualwrite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/family"
+	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/migrate"
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/store/cassandrastore"
+)
+
+// Layer is what the wrappers share: the phase each family is in, as this process applies it.
+type Layer struct {
+	phases  map[family.Name]*familyPhase
+	mirror  *migrate.Mirror
+	target  *migrate.Target
+	onError func(f family.Name, key string, err error)
+}
+
+// copyTimeout bounds one copy of a change to the other store.
+const copyTimeout = 30 * time.Second
+
+// with is m copying through mirror (one per old backend).
+func (m *Layer) with(mirror *migrate.Mirror) *Layer {
+	c := *m
+	c.mirror = mirror
+	return &c
+}
+
+// pair is one family's repository in the old store and in Cassandra, and its phase.
+type pair[R any] struct {
+	old, neu R
+	m        *Layer
+	ph       *familyPhase
+}
+
+// pick begins an operation: the store serving the family (the source of truth), the phase,
+// and the func that ends the operation.
+func (d *pair[R]) pick() (R, migrate.Phase, func()) {
+	p, done := d.ph.begin()
+	if p == migrate.Cutover {
+		return d.neu, p, done
+	}
+	return d.old, p, done
+}
+
+// other is the store that gets the copy while the family migrates or is cut over.
+func (d *pair[R]) other(p migrate.Phase) R {
+	if p == migrate.Cutover {
+		return d.old
+	}
+	return d.neu
+}
+
+// copy makes one copy of a committed change of key and reports its failure. It runs in a
+// context of its own: not the request's, whose client may hang up once the store has
+// committed (the copy must still be made), but bounded by copyTimeout.
+func (d *pair[R]) copy(ctx context.Context, f family.Name, key string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyTimeout)
+	defer cancel()
+	err := fn(ctx)
+	if err != nil && d.m.onError != nil {
+		d.m.onError(f, key, err)
+	}
+	return err
+}
+
+// writeThenCopy writes with the store serving the family, releases the phase, then, if the
+// write succeeded while the family migrates or is cut over, makes the same write to the other
+// store. For records written whole and ordered by their own time, not by when they land, so a
+// late copy is harmless, while one held under the phase would let a hung Cassandra block every
+// phase change. It returns the phase, the write's error and the copy's.
+func (d *pair[R]) writeThenCopy(ctx context.Context, f family.Name, key string, write func(context.Context, R) error) (p migrate.Phase, err, copyErr error) {
+	r, p, done := d.pick()
+	err = write(ctx, r)
+	done()
+	if err == nil && p != migrate.PhaseNone {
+		copyErr = d.copy(ctx, f, key, func(ctx context.Context) error { return write(ctx, d.other(p)) })
+	}
+	return p, err, copyErr
+}
+
+// Wrap wraps the families cfg keeps in an old store with the dual-write layer, opening
+// Cassandra if the placement did not, and applies the current state once. placement.Open calls
+// it (Options.Wrap) before it decorates the stores, so every call is observed once, under the
+// family's placement.
+func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o placement.Options) (*Layer, error) {
+	cst, err := s.CassandraStore(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dual writes: open cassandra: %w", err)
+	}
+	target := migrate.NewTarget(cst.Session())
+	target.Retention = o.EventRetention
+	target.Levels = cst.Levels()
+	m := &Layer{phases: map[family.Name]*familyPhase{}, target: target, onError: o.MigrationError}
+	mirrors := map[string]*migrate.Mirror{}
+	mirrorFor := func(backend string) (*migrate.Mirror, error) {
+		if mr, ok := mirrors[backend]; ok {
+			return mr, nil
+		}
+		env, err := migrate.Open(ctx, migrate.Stores{From: backend, SQLitePath: o.SQLitePath, MongoURI: o.MongoURI,
+			MongoDatabase: o.MongoDatabase, Session: cst.Session(), EventRetention: o.EventRetention})
+		if err != nil {
+			return nil, fmt.Errorf("dual writes: open the %s store to copy from: %w", backend, err)
+		}
+		s.OnClose(func() error { env.Close(); return nil })
+		mr := &migrate.Mirror{Src: env.Src, Dst: m.target}
+		mirrors[backend] = mr
+		return mr, nil
+	}
+	for _, f := range family.ToCassandra() {
+		if cfg[f] == family.Cassandra {
+			continue
+		}
+		ph := &familyPhase{}
+		m.phases[f] = ph
+		fm := m
+		if f == family.Sessions || f == family.Carts || f == family.Events {
+			// These copy by reading keys back from the old store.
+			mr, err := mirrorFor(cfg[f])
+			if err != nil {
+				return nil, err
+			}
+			fm = m.with(mr)
+		}
+		wrappers[f](s, cst, fm, ph)
+	}
+	// Apply the state before serving anything: a family cut over must never be served from
+	// the old store, even for the first request after a restart.
+	states, err := m.target.States(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dual writes: %w", err)
+	}
+	for f, ph := range m.phases {
+		ph.set(states[f].Phase)
+	}
+	return m, nil
+}
+
+// wrappers put each family's repositories under the layer, one per family that moves to
+// Cassandra (a test holds them equal to internal/family's list).
+var wrappers = map[family.Name]func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase){
+	family.Carts: func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase) {
+		s.Carts = &dualWriteCarts{pair[cart.Repository]{old: s.Carts, neu: cst.Carts(), m: m, ph: ph}}
+	},
+	family.Sessions: func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase) {
+		s.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: cst.Sessions(), m: m, ph: ph}}
+	},
+	family.Events: func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase) {
+		s.Events = &dualWriteEvents{pair[event.Repository]{old: s.Events, neu: cst.Events(), m: m, ph: ph}}
+	},
+	family.History: func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase) {
+		s.History = &dualWriteHistory{pair[history.Repository]{old: s.History, neu: cst.History(), m: m, ph: ph}}
+	},
+	family.Catalog: func(s *placement.Stores, cst *cassandrastore.Store, _ *Layer, ph *familyPhase) {
+		s.Catalog = &dualWriteCatalog{pair[placement.CatalogReader]{old: s.Catalog, neu: cst.Catalog(), ph: ph}}
+		s.CatalogSink = &catalogSink{neu: cst.Catalog(), ph: ph}
+	},
+}
