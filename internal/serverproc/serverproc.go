@@ -1,6 +1,8 @@
 // Package serverproc runs the database servers the launchers start on this machine (Cassandra
-// JVMs, mongods) as child processes, and holds what both launchers need around them: the binary
-// cache directory and cross-process locks.
+// JVMs, mongods) as child processes, and holds what both launchers need around them: the life
+// of a group of servers (Group: pidfiles, start, signals, stop, kill), the state file that lets
+// another process find them (ReadState, WriteState), the binary cache directory and
+// cross-process locks.
 //
 // A server runs in its own session, so Ctrl-C on the starting command does not reach it and a
 // signal to -pid reaches it and anything it forked. With DieWithParent the kernel SIGKILLs it
