@@ -439,6 +439,29 @@ func LogLinesSince(path string, offset int64) []string {
 	return strings.Split(s, "\n")
 }
 
+// ForTest starts one test's own server with start, bounded by timeout, and stops it in
+// t.Cleanup, even when the test fails or panics, after logTails when it failed. A missing
+// prerequisite (an error that is prereq) fails the test, never a skip, after need.
+func ForTest[S any](t TB, timeout time.Duration, start func(context.Context) (S, func(), error), prereq error, need string, logTails func(S)) S {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	s, stop, err := start(ctx)
+	if err != nil {
+		if errors.Is(err, prereq) {
+			t.Fatalf("%s: %v", need, err)
+		}
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTails(s)
+		}
+		stop()
+	})
+	return s
+}
+
 // TB is the part of testing.TB the launchers' test helpers use. It is declared here, not
 // taken from package testing, so that the shardmart binary, which links the launchers, does
 // not link the testing package; a *testing.T or *testing.B satisfies it.

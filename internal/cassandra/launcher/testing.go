@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -71,22 +70,9 @@ func ForTest(t serverproc.TB, opts Options) *Cluster {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c, stop, err := StartShared(ctx, opts)
-	if err != nil {
-		if errors.Is(err, ErrPrerequisite) {
-			t.Fatalf("Cassandra tests need Java 17 and Maven: %v", err)
-		}
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.LogTails(t)
-		}
-		stop()
-	})
-	return c
+	start := func(ctx context.Context) (*Cluster, func(), error) { return StartShared(ctx, opts) }
+	return serverproc.ForTest(t, 10*time.Minute, start, ErrPrerequisite, "Cassandra tests need Java 17 and Maven",
+		func(c *Cluster) { c.LogTails(t) })
 }
 
 // LogTails logs the last lines of every node's log, for a failed test.

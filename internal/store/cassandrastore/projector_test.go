@@ -28,13 +28,17 @@ import (
 // allOnCassandra places every family Cassandra can hold there; orders stay embedded.
 const allOnCassandra = "carts=cassandra,sessions=cassandra,events=cassandra,history=cassandra,catalog=cassandra"
 
+// allOnCassandraConfig is the placement allOnCassandra names.
+func allOnCassandraConfig(t *testing.T) placement.Config {
+	t.Helper()
+	cfg := allOnCassandraConfig(t)
+	return cfg
+}
+
 func openPlaced(t *testing.T) *placement.Stores {
 	t.Helper()
 	hosts, ks := cassandrastore.ClusterForTest(t)
-	cfg, err := placement.Parse(allOnCassandra)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := allOnCassandraConfig(t)
 	st, err := placement.Open(context.Background(), cfg, placement.Options{
 		SQLitePath: filepath.Join(t.TempDir(), "orders.db"), CassandraHosts: hosts, CassandraKeyspace: ks})
 	if err != nil {
