@@ -1,8 +1,12 @@
 package launcher
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
@@ -61,6 +65,52 @@ func StartShared(ctx context.Context, opts Options) (c *Cluster, stop func(), er
 		opts.Dir = dir
 		return New(opts)
 	})
+}
+
+// Shared is a test binary's shared cluster, or why it did not start: the tests that need it
+// fail with that reason (nothing is skipped).
+type Shared struct {
+	Cluster *Cluster
+	Err     error
+	stop    func()
+	once    sync.Once
+}
+
+// StartForMain starts a shared cluster as StartShared does, for a TestMain that runs its tests
+// either way; a start that fails is kept in Err, naming the cluster, or what to install when
+// Java or Maven is missing. Stop must run after m.Run.
+func StartForMain(ctx context.Context, opts Options) *Shared {
+	c, stop, err := StartShared(ctx, opts)
+	switch {
+	case errors.Is(err, ErrPrerequisite):
+		err = fmt.Errorf("Cassandra tests need Java 17 and Maven: %w", err)
+	case err != nil:
+		nodes, base := max(opts.Nodes, 1), cmp.Or(opts.BaseAddr, UserAddr)
+		if len(opts.DCNodes) > 0 {
+			nodes = 0
+			for _, n := range opts.DCNodes {
+				nodes += n
+			}
+		}
+		err = fmt.Errorf("start a %d-node Cassandra on %s with the launcher: %w", nodes, base, err)
+	}
+	return &Shared{Cluster: c, Err: err, stop: stop}
+}
+
+// Need returns the cluster, or fails t with why it did not start.
+func (s *Shared) Need(t serverproc.TB) *Cluster {
+	t.Helper()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	return s.Cluster
+}
+
+// Stop stops the cluster (once; nothing if it did not start).
+func (s *Shared) Stop() {
+	if s.stop != nil {
+		s.once.Do(s.stop)
+	}
 }
 
 // ForTest starts a cluster for one test and stops it in t.Cleanup, even when the test fails
