@@ -29,12 +29,12 @@ import (
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/loadgen"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
 	"github.com/shardmart/shardmart/internal/shop"
 	store "github.com/shardmart/shardmart/internal/store/mongostore"
-	"github.com/shardmart/shardmart/internal/testkit/apireq"
 	"github.com/shardmart/shardmart/internal/testkit/faultnet"
 )
 
@@ -170,7 +170,7 @@ type shopClient struct {
 }
 
 func (s *shopClient) do(ctx context.Context, kind string, user int, method, path, token string, body any, hdr ...string) (call, []byte) {
-	req, err := apireq.New(ctx, method, s.base+path, token, body, hdr...)
+	req, err := loadgen.NewRequest(ctx, method, s.base+path, token, body, hdr...)
 	if err != nil {
 		panic(err)
 	}

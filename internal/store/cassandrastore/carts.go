@@ -12,7 +12,7 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 )
 
-// Carts implements cart.Repository on user_carts and guest_carts.
+// carts implements cart.Repository on user_carts and guest_carts.
 //
 // Every write is a lightweight transaction (Paxos) on the owner's partition, because every
 // write must be fenced by a state another writer may have just set:
@@ -45,10 +45,7 @@ import (
 //
 // A timeout of an LWT leaves its outcome unknown; every LWT here runs in casLoop, which re-reads
 // the partition (at SERIAL) and decides again, so the statement itself is never blindly retried.
-type Carts struct {
-	s *gocql.Session
-	p *policy
-}
+type carts Store
 
 // merging is the status of a guest cart whose lines a login is moving into merge_into's cart.
 const merging cart.Status = "merging"
@@ -184,7 +181,7 @@ func scanCartRows(iter *gocql.Iter) ([]cartRow, error) {
 
 // load reads the owner's partition at cl: QUORUM normally, SERIAL after a conditional write
 // was refused or timed out, so the decision that follows sees what Paxos last committed.
-func (r *Carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency) (cartState, error) {
+func (r *carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency) (cartState, error) {
 	t, key := tableFor(owner)
 	st := cartState{owner: owner}
 	rows, err := scanCartRows(r.p.idempotent(ctx, r.s.Query(t.stmts.read, key).Consistency(cl)).Iter())
@@ -239,7 +236,7 @@ func sortItems(items []cart.Item) {
 	})
 }
 
-func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error) {
+func (r *carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	st, err := r.load(ctx, owner, r.p.levels().Carts)
@@ -252,18 +249,18 @@ func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time)
 	return st.c, nil
 }
 
-func (r *Carts) batch(ctx context.Context) *gocql.Batch {
+func (r *carts) batch(ctx context.Context) *gocql.Batch {
 	return r.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(r.p.levels().Carts).SerialConsistency(r.p.levels().Serial)
 }
 
-func (r *Carts) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
+func (r *carts) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
 	return r.s.Query(stmt, args...).WithContext(ctx).Consistency(r.p.levels().Carts).SerialConsistency(r.p.levels().Serial)
 }
 
 // ensureActive returns the owner's active cart, creating one (LWT) if there is none. The cart
 // it returns may be frozen: the caller applies Editable. A guest whose cart a login merged
 // gets ErrGuestMerged instead of a new cart nobody would see.
-func (r *Carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, now time.Time, cl gocql.Consistency) (cartState, error) {
+func (r *carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, now time.Time, cl gocql.Consistency) (cartState, error) {
 	t, key := tableFor(owner)
 	if owner.IsGuest() && expiresAt.IsZero() {
 		return cartState{}, errors.New("cassandra carts: a guest cart needs its session's expiry")
@@ -315,7 +312,7 @@ func lineAt(items []cart.Item, productID string) int {
 	return -1
 }
 
-func (r *Carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, expiresAt, now time.Time) (cart.Cart, error) {
+func (r *carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, expiresAt, now time.Time) (cart.Cart, error) {
 	if err := cart.ValidateQuantity(item.Quantity); err != nil {
 		return cart.Cart{}, err
 	}
@@ -362,7 +359,7 @@ func (r *Carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, e
 	})
 }
 
-func (r *Carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (cart.Cart, error) {
+func (r *carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (cart.Cart, error) {
 	t, key := tableFor(owner)
 	n := now.UTC().Truncate(time.Millisecond)
 	ctx, cancel := bounded(ctx)
@@ -397,4 +394,4 @@ func (r *Carts) RemoveItem(ctx context.Context, owner cart.Owner, productID stri
 
 // PurgeExpired has nothing to do: every guest-cart cell carries a TTL ending at the session's
 // expiry, so Cassandra drops expired carts itself (compaction then removes them from disk).
-func (r *Carts) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }
+func (r *carts) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }

@@ -10,7 +10,7 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 )
 
-func (r *Carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (cart.Cart, error) {
+func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (cart.Cart, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	t, key := tableFor(owner)
@@ -46,7 +46,7 @@ func (r *Carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 	return st.c, nil
 }
 
-func (r *Carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
+func (r *carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
 	id, err := gocql.ParseUUID(cartID)
 	if err != nil {
 		return nil // not a cart id this backend issued
@@ -70,7 +70,7 @@ func (r *Carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, order
 	return err
 }
 
-func (r *Carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (cart.Cart, error) {
+func (r *carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (cart.Cart, error) {
 	old, err := gocql.ParseUUID(cartID)
 	if err != nil {
 		return r.ActiveCart(ctx, owner, now) // not a cart id this backend issued
@@ -110,7 +110,7 @@ func (r *Carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now
 	})
 }
 
-func (r *Carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
+func (r *carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
 	id, err := gocql.ParseUUID(cartID)
 	if err != nil {
 		return nil // not a cart id this backend issued: no cart of this owner has it

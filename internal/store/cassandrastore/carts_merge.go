@@ -9,7 +9,7 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 )
 
-func (r *Carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (cart.MergeResult, error) {
+func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (cart.MergeResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	guest, user := cart.Guest(sessionID), cart.User(userID)
@@ -69,14 +69,14 @@ func (r *Carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	return r.userCart(ctx, userID, now, notMerged)
 }
 
-func (r *Carts) userCart(ctx context.Context, userID string, now time.Time, notMerged []cart.Item) (cart.MergeResult, error) {
+func (r *carts) userCart(ctx context.Context, userID string, now time.Time, notMerged []cart.Item) (cart.MergeResult, error) {
 	c, err := r.ActiveCart(ctx, cart.User(userID), now)
 	return cart.MergeResult{Cart: c, NotMerged: notMerged}, err
 }
 
 // freezeGuest sets the live guest cart g merging into userID and returns its new state; a
 // returned status other than merging means another login took it first.
-func (r *Carts) freezeGuest(ctx context.Context, g cartState, userID string, now time.Time) (cartState, error) {
+func (r *carts) freezeGuest(ctx context.Context, g cartState, userID string, now time.Time) (cartState, error) {
 	n := now.UTC().Truncate(time.Millisecond)
 	return casLoop(ctx, r.p, fmt.Sprintf("freeze guest cart %s for merge", g.c.ID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
 		if a.n > 0 {
@@ -102,7 +102,7 @@ func (r *Carts) freezeGuest(ctx context.Context, g cartState, userID string, now
 }
 
 // unfreezeGuest gives the guest its cart back when the user's side refused the merge.
-func (r *Carts) unfreezeGuest(ctx context.Context, g cartState, userID string, now time.Time) error {
+func (r *carts) unfreezeGuest(ctx context.Context, g cartState, userID string, now time.Time) error {
 	n := now.UTC().Truncate(time.Millisecond)
 	_, err := casLoop(ctx, r.p, fmt.Sprintf("unfreeze guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
 		if a.refused {
@@ -123,7 +123,7 @@ func (r *Carts) unfreezeGuest(ctx context.Context, g cartState, userID string, n
 
 // mergeUserSide moves the frozen guest cart g's lines into the user's active cart by
 // cart.MergeLines, once: a cart whose merged_from holds g was merged by an earlier attempt.
-func (r *Carts) mergeUserSide(ctx context.Context, userID string, g cartState, now time.Time) ([]cart.Item, error) {
+func (r *carts) mergeUserSide(ctx context.Context, userID string, g cartState, now time.Time) ([]cart.Item, error) {
 	n := now.UTC().Truncate(time.Millisecond)
 	var notMerged []cart.Item // of the last attempt, the one that may have landed unseen
 	return casLoop(ctx, r.p, fmt.Sprintf("merge guest cart %s into user %s", g.c.ID, userID), func(ctx context.Context, a casAttempt) ([]cart.Item, *casOp[[]cart.Item], error) {
@@ -159,7 +159,7 @@ func (r *Carts) mergeUserSide(ctx context.Context, userID string, g cartState, n
 
 // abandonGuest ends the merged guest cart; if another login abandoned it first, that is the
 // same outcome.
-func (r *Carts) abandonGuest(ctx context.Context, g cartState, now time.Time) error {
+func (r *carts) abandonGuest(ctx context.Context, g cartState, now time.Time) error {
 	n := now.UTC().Truncate(time.Millisecond)
 	_, err := casLoop(ctx, r.p, fmt.Sprintf("abandon guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
 		if a.n > 0 {

@@ -31,7 +31,10 @@ const allOnCassandra = "carts=cassandra,sessions=cassandra,events=cassandra,hist
 // allOnCassandraConfig is the placement allOnCassandra names.
 func allOnCassandraConfig(t *testing.T) placement.Config {
 	t.Helper()
-	cfg := allOnCassandraConfig(t)
+	cfg, err := placement.Parse(allOnCassandra)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return cfg
 }
 
@@ -51,8 +54,8 @@ func openPlaced(t *testing.T) *placement.Stores {
 func TestPlacementOpensCassandra(t *testing.T) {
 	st := openPlaced(t)
 	// Placement measures every repository it opens (a wrapper whose next is the backend's own).
-	if got := measured(st.Carts); got != reflect.TypeOf(&cassandrastore.Carts{}) {
-		t.Errorf("carts served by %v, want *cassandrastore.Carts", got)
+	if got := measured(st.Carts); got != reflect.TypeOf(&cassandrastore.CartsRepo{}) {
+		t.Errorf("carts served by %v, want the Cassandra carts repository", got)
 	}
 	if got := measured(st.Catalog); got != reflect.TypeOf(&cassandrastore.Catalog{}) || st.CatalogSink == nil {
 		t.Errorf("catalog served by %v (sink %T), want the Cassandra read model", got, st.CatalogSink)
