@@ -166,6 +166,7 @@ func (c *Collection) addField(f *Field) {
 	c.Fields = append(c.Fields, f)
 }
 
+// SetShards overrides the shard count, refusing zones that name shards the
 // smaller cluster would not have.
 func (w *Workload) SetShards(n int) error {
 	if n < 1 || n > 64 {

@@ -59,10 +59,7 @@ See docs/advise.md for the workload format and how to read the output.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
 			o.ShardsSet, o.SeedSet, o.OpsSet = f.Changed("shards"), f.Changed("seed"), f.Changed("ops")
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runAdvise(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, runAdvise, runF)
 		},
 	}
 	f := cmd.Flags()

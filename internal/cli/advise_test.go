@@ -13,11 +13,7 @@ import (
 
 func runAdviseCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	root := NewRootCmd(IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
-	root.SetArgs(append([]string{"advise"}, args...))
-	err := root.Execute()
-	return out.String(), errOut.String(), err
+	return execRoot(t, append([]string{"advise"}, args...)...)
 }
 
 func TestAdviseListsScenarios(t *testing.T) {

@@ -44,10 +44,7 @@ host: see docs/operations.md.`,
 			if o.Out == "" {
 				return errors.New("--out is required: an empty or new directory for the backup")
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return backupCassandra(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, backupCassandra, runF)
 		},
 	}
 	f := cmd.Flags()

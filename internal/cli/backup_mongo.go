@@ -51,10 +51,7 @@ default), or the read fails with SnapshotTooOld; see docs/operations.md "MongoDB
   shardmart backup mongo --mongo-uri 'mongodb://sh1a/?replicaSet=sh1' --at-cluster-time 1764331200,7 --out /backups/sh1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return backupMongo(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, backupMongo, runF)
 		},
 	}
 	o.register(cmd, "database to back up")
@@ -76,10 +73,7 @@ difference exits non-zero.`,
 		Example: `  shardmart restore mongo --mongo-uri 'mongodb://new1,new2,new3/?replicaSet=rs1' --mongo-db shardmart --from /backups/shop-2026-11-28`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return restoreMongo(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, restoreMongo, runF)
 		},
 	}
 	o.register(cmd, "database to restore into; it must have no collection")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -18,11 +17,8 @@ import (
 
 func runBackupCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	root := NewRootCmd(IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String() + errOut.String(), err
+	out, errOut, err := execRoot(t, args...)
+	return out + errOut, err
 }
 
 func TestBackupMongoTakesTheDeploymentEnvironment(t *testing.T) {

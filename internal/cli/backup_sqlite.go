@@ -40,10 +40,7 @@ rows per table, and writes manifest.json last (file sizes and SHA-256, consisten
 Every order acknowledged before consistent_at is in the backup.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runBackupSQLite(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, runBackupSQLite, runF)
 		},
 	}
 	f := cmd.Flags()
@@ -147,10 +144,7 @@ and only then renames it to shardmart.db: a restore that fails leaves no store t
 start on. Exits non-zero on any difference.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runRestoreSQLite(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, runRestoreSQLite, runF)
 		},
 	}
 	f := cmd.Flags()

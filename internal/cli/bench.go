@@ -83,10 +83,7 @@ highest rate whose total p99 stays under --find-max-p99 with errors under --find
 			if !slices.Contains(loadgen.Scenarios, o.scenario) {
 				return fmt.Errorf("unknown --scenario %q (have %s)", o.scenario, strings.Join(loadgen.Scenarios, ", "))
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runBench(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, runBench, runF)
 		},
 	}
 	f := cmd.Flags()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,17 @@ func newCassandraGroup(cl *cassandraClusterOptions, verbs ...*cobra.Command) *co
 
 func cassandraLogger(stdio IO) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// newCmdCassandraClusterVerb builds a verb whose only setting is the group's cluster directory
+// (down, status): it runs run, or runF if not nil (tests).
+func newCmdCassandraClusterVerb[O ~struct{ Cluster cassandraClusterOptions }](stdio IO, cl *cassandraClusterOptions, use, short string, run func(context.Context, IO, O) error, runF func(context.Context, O) error) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runOrRunF(cmd.Context(), stdio, O{Cluster: *cl}, run, runF)
+		},
+	}
 }
 
 // open opens the cluster that `up` wrote.

@@ -16,18 +16,8 @@ type cassandraDownOptions struct {
 }
 
 func newCmdCassandraDown(stdio IO, cl *cassandraClusterOptions, runF func(context.Context, cassandraDownOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "down",
-		Short: "Stop every node the directory holds (SIGTERM, then SIGKILL after a grace period)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := cassandraDownOptions{Cluster: *cl}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return cassandraDown(cmd.Context(), stdio, o)
-		},
-	}
+	return newCmdCassandraClusterVerb(stdio, cl, "down",
+		"Stop every node the directory holds (SIGTERM, then SIGKILL after a grace period)", cassandraDown, runF)
 }
 
 func cassandraDown(ctx context.Context, stdio IO, o cassandraDownOptions) error {

@@ -22,10 +22,7 @@ func newCmdCassandraNodetool(stdio IO, cl *cassandraClusterOptions, runF func(co
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Cluster, o.Args = *cl, args
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return cassandraNodetool(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, cassandraNodetool, runF)
 		},
 	}
 	cmd.Flags().IntVar(&o.Node, "node", 1, "node number (1-based)")

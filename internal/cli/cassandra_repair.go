@@ -130,10 +130,7 @@ See also: repair status, pause, resume, abort.`,
 			if o.Intensity <= 0 || o.Intensity > 1 {
 				return fmt.Errorf("--intensity %v: want a number in (0, 1]", o.Intensity)
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return cassandraRepair(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, cassandraRepair, runF)
 		},
 	}
 	pf := cmd.PersistentFlags()

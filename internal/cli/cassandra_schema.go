@@ -48,10 +48,7 @@ func newCmdCassandraSchemaApply(stdio IO, runF func(context.Context, cassandraSc
 After raising --rf, run a full repair so the new replicas receive the existing data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return cassandraSchemaApply(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, cassandraSchemaApply, runF)
 		},
 	}
 	f := cmd.Flags()

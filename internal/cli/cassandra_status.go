@@ -17,18 +17,8 @@ type cassandraStatusOptions struct {
 }
 
 func newCmdCassandraStatus(stdio IO, cl *cassandraClusterOptions, runF func(context.Context, cassandraStatusOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status",
-		Short: "Show each node's process and the ring as the first running node sees it",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := cassandraStatusOptions{Cluster: *cl}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return cassandraStatus(cmd.Context(), stdio, o)
-		},
-	}
+	return newCmdCassandraClusterVerb(stdio, cl, "status",
+		"Show each node's process and the ring as the first running node sees it", cassandraStatus, runF)
 }
 
 func cassandraStatus(ctx context.Context, stdio IO, o cassandraStatusOptions) error {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -13,11 +12,8 @@ import (
 
 func runCassandra(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	root := NewRootCmd(IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
-	root.SetArgs(append([]string{"cassandra"}, args...))
-	err := root.Execute()
-	return out.String(), err
+	out, _, err := execRoot(t, append([]string{"cassandra"}, args...)...)
+	return out, err
 }
 
 // The cluster lifecycle itself is tested against real JVMs in internal/cassandra/launcher and

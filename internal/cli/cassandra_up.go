@@ -61,10 +61,7 @@ func newCmdCassandraUp(stdio IO, cl *cassandraClusterOptions, runF func(context.
 			if (o.TLSKeystore == "") != (o.TLSCA == "") {
 				return errors.New("--tls-keystore and --tls-ca go together")
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return cassandraUp(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, cassandraUp, runF)
 		},
 	}
 	f := cmd.Flags()

@@ -25,10 +25,7 @@ func newCmdMongoApply(stdio IO, cl *mongoClusterOptions, runF func(context.Conte
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Cluster = *cl
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return mongoApply(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, mongoApply, runF)
 		},
 	}
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "read the cluster and print what would run, without running it")

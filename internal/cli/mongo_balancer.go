@@ -26,10 +26,7 @@ func newCmdMongoBalancer(stdio IO, cl *mongoClusterOptions, runF func(context.Co
 			Use: name, Short: short, Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				o.Cluster, o.Action = *cl, name
-				if runF != nil {
-					return runF(cmd.Context(), o)
-				}
-				return mongoBalancer(cmd.Context(), stdio, o)
+				return runOrRunF(cmd.Context(), stdio, o, mongoBalancer, runF)
 			},
 		}
 	}

@@ -16,19 +16,21 @@ type mongoDownOptions struct {
 }
 
 func newCmdMongoDown(stdio IO, runF func(context.Context, mongoDownOptions) error) *cobra.Command {
-	var o mongoDownOptions
+	return newCmdMongoDirVerb(stdio, "down",
+		"Stop every mongod the directory holds: its replica set or cluster cleanly (secondaries first), then any other", mongoDown, runF)
+}
+
+// newCmdMongoDirVerb builds a verb whose only setting is the directory `mongo up` wrote (down,
+// status): it runs run, or runF if not nil (tests).
+func newCmdMongoDirVerb[O ~struct{ Dir string }](stdio IO, use, short string, run func(context.Context, IO, O) error, runF func(context.Context, O) error) *cobra.Command {
+	var dir string
 	cmd := &cobra.Command{
-		Use:   "down",
-		Short: "Stop every mongod the directory holds: its replica set or cluster cleanly (secondaries first), then any other",
-		Args:  cobra.NoArgs,
+		Use: use, Short: short, Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return mongoDown(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, O{Dir: dir}, run, runF)
 		},
 	}
-	cmd.Flags().StringVar(&o.Dir, "dir", defaultMongoDir, "set directory given to `mongo up`")
+	cmd.Flags().StringVar(&dir, "dir", defaultMongoDir, "set directory given to `mongo up`")
 	return cmd
 }
 

@@ -27,10 +27,7 @@ func newCmdMongoFirehose(stdio IO, cl *mongoClusterOptions, runF func(context.Co
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Cluster = *cl
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return mongoFirehoseRoll(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, mongoFirehoseRoll, runF)
 		},
 	}
 	f := roll.Flags()

@@ -43,10 +43,7 @@ field are hash values, sent as NumberLong.`,
 			if o.Move.MaxChunks < 1 {
 				return fmt.Errorf("--max-chunks %d: want at least 1", o.Move.MaxChunks)
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return mongoMoveRange(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, mongoMoveRange, runF)
 		},
 	}
 	f := cmd.Flags()

@@ -19,20 +19,8 @@ type mongoStatusOptions struct {
 }
 
 func newCmdMongoStatus(stdio IO, runF func(context.Context, mongoStatusOptions) error) *cobra.Command {
-	var o mongoStatusOptions
-	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show each member of the local replica set: address, state, server version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return mongoStatus(cmd.Context(), stdio, o)
-		},
-	}
-	cmd.Flags().StringVar(&o.Dir, "dir", defaultMongoDir, "set directory given to `mongo up`")
-	return cmd
+	return newCmdMongoDirVerb(stdio, "status",
+		"Show each member of the local replica set: address, state, server version", mongoStatus, runF)
 }
 
 func mongoStatus(ctx context.Context, stdio IO, o mongoStatusOptions) error {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -10,11 +9,8 @@ import (
 
 func runMongo(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	root := NewRootCmd(IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
-	root.SetArgs(append([]string{"mongo"}, args...))
-	err := root.Execute()
-	return out.String(), err
+	out, _, err := execRoot(t, append([]string{"mongo"}, args...)...)
+	return out, err
 }
 
 func TestMongoPlanMatchesGolden(t *testing.T) {

@@ -112,10 +112,7 @@ serve --mongo-uri. The mongods keep running after the command; stop them with
 			if err := o.Security.validate(); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return mongoUp(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, mongoUp, runF)
 		},
 	}
 	f := cmd.Flags()

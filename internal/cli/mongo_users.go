@@ -41,10 +41,7 @@ shard, shardmart_monitor on both (it reads the config server and pings each shar
 mongosh commands for a production cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return mongoUsers(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, mongoUsers, runF)
 		},
 	}
 	f := cmd.Flags()

@@ -31,10 +31,7 @@ func newCmdMongoZones(stdio IO, cl *mongoClusterOptions, runF func(context.Conte
 			Use: name + usage, Short: short, Args: args,
 			RunE: func(cmd *cobra.Command, a []string) error {
 				o.Cluster, o.Action, o.Args = *cl, name, a
-				if runF != nil {
-					return runF(cmd.Context(), o)
-				}
-				return mongoZones(cmd.Context(), stdio, o)
+				return runOrRunF(cmd.Context(), stdio, o, mongoZones, runF)
 			},
 		}
 	}

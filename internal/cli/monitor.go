@@ -72,10 +72,7 @@ which shard is hot and what to do. See docs/monitor.md.
 			if err := o.validate(); err != nil {
 				return err
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runMonitor(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, runMonitor, runF)
 		},
 	}
 	f := cmd.Flags()

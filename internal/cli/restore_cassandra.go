@@ -41,10 +41,7 @@ refused. sstableloader runs from the Cassandra jars in the cache (fetched on fir
 			if o.RF < 0 || o.RF > 9 {
 				return errors.New("--rf: want 1 to 9, or 0 for min(3, nodes per data centre)")
 			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return restoreCassandra(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, restoreCassandra, runF)
 		},
 	}
 	f := cmd.Flags()

@@ -28,10 +28,7 @@ func newCmdSeed(stdio IO, runF func(context.Context, seedOptions) error) *cobra.
 		Short: "Fill the store with demo data (products over skewed categories, users, carts, orders, events)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runSeed(cmd.Context(), stdio, o)
+			return runOrRunF(cmd.Context(), stdio, o, runSeed, runF)
 		},
 	}
 	o.backend.register(cmd)

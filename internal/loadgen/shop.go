@@ -294,17 +294,33 @@ func (s *Shop) adjustStock(ctx context.Context, id string, delta int64) error {
 
 // call sends one request; hdr is name, value pairs.
 func (s *Shop) call(ctx context.Context, method, path, token string, body any, hdr ...string) (int, []byte, error) {
+	req, err := NewRequest(ctx, method, s.base()+path, token, body, hdr...)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+// NewRequest is a request to the shop's JSON API at url: body (if not nil) marshalled as JSON,
+// token (if not empty) as a bearer token, and hdr as header name/value pairs.
+func NewRequest(ctx context.Context, method, url, token string, body any, hdr ...string) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, s.base()+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -315,13 +331,7 @@ func (s *Shop) call(ctx context.Context, method, path, token string, body any, h
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := s.cfg.Client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
+	return req, nil
 }
 
 // base is the API process the next request goes to: each in turn.

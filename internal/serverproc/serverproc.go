@@ -1,6 +1,8 @@
 // Package serverproc runs the database servers the launchers start on this machine (Cassandra
-// JVMs, mongods) as child processes, and holds what both launchers need around them: the binary
-// cache directory and cross-process locks.
+// JVMs, mongods) as child processes, and holds what both launchers need around them: the life
+// of a group of servers (Group: pidfiles, start, signals, stop, kill), the state file that lets
+// another process find them (ReadState, WriteState), the binary cache directory and
+// cross-process locks.
 //
 // A server runs in its own session, so Ctrl-C on the starting command does not reach it and a
 // signal to -pid reaches it and anything it forked. With DieWithParent the kernel SIGKILLs it
@@ -435,6 +437,29 @@ func LogLinesSince(path string, offset int64) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// ForTest starts one test's own server with start, bounded by timeout, and stops it in
+// t.Cleanup, even when the test fails or panics, after logTails when it failed. A missing
+// prerequisite (an error that is prereq) fails the test, never a skip, after need.
+func ForTest[S any](t TB, timeout time.Duration, start func(context.Context) (S, func(), error), prereq error, need string, logTails func(S)) S {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	s, stop, err := start(ctx)
+	if err != nil {
+		if errors.Is(err, prereq) {
+			t.Fatalf("%s: %v", need, err)
+		}
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTails(s)
+		}
+		stop()
+	})
+	return s
 }
 
 // TB is the part of testing.TB the launchers' test helpers use. It is declared here, not

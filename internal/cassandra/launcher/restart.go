@@ -67,9 +67,7 @@ func readRestartView(n Node, from int64) (restartView, error) {
 // openWhenPeersUp waits until restarted node n has finished starting and sees every other
 // running node up, then enables its native transport; waitCQL follows.
 func (c *Cluster) openWhenPeersUp(ctx context.Context, n Node) error {
-	c.mu.Lock()
-	from := c.logFrom[n.Index].system
-	c.mu.Unlock()
+	from := c.procs.LogOffset(n.Index, n.SystemLog())
 	log := c.opts.Logger.With("node", n.Index+1, "addr", n.Addr)
 	deadline := time.Now().Add(min(peersWait, c.opts.BootTimeout))
 	for {

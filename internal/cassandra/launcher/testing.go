@@ -1,10 +1,13 @@
 package launcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
@@ -79,6 +82,52 @@ func benchmarking() bool {
 	return f != nil && f.Value.String() != ""
 }
 
+// Shared is a test binary's shared cluster, or why it did not start: the tests that need it
+// fail with that reason (nothing is skipped).
+type Shared struct {
+	Cluster *Cluster
+	Err     error
+	stop    func()
+	once    sync.Once
+}
+
+// StartForMain starts a shared cluster as StartShared does, for a TestMain that runs its tests
+// either way; a start that fails is kept in Err, naming the cluster, or what to install when
+// Java or Maven is missing. Stop must run after m.Run.
+func StartForMain(ctx context.Context, opts Options) *Shared {
+	c, stop, err := StartShared(ctx, opts)
+	switch {
+	case errors.Is(err, ErrPrerequisite):
+		err = fmt.Errorf("Cassandra tests need Java 17 and Maven: %w", err)
+	case err != nil:
+		nodes, base := max(opts.Nodes, 1), cmp.Or(opts.BaseAddr, UserAddr)
+		if len(opts.DCNodes) > 0 {
+			nodes = 0
+			for _, n := range opts.DCNodes {
+				nodes += n
+			}
+		}
+		err = fmt.Errorf("start a %d-node Cassandra on %s with the launcher: %w", nodes, base, err)
+	}
+	return &Shared{Cluster: c, Err: err, stop: stop}
+}
+
+// Need returns the cluster, or fails t with why it did not start.
+func (s *Shared) Need(t serverproc.TB) *Cluster {
+	t.Helper()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	return s.Cluster
+}
+
+// Stop stops the cluster (once; nothing if it did not start).
+func (s *Shared) Stop() {
+	if s.stop != nil {
+		s.once.Do(s.stop)
+	}
+}
+
 // ForTest starts a cluster for one test and stops it in t.Cleanup, even when the test fails
 // or panics. Missing Java or Maven fails the test (never a skip) with the install command.
 func ForTest(t serverproc.TB, opts Options) *Cluster {
@@ -86,22 +135,9 @@ func ForTest(t serverproc.TB, opts Options) *Cluster {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c, stop, err := StartShared(ctx, opts)
-	if err != nil {
-		if errors.Is(err, ErrPrerequisite) {
-			t.Fatalf("Cassandra tests need Java 17 and Maven: %v", err)
-		}
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.LogTails(t)
-		}
-		stop()
-	})
-	return c
+	start := func(ctx context.Context) (*Cluster, func(), error) { return StartShared(ctx, opts) }
+	return serverproc.ForTest(t, 10*time.Minute, start, ErrPrerequisite, "Cassandra tests need Java 17 and Maven",
+		func(c *Cluster) { c.LogTails(t) })
 }
 
 // LogTails logs the last lines of every node's log, for a failed test.

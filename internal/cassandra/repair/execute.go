@@ -21,7 +21,56 @@ type outcome struct {
 // disjoint from those of running (or resting) segments start, up to Parallelism at once.
 // A segment found "running" was left by a dead repairer and is simply tried again.
 func (r *Repairer) execute(ctx context.Context, run RunInfo, segs []SegmentState, res *Result, log *slog.Logger) error {
-	var pending []*SegmentState
+	sc := newSchedule(segs, res)
+	r.o.Metrics.setProgress(r.o.Keyspace, res.Done, len(segs))
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	state, checked := run.State, time.Time{}
+	tick := time.NewTicker(min(r.o.Poll, time.Second))
+	defer tick.Stop()
+	for len(sc.pending) > 0 || sc.running > 0 {
+		if time.Since(checked) >= r.o.Poll || sc.running == 0 && state == RunPaused {
+			state = r.runState(ctx, run.ID, state, log)
+			checked = time.Now()
+		}
+		if state == RunAborted {
+			cancel() // kills the running nodetool processes
+			sc.drain()
+			return fmt.Errorf("run %s: %w", run.ID, ErrAborted)
+		}
+		if state == RunRunning {
+			r.startFree(wctx, &wg, sc, run, log)
+		}
+		select {
+		case <-ctx.Done():
+			cancel()
+			sc.drain()
+			return ctx.Err()
+		case <-tick.C:
+		case o := <-sc.results:
+			r.finished(ctx, sc, o, res, len(segs), log)
+		}
+	}
+	return nil
+}
+
+// schedule is execute's bookkeeping: the segments still to repair, what each node is doing,
+// and the attempts under way.
+type schedule struct {
+	pending   []*SegmentState
+	busyUntil map[string]time.Time // node -> free again (after the intensity pause)
+	busy      map[string]bool      // node -> a segment runs on it
+	notBefore map[int]time.Time    // segment -> retry backoff
+	running   int
+	results   chan outcome
+}
+
+// newSchedule counts the done and failed segments into res and queues the others.
+func newSchedule(segs []SegmentState, res *Result) *schedule {
+	sc := &schedule{busyUntil: map[string]time.Time{}, busy: map[string]bool{}, notBefore: map[int]time.Time{},
+		results: make(chan outcome)}
 	for i := range segs {
 		switch segs[i].State {
 		case SegDone:
@@ -29,104 +78,87 @@ func (r *Repairer) execute(ctx context.Context, run RunInfo, segs []SegmentState
 		case SegFailed:
 			res.Failed++
 		default:
-			pending = append(pending, &segs[i])
+			sc.pending = append(sc.pending, &segs[i])
 		}
 	}
-	r.o.Metrics.setProgress(r.o.Keyspace, res.Done, len(segs))
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	results := make(chan outcome)
-	busyUntil := map[string]time.Time{} // node -> free again (after the intensity pause)
-	busy := map[string]bool{}           // node -> a segment runs on it
-	notBefore := map[int]time.Time{}    // segment -> retry backoff
-	running := 0
-	state, checked := run.State, time.Time{}
-	tick := time.NewTicker(min(r.o.Poll, time.Second))
-	defer tick.Stop()
-	for len(pending) > 0 || running > 0 {
-		if time.Since(checked) >= r.o.Poll || running == 0 && state == RunPaused {
-			cur, err := r.store.Run(ctx, run.ID)
-			if err != nil {
-				log.Warn("repair run state not read; going on", "err", err)
-			} else {
-				if cur.State != state {
-					log.Info("repair run state changed", "from", state, "to", cur.State)
-				}
-				state = cur.State
-			}
-			checked = time.Now()
-		}
-		if state == RunAborted {
-			cancel() // kills the running nodetool processes
-			for running > 0 {
-				<-results
-				running--
-			}
-			return fmt.Errorf("run %s: %w", run.ID, ErrAborted)
-		}
-		if state == RunRunning {
-			now := time.Now()
-			for i := 0; i < len(pending) && running < r.o.Parallelism; i++ {
-				sg := pending[i]
-				if now.Before(notBefore[sg.ID]) || !r.free(sg.Replicas, busy, busyUntil, now) {
-					continue
-				}
-				pending = append(pending[:i], pending[i+1:]...)
-				i--
-				for _, n := range sg.Replicas {
-					busy[n] = true
-				}
-				running++
-				wg.Add(1)
-				go func(sg SegmentState) {
-					defer wg.Done()
-					results <- r.attempt(wctx, run, sg, log)
-				}(*sg)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			cancel()
-			for running > 0 {
-				<-results
-				running--
-			}
-			return ctx.Err()
-		case <-tick.C:
-		case o := <-results:
-			running--
-			sg := o.seg
-			for _, n := range sg.Replicas {
-				busy[n] = false
-				// Intensity: the replicas rest t*(1-i)/i before their next segment.
-				rest := time.Duration(float64(o.took) * (1 - r.o.Intensity) / r.o.Intensity)
-				busyUntil[n] = time.Now().Add(rest)
-			}
-			switch {
-			case o.err == nil:
-				res.Done++
-				res.Repaired++
-				r.o.Metrics.segment(r.o.Keyspace, true)
-				r.o.Metrics.setProgress(r.o.Keyspace, res.Done, len(segs))
-			case ctx.Err() != nil:
-				continue
-			default:
-				r.o.Metrics.segment(r.o.Keyspace, false)
-				if sg.State == SegFailed {
-					res.Failed++
-					log.Error("repair segment failed every attempt", "segment", sg.ID, "attempts", sg.Attempts, "err", o.err)
-					continue
-				}
-				wait := r.backoff(sg.Attempts)
-				notBefore[sg.ID] = time.Now().Add(wait)
-				log.Warn("repair segment failed; retrying", "segment", sg.ID, "attempt", sg.Attempts, "retry_in", wait, "err", o.err)
-				pending = append(pending, &sg)
-			}
-		}
+	return sc
+}
+
+// drain waits for the attempts under way to report.
+func (sc *schedule) drain() {
+	for sc.running > 0 {
+		<-sc.results
+		sc.running--
 	}
-	return nil
+}
+
+// runState reads the run's state from the store (pause, resume, abort), keeping state when the
+// read fails.
+func (r *Repairer) runState(ctx context.Context, id, state string, log *slog.Logger) string {
+	cur, err := r.store.Run(ctx, id)
+	if err != nil {
+		log.Warn("repair run state not read; going on", "err", err)
+		return state
+	}
+	if cur.State != state {
+		log.Info("repair run state changed", "from", state, "to", cur.State)
+	}
+	return cur.State
+}
+
+// startFree starts the pending segments whose replicas are free and whose backoff is over, up
+// to Parallelism attempts at once.
+func (r *Repairer) startFree(ctx context.Context, wg *sync.WaitGroup, sc *schedule, run RunInfo, log *slog.Logger) {
+	now := time.Now()
+	for i := 0; i < len(sc.pending) && sc.running < r.o.Parallelism; i++ {
+		sg := sc.pending[i]
+		if now.Before(sc.notBefore[sg.ID]) || !r.free(sg.Replicas, sc.busy, sc.busyUntil, now) {
+			continue
+		}
+		sc.pending = append(sc.pending[:i], sc.pending[i+1:]...)
+		i--
+		for _, n := range sg.Replicas {
+			sc.busy[n] = true
+		}
+		sc.running++
+		wg.Add(1)
+		go func(sg SegmentState) {
+			defer wg.Done()
+			sc.results <- r.attempt(ctx, run, sg, log)
+		}(*sg)
+	}
+}
+
+// finished takes an attempt's outcome: its replicas rest, and the segment is done, failed for
+// good, or queued again after a backoff.
+func (r *Repairer) finished(ctx context.Context, sc *schedule, o outcome, res *Result, total int, log *slog.Logger) {
+	sc.running--
+	sg := o.seg
+	for _, n := range sg.Replicas {
+		sc.busy[n] = false
+		// Intensity: the replicas rest t*(1-i)/i before their next segment.
+		rest := time.Duration(float64(o.took) * (1 - r.o.Intensity) / r.o.Intensity)
+		sc.busyUntil[n] = time.Now().Add(rest)
+	}
+	switch {
+	case o.err == nil:
+		res.Done++
+		res.Repaired++
+		r.o.Metrics.segment(r.o.Keyspace, true)
+		r.o.Metrics.setProgress(r.o.Keyspace, res.Done, total)
+	case ctx.Err() != nil:
+	default:
+		r.o.Metrics.segment(r.o.Keyspace, false)
+		if sg.State == SegFailed {
+			res.Failed++
+			log.Error("repair segment failed every attempt", "segment", sg.ID, "attempts", sg.Attempts, "err", o.err)
+			return
+		}
+		wait := r.backoff(sg.Attempts)
+		sc.notBefore[sg.ID] = time.Now().Add(wait)
+		log.Warn("repair segment failed; retrying", "segment", sg.ID, "attempt", sg.Attempts, "retry_in", wait, "err", o.err)
+		sc.pending = append(sc.pending, &sg)
+	}
 }
 
 func (r *Repairer) free(replicas []string, busy map[string]bool, busyUntil map[string]time.Time, now time.Time) bool {

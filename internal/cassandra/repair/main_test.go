@@ -67,19 +67,21 @@ func cluster(t *testing.T) *launcher.Cluster {
 func startCluster() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: 3, BaseAddr: launcher.RepairTestAddr,
+	shared := launcher.StartForMain(ctx, launcher.Options{Nodes: 3, BaseAddr: launcher.RepairTestAddr,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		return fmt.Errorf("start a three-node Cassandra on %s with the launcher: %w", launcher.RepairTestAddr, err)
+	if shared.Err != nil {
+		return shared.Err
 	}
 	var closers []func()
 	stopCluster = func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
-		stop()
+		shared.Stop()
 	}
+	c := shared.Cluster
 	testCluster = c
+	var err error
 	testSession, err = cassandrastore.OpenSession(ctx, cassandrastore.Config{Hosts: c.Hosts(), Keyspace: "-"})
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)

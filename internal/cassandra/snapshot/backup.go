@@ -31,6 +31,8 @@ import (
 	"sync"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/shardmart/shardmart/internal/backup"
 )
 
@@ -93,22 +95,8 @@ func Backup(ctx context.Context, o BackupOptions) (backup.Manifest, error) {
 		return backup.Manifest{}, fmt.Errorf("backup: %w", err)
 	}
 	defer s.Close()
-	nodes, err := matchRing(ring(s), o.Nodes)
+	nodes, names, err := writeSchema(ctx, s, o)
 	if err != nil {
-		return backup.Manifest{}, fmt.Errorf("backup: %w", err)
-	}
-	names, err := tables(ctx, s, o.Keyspace)
-	if err != nil {
-		return backup.Manifest{}, fmt.Errorf("backup: %w", err)
-	}
-	if len(names) == 0 {
-		return backup.Manifest{}, fmt.Errorf("backup: keyspace %s has no tables (or does not exist)", o.Keyspace)
-	}
-	schema, err := describe(ctx, s, o.Keyspace)
-	if err != nil {
-		return backup.Manifest{}, fmt.Errorf("backup: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(o.Out, SchemaFile), []byte(strings.Join(schema, "\n\n")+"\n"), 0o640); err != nil {
 		return backup.Manifest{}, fmt.Errorf("backup: %w", err)
 	}
 	say("keyspace %s: %d tables on %d nodes (%s)", o.Keyspace, len(names), len(nodes), strings.Join(addrs(nodes), ", "))
@@ -142,21 +130,69 @@ func Backup(ctx context.Context, o BackupOptions) (backup.Manifest, error) {
 	for _, sn := range snaps {
 		say("  %s: snapshot asked %s, done %s (%s)", sn.Addr, sn.ConsistentAt.Format(time.RFC3339Nano), sn.Done.Format(time.RFC3339Nano), sn.Done.Sub(sn.ConsistentAt).Round(time.Millisecond))
 	}
-	for i, n := range nodes {
-		copyStart := time.Now()
-		dst := filepath.Join(o.Out, n.node.Addr())
-		if err := n.node.CopySnapshot(ctx, o.Keyspace, tag, dst); err != nil {
-			return backup.Manifest{}, fmt.Errorf("backup: copy the snapshot of %s: %w", n.node.Addr(), err)
-		}
-		if err := describeCopy(dst, &snaps[i]); err != nil {
-			return backup.Manifest{}, fmt.Errorf("backup: %w", err)
-		}
-		say("copied %s: %d tables, %.1f MiB (%s)", n.node.Addr(), snaps[i].Tables, float64(snaps[i].Bytes)/(1<<20), since(copyStart))
+	if err := copySnapshots(ctx, o, nodes, tag, snaps, say); err != nil {
+		return backup.Manifest{}, fmt.Errorf("backup: %w", err)
 	}
 	after, err := countRows(ctx, s, o.Keyspace, names)
 	if err != nil {
 		return backup.Manifest{}, fmt.Errorf("backup: %w", err)
 	}
+	m := manifest(o, started, tag, snaps, before, after, say)
+	if err := backup.SyncTree(o.Out); err != nil {
+		return backup.Manifest{}, fmt.Errorf("backup: sync %s: %w", o.Out, err)
+	}
+	m, err = backup.Seal(o.Out, m)
+	if err != nil {
+		return backup.Manifest{}, err
+	}
+	say("sealed %s: %d files, consistent at %s (%s in all)", o.Out, len(m.Files), m.ConsistentAt.Format(time.RFC3339Nano), since(started))
+	return m, nil
+}
+
+// writeSchema pairs the ring with o.Nodes, lists the keyspace's tables and writes its schema
+// into the backup directory.
+func writeSchema(ctx context.Context, s *gocql.Session, o BackupOptions) ([]ringMember, []string, error) {
+	nodes, err := matchRing(ring(s), o.Nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	names, err := tables(ctx, s, o.Keyspace)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(names) == 0 {
+		return nil, nil, fmt.Errorf("keyspace %s has no tables (or does not exist)", o.Keyspace)
+	}
+	schema, err := describe(ctx, s, o.Keyspace)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.Out, SchemaFile), []byte(strings.Join(schema, "\n\n")+"\n"), 0o640); err != nil {
+		return nil, nil, err
+	}
+	return nodes, names, nil
+}
+
+// copySnapshots copies each node's snapshot tag into <out>/<node address> and records its
+// tables and size in snaps.
+func copySnapshots(ctx context.Context, o BackupOptions, nodes []ringMember, tag string, snaps []NodeSnapshot, say func(string, ...any)) error {
+	for i, n := range nodes {
+		copyStart := time.Now()
+		dst := filepath.Join(o.Out, n.node.Addr())
+		if err := n.node.CopySnapshot(ctx, o.Keyspace, tag, dst); err != nil {
+			return fmt.Errorf("copy the snapshot of %s: %w", n.node.Addr(), err)
+		}
+		if err := describeCopy(dst, &snaps[i]); err != nil {
+			return err
+		}
+		say("copied %s: %d tables, %.1f MiB (%s)", n.node.Addr(), snaps[i].Tables, float64(snaps[i].Bytes)/(1<<20), since(copyStart))
+	}
+	return nil
+}
+
+// manifest is the backup's manifest before sealing: consistent at the earliest snapshot, the
+// counts from before the snapshots, and the counts after them too when writes moved them.
+func manifest(o BackupOptions, started time.Time, tag string, snaps []NodeSnapshot, before, after map[string]int64, say func(string, ...any)) backup.Manifest {
 	m := backup.Manifest{
 		Store:        "cassandra",
 		ConsistentAt: snaps[0].ConsistentAt,
@@ -180,15 +216,7 @@ func Backup(ctx context.Context, o BackupOptions) (backup.Manifest, error) {
 	} else {
 		m.Meta[metaCounts] = "at ALL just before the snapshots, and the same again after them: exact"
 	}
-	if err := backup.SyncTree(o.Out); err != nil {
-		return backup.Manifest{}, fmt.Errorf("backup: sync %s: %w", o.Out, err)
-	}
-	m, err = backup.Seal(o.Out, m)
-	if err != nil {
-		return backup.Manifest{}, err
-	}
-	say("sealed %s: %d files, consistent at %s (%s in all)", o.Out, len(m.Files), m.ConsistentAt.Format(time.RFC3339Nano), since(started))
-	return m, nil
+	return m
 }
 
 // ringMember pairs a Node with the ring's view of it.

@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -17,37 +15,15 @@ import (
 // soon as the tests that use it are done (stopCluster), so the package's JVMs do not outlive
 // their part of the run. A start that fails fails the tests that need it, with the reason.
 var (
-	source, target1, target3 *testCluster
+	source, target1, target3 *launcher.Shared
 )
 
-type testCluster struct {
-	c    *launcher.Cluster
-	err  error
-	stop func()
-	once sync.Once
-}
-
-// need returns the cluster or fails the test with why it did not start.
-func (tc *testCluster) need(t *testing.T) *launcher.Cluster {
-	t.Helper()
-	if tc.err != nil {
-		if errors.Is(tc.err, launcher.ErrPrerequisite) {
-			t.Fatalf("Cassandra tests need Java 17 and Maven: %v", tc.err)
-		}
-		t.Fatalf("cluster did not start: %v", tc.err)
-	}
-	return tc.c
-}
-
 // stopCluster stops the cluster (once), logging its nodes' last lines if the test failed.
-func (tc *testCluster) stopCluster(t *testing.T) {
-	if tc.stop == nil {
-		return
+func stopCluster(t *testing.T, sh *launcher.Shared) {
+	if sh.Err == nil && t.Failed() {
+		sh.Cluster.LogTails(t)
 	}
-	if t.Failed() {
-		tc.c.LogTails(t)
-	}
-	tc.once.Do(tc.stop)
+	sh.Stop()
 }
 
 func TestMain(m *testing.M) {
@@ -57,12 +33,8 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		start := func(nodes int, base string) *testCluster {
-			c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: nodes, BaseAddr: base})
-			if err != nil {
-				err = fmt.Errorf("start a %d-node Cassandra on %s with the launcher: %w", nodes, base, err)
-			}
-			return &testCluster{c: c, err: err, stop: stop}
+		start := func(nodes int, base string) *launcher.Shared {
+			return launcher.StartForMain(ctx, launcher.Options{Nodes: nodes, BaseAddr: base})
 		}
 		var wg sync.WaitGroup
 		wg.Add(3)
@@ -71,10 +43,8 @@ func TestMain(m *testing.M) {
 		go func() { defer wg.Done(); target3 = start(3, launcher.BackupRestore3TestAddr) }()
 		wg.Wait()
 		defer func() {
-			for _, tc := range []*testCluster{source, target1, target3} {
-				if tc.stop != nil {
-					tc.once.Do(tc.stop)
-				}
+			for _, sh := range []*launcher.Shared{source, target1, target3} {
+				sh.Stop()
 			}
 		}()
 		return m.Run()

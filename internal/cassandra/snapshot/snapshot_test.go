@@ -178,7 +178,7 @@ func TestBackupAndRestore(t *testing.T) {
 	// Generous: on a 2-core machine at a load average of 60 the two restores took 5 minutes each.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	src := source.need(t)
+	src := source.Need(t)
 	if _, err := cassandrastore.ApplySchema(ctx, src.Hosts(), cassandrastore.SchemaOptions{Keyspace: testKeyspace, RF: 3}); err != nil {
 		t.Fatalf("apply the shop's schema: %v", err)
 	}
@@ -236,18 +236,18 @@ func TestBackupAndRestore(t *testing.T) {
 	t.Run("killed backup has no manifest and restore refuses it", func(t *testing.T) {
 		testKilledBackup(ctx, t, src)
 	})
-	source.stopCluster(t)
+	stopCluster(t, source)
 
 	t.Run("restore", func(t *testing.T) {
 		for _, tc := range []struct {
 			name    string
-			cluster *testCluster
+			cluster *launcher.Shared
 			rf      int
 		}{{"one node", target1, 1}, {"three fresh nodes", target3, 3}} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				defer tc.cluster.stopCluster(t)
-				c := tc.cluster.need(t)
+				defer stopCluster(t, tc.cluster)
+				c := tc.cluster.Need(t)
 				var out progressLog
 				t0 := time.Now()
 				res, err := Restore(ctx, RestoreOptions{Conn: Conn{Hosts: c.Hosts()}, Dir: dir, Progress: &out})

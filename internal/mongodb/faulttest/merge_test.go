@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,17 +145,7 @@ func TestCartMergeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 		workers  = 4
 		maxTries = 60
 	)
-	var (
-		tried, applied, cleanFail, retriedOK, inFlight, slow atomic.Int64
-		errKinds                                             counter
-		mu                                                   sync.Mutex
-		bad                                                  []string
-	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		bad = append(bad, fmt.Sprintf(format, args...))
-	}
+	tl := &tally{}
 	stats := &roundStats{}
 	try := func(ctx context.Context, w, round, i int) {
 		sid, uid := fmt.Sprintf("ms-%d-%d-%d", round, w, i), fmt.Sprintf("mu-%d-%d-%d", round, w, i)
@@ -172,7 +160,7 @@ func TestCartMergeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 				_, err := carts.PutItem(ctx, cart.Guest(sid), cart.Item{ProductID: p, Category: "c", Quantity: q, AddedAt: time.Now()}, expires, time.Now())
 				return err
 			}); err != nil {
-				fail("%s: setup: %v", sid, err)
+				tl.fail("%s: setup: %v", sid, err)
 				return
 			}
 		}
@@ -182,7 +170,7 @@ func TestCartMergeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 					_, err := carts.PutItem(ctx, cart.User(uid), cart.Item{ProductID: p, Category: "c", Quantity: q, AddedAt: time.Now()}, time.Time{}, time.Now())
 					return err
 				}); err != nil {
-					fail("%s: setup: %v", uid, err)
+					tl.fail("%s: setup: %v", uid, err)
 					return
 				}
 			}
@@ -197,48 +185,48 @@ func TestCartMergeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 				})
 			}
 			if err != nil {
-				fail("%s: setup: %v", uid, err)
+				tl.fail("%s: setup: %v", uid, err)
 				return
 			}
 		}
 		before, err := readCarts(ctx, db, sid, uid, retiredID)
 		if err != nil || before.guest == nil || !maps.Equal(before.guest.lines(), guestLines) {
-			fail("%s: setup not visible at majority: %+v, %v", sid, before, err)
+			tl.fail("%s: setup not visible at majority: %+v, %v", sid, before, err)
 			return
 		}
 
-		tried.Add(1)
+		tl.tried.Add(1)
 		mctx, cancel := context.WithTimeout(ctx, budget(i))
 		began := time.Now()
 		_, err = carts.Merge(mctx, sid, uid, time.Now())
 		ended := time.Now()
 		cancel()
 		if stats.inFlight(began, ended) {
-			inFlight.Add(1)
+			tl.inFlight.Add(1)
 		}
 		if ended.Sub(began) > 300*time.Millisecond {
-			slow.Add(1)
+			tl.slow.Add(1)
 		}
 		after, rerr := readCarts(ctx, db, sid, uid, retiredID)
 		if rerr != nil {
-			fail("%s: %v", sid, rerr)
+			tl.fail("%s: %v", sid, rerr)
 			return
 		}
 		switch ok, untouched := mergeApplied(before, after), mergeUntouched(before, after); {
 		case err == nil && ok:
-			applied.Add(1)
+			tl.applied.Add(1)
 		case err == nil:
-			fail("%s (user cart %s): merge returned nil but state is guest %s user %s retired %s (before: guest %s user %s)",
+			tl.fail("%s (user cart %s): merge returned nil but state is guest %s user %s retired %s (before: guest %s user %s)",
 				sid, []string{"none", "live", "ordered"}[kind], after.guest, after.user, after.retired, before.guest, before.user)
 			return
 		case untouched:
-			cleanFail.Add(1)
-			errKinds.add(err)
+			tl.cleanFail.Add(1)
+			tl.errKinds.add(err)
 		case ok:
-			fail("%s: merge returned %v but it was applied", sid, err)
-			errKinds.add(err)
+			tl.fail("%s: merge returned %v but it was applied", sid, err)
+			tl.errKinds.add(err)
 		default:
-			fail("%s (user cart %s): merge returned %v and left a half-applied state: guest %s user %s retired %s (before: guest %s user %s)",
+			tl.fail("%s (user cart %s): merge returned %v and left a half-applied state: guest %s user %s retired %s (before: guest %s user %s)",
 				sid, []string{"none", "live", "ordered"}[kind], err, after.guest, after.user, after.retired, before.guest, before.user)
 			return
 		}
@@ -247,51 +235,36 @@ func TestCartMergeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 				_, err := carts.Merge(ctx, sid, uid, time.Now())
 				return err
 			}); err != nil {
-				fail("%s: retried merge: %v", sid, err)
+				tl.fail("%s: retried merge: %v", sid, err)
 				return
 			}
 			if after, err = readCarts(ctx, db, sid, uid, retiredID); err != nil {
-				fail("%s: %v", sid, err)
+				tl.fail("%s: %v", sid, err)
 				return
 			}
 			if !mergeApplied(before, after) {
-				fail("%s: after a failed merge and a retry: guest %s user %s retired %s (before: guest %s user %s)",
+				tl.fail("%s: after a failed merge and a retry: guest %s user %s retired %s (before: guest %s user %s)",
 					sid, after.guest, after.user, after.retired, before.guest, before.user)
 				return
 			}
-			retriedOK.Add(1)
+			tl.retriedOK.Add(1)
 		}
 		// A repeated login merges nothing more.
 		if err := retry(ctx, "merge once more", func(ctx context.Context) error {
 			_, err := carts.Merge(ctx, sid, uid, time.Now())
 			return err
 		}); err != nil {
-			fail("%s: repeated merge: %v", sid, err)
+			tl.fail("%s: repeated merge: %v", sid, err)
 			return
 		}
 		if again, err := readCarts(ctx, db, sid, uid, retiredID); err != nil || !mergeUntouched(after, again) {
-			fail("%s: a repeated merge changed the carts: user %s → %s, %v", sid, after.user, again.user, err)
+			tl.fail("%s: a repeated merge changed the carts: user %s → %s, %v", sid, after.user, again.user, err)
 		}
 	}
 	began := time.Now()
 	underStepDowns(t, ctx, db, rounds, workers, maxTries, stats, try)
 	t.Logf("%s, in %s", stats, time.Since(began).Round(100*time.Millisecond))
 	t.Logf("merges: %d tried, %d in flight when a step-down was sent, %d took over 300 ms; %d applied once and returned nil, %d failed cleanly (nothing applied) and were then applied once by a retry (%d); errors: %s",
-		tried.Load(), inFlight.Load(), slow.Load(), applied.Load(), cleanFail.Load(), retriedOK.Load(), &errKinds)
-	if cleanFail.Load() > 0 {
-		t.Logf("one error of each kind:%s", errKinds.examples())
-	}
-	for i, b := range bad {
-		if i == 10 {
-			t.Errorf("… and %d more", len(bad)-10)
-			break
-		}
-		t.Error(b)
-	}
-	if stats.stepDowns < rounds/2 {
-		t.Errorf("only %d of %d step-downs happened", stats.stepDowns, rounds)
-	}
-	if inFlight.Load() == 0 {
-		t.Errorf("no merge was in flight at a step-down: the test proved nothing")
-	}
+		tl.tried.Load(), tl.inFlight.Load(), tl.slow.Load(), tl.applied.Load(), tl.cleanFail.Load(), tl.retriedOK.Load(), &tl.errKinds)
+	tl.check(t, stats, rounds, "merge")
 }

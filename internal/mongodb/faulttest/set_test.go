@@ -478,6 +478,44 @@ func errKind(err error) string {
 }
 
 // counter counts errors by kind for the logs, keeping the first full message of each kind.
+// tally counts the outcomes of the calls a step-down test makes and keeps its failures; the
+// workers update it concurrently.
+type tally struct {
+	tried, applied, cleanFail, retriedOK, inFlight, slow atomic.Int64
+	errKinds                                             counter
+	mu                                                   sync.Mutex
+	bad                                                  []string
+}
+
+func (tl *tally) fail(format string, args ...any) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.bad = append(tl.bad, fmt.Sprintf(format, args...))
+}
+
+// check fails t on each failure kept (the first ten), on fewer step-downs than half the rounds,
+// and when no call was in flight at a step-down (the test then proved nothing); what names one
+// call in that message.
+func (tl *tally) check(t *testing.T, stats *roundStats, rounds int, what string) {
+	t.Helper()
+	if tl.cleanFail.Load() > 0 {
+		t.Logf("one error of each kind:%s", tl.errKinds.examples())
+	}
+	for i, b := range tl.bad {
+		if i == 10 {
+			t.Errorf("… and %d more", len(tl.bad)-10)
+			break
+		}
+		t.Error(b)
+	}
+	if stats.stepDowns < rounds/2 {
+		t.Errorf("only %d of %d step-downs happened", stats.stepDowns, rounds)
+	}
+	if tl.inFlight.Load() == 0 {
+		t.Errorf("no %s was in flight at a step-down: the test proved nothing", what)
+	}
+}
+
 type counter struct {
 	mu      sync.Mutex
 	m       map[string]int

@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,6 +29,7 @@ import (
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/loadgen"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
@@ -170,28 +170,11 @@ type shopClient struct {
 }
 
 func (s *shopClient) do(ctx context.Context, kind string, user int, method, path, token string, body any, hdr ...string) (call, []byte) {
-	c := call{kind: kind, user: user}
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, s.base+path, rd)
+	req, err := loadgen.NewRequest(ctx, method, s.base+path, token, body, hdr...)
 	if err != nil {
 		panic(err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-		if hdr[i] == "Idempotency-Key" {
-			c.key = hdr[i+1]
-		}
-	}
+	c := call{kind: kind, user: user, key: req.Header.Get("Idempotency-Key")}
 	c.start = time.Now()
 	resp, err := s.http.Do(req)
 	var out []byte

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,17 +118,10 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 	type kind struct{ from, to order.Status }
 	kinds := []kind{{order.Created, order.Paid}, {order.Created, order.Cancelled}, {order.Paid, order.Cancelled}}
 	var (
-		tried, applied, cleanFail, retriedOK, inFlight, slow atomic.Int64
-		errKinds                                             counter
-		mu                                                   sync.Mutex
-		bad                                                  []string
-		placed                                               = map[string]kind{} // order id → the change it went through
+		tl     = &tally{}
+		mu     sync.Mutex
+		placed = map[string]kind{} // order id → the change it went through
 	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		bad = append(bad, fmt.Sprintf(format, args...))
-	}
 	stats := &roundStats{}
 	try := func(ctx context.Context, w, round, i int) {
 		k := kinds[(round+w+i)%len(kinds)]
@@ -143,7 +135,7 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 				_, err := s.Carts().PutItem(ctx, cart.User(user), cart.Item{ProductID: id, Category: "faulttest", Quantity: q, AddedAt: time.Now()}, time.Time{}, time.Now())
 				return err
 			}); err != nil {
-				fail("%s: setup: %v", user, err)
+				tl.fail("%s: setup: %v", user, err)
 				return
 			}
 		}
@@ -153,12 +145,12 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 			o, _, err = svc.PlaceFromCart(ctx, user, zone, key)
 			return err
 		}); err != nil {
-			fail("%s: setup: %v", user, err)
+			tl.fail("%s: setup: %v", user, err)
 			return
 		}
 		if k.from == order.Paid {
 			if err := transitionTo(ctx, orders, o.ID, order.Paid); err != nil {
-				fail("%s: setup: %v", o.ID, err)
+				tl.fail("%s: setup: %v", o.ID, err)
 				return
 			}
 		}
@@ -167,7 +159,7 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 		mu.Unlock()
 		before, err := readOrderState(ctx, db, o)
 		if err != nil || before.status != string(k.from) {
-			fail("%s: setup not visible at majority: %+v, %v", o.ID, before, err)
+			tl.fail("%s: setup not visible at majority: %+v, %v", o.ID, before, err)
 			return
 		}
 		restock := map[string]int64{}
@@ -180,49 +172,49 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 		done := func(st orderState) bool { return st.status == string(k.to) && maps.Equal(st.stock, restock) }
 		untouched := func(st orderState) bool { return st.status == before.status && maps.Equal(st.stock, before.stock) }
 
-		tried.Add(1)
+		tl.tried.Add(1)
 		tctx, cancel := context.WithTimeout(ctx, budget(i))
 		began := time.Now()
 		_, err = orders.Transition(tctx, o.ID, k.to, time.Now())
 		ended := time.Now()
 		cancel()
 		if stats.inFlight(began, ended) {
-			inFlight.Add(1)
+			tl.inFlight.Add(1)
 		}
 		if ended.Sub(began) > 300*time.Millisecond {
-			slow.Add(1)
+			tl.slow.Add(1)
 		}
 		after, rerr := settledState(ctx, db, o, func(st orderState) bool { return done(st) || err != nil && untouched(st) })
 		if rerr != nil {
-			fail("%s: %v", o.ID, rerr)
+			tl.fail("%s: %v", o.ID, rerr)
 			return
 		}
 		switch {
 		case err == nil && done(after):
-			applied.Add(1)
+			tl.applied.Add(1)
 		case err == nil:
-			fail("%s %s→%s returned nil, but status %s, stock %v (before %v, want %v)", o.ID, k.from, k.to, after.status, after.stock, before.stock, restock)
+			tl.fail("%s %s→%s returned nil, but status %s, stock %v (before %v, want %v)", o.ID, k.from, k.to, after.status, after.stock, before.stock, restock)
 			return
 		case untouched(after):
-			cleanFail.Add(1)
-			errKinds.add(err)
+			tl.cleanFail.Add(1)
+			tl.errKinds.add(err)
 		case done(after):
-			fail("%s %s→%s returned %v but it was applied", o.ID, k.from, k.to, err)
-			errKinds.add(err)
+			tl.fail("%s %s→%s returned %v but it was applied", o.ID, k.from, k.to, err)
+			tl.errKinds.add(err)
 		default:
-			fail("%s %s→%s returned %v and left status %s, stock %v (before %v, want %v or nothing)", o.ID, k.from, k.to, err, after.status, after.stock, before.stock, restock)
+			tl.fail("%s %s→%s returned %v and left status %s, stock %v (before %v, want %v or nothing)", o.ID, k.from, k.to, err, after.status, after.stock, before.stock, restock)
 			return
 		}
 		if err != nil { // the caller retries until it is done
 			if err := transitionTo(ctx, orders, o.ID, k.to); err != nil {
-				fail("%s: retried transition: %v", o.ID, err)
+				tl.fail("%s: retried transition: %v", o.ID, err)
 				return
 			}
 			if after, err = readOrderState(ctx, db, o); err != nil || !done(after) {
-				fail("%s %s→%s after an error and a retry: status %s, stock %v (before %v, want %v), %v", o.ID, k.from, k.to, after.status, after.stock, before.stock, restock, err)
+				tl.fail("%s %s→%s after an error and a retry: status %s, stock %v (before %v, want %v), %v", o.ID, k.from, k.to, after.status, after.stock, before.stock, restock, err)
 				return
 			}
-			retriedOK.Add(1)
+			tl.retriedOK.Add(1)
 		}
 		// The caller whose answer was lost retries once more: refused, nothing changes.
 		err = retry(ctx, "repeat transition", func(ctx context.Context) error {
@@ -236,7 +228,7 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 			return err
 		})
 		if again, rerr := readOrderState(ctx, db, o); err != nil || rerr != nil || !done(again) {
-			fail("%s %s→%s repeated: %v; status %s, stock %v (want %v), %v", o.ID, k.from, k.to, err, again.status, again.stock, restock, rerr)
+			tl.fail("%s %s→%s repeated: %v; status %s, stock %v (want %v), %v", o.ID, k.from, k.to, err, again.status, again.stock, restock, rerr)
 			return
 		}
 		mu.Lock()
@@ -247,24 +239,9 @@ func TestOrderStatusChangeUnderStepDownAppliesOnceOrNotAtAll(t *testing.T) {
 	underStepDowns(t, ctx, db, rounds, workers, maxTries, stats, try)
 	t.Logf("%s, in %s", stats, time.Since(began).Round(100*time.Millisecond))
 	t.Logf("status changes: %d tried, %d in flight during a step-down, %d took over 300 ms; %d happened once and returned nil, %d failed cleanly (nothing changed) and were then applied once by a retry (%d); errors: %s",
-		tried.Load(), inFlight.Load(), slow.Load(), applied.Load(), cleanFail.Load(), retriedOK.Load(), &errKinds)
-	if cleanFail.Load() > 0 {
-		t.Logf("one error of each kind:%s", errKinds.examples())
-	}
-	for i, b := range bad {
-		if i == 10 {
-			t.Errorf("… and %d more", len(bad)-10)
-			break
-		}
-		t.Error(b)
-	}
-	if stats.stepDowns < rounds/2 {
-		t.Errorf("only %d of %d step-downs happened", stats.stepDowns, rounds)
-	}
-	if inFlight.Load() == 0 {
-		t.Errorf("no status change was in flight at a step-down: the test proved nothing")
-	}
-	if len(bad) > 0 {
+		tl.tried.Load(), tl.inFlight.Load(), tl.slow.Load(), tl.applied.Load(), tl.cleanFail.Load(), tl.retriedOK.Load(), &tl.errKinds)
+	tl.check(t, stats, rounds, "status change")
+	if len(tl.bad) > 0 {
 		return // the totals below would only repeat the failures
 	}
 

@@ -167,7 +167,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	children := map[member]*serverproc.Child{}
 	for _, s := range c.sets() {
-		for i, p := range s.started() {
+		for i, p := range s.procs.Started() {
 			children[member{s, i}] = p
 		}
 	}

@@ -106,24 +106,13 @@ func ForTest(t serverproc.TB, opts Options) *Set {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	s, stop, err := StartShared(ctx, opts)
-	if err != nil {
-		if errors.Is(err, ErrPrerequisite) {
-			t.Fatalf("MongoDB tests need python3 with pip: %v", err)
-		}
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
+	start := func(ctx context.Context) (*Set, func(), error) { return StartShared(ctx, opts) }
+	return serverproc.ForTest(t, 5*time.Minute, start, ErrPrerequisite, "MongoDB tests need python3 with pip",
+		func(s *Set) {
 			for i := range s.Members() {
 				t.Logf("member %d:\n%s", i, s.LogTail(i))
 			}
-		}
-		stop()
-	})
-	return s
+		})
 }
 
 // StartSharedCluster starts a sharded cluster (config server and shards, no router) for a whole

@@ -3,7 +3,6 @@ package cassandracollect
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -39,17 +38,12 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: 2, BaseAddr: launcher.MonitorTestAddr, HeapMB: 512})
-		if err != nil {
-			testSetupErr = fmt.Errorf("start a two-node Cassandra on %s with the launcher: %w", launcher.MonitorTestAddr, err)
-			if errors.Is(err, launcher.ErrPrerequisite) {
-				testSetupErr = fmt.Errorf("Cassandra tests need Java 17 and Maven: %w", err)
-			}
-			return m.Run()
+		shared := launcher.StartForMain(ctx, launcher.Options{Nodes: 2, BaseAddr: launcher.MonitorTestAddr, HeapMB: 512})
+		defer shared.Stop()
+		testCluster, testSetupErr = shared.Cluster, shared.Err
+		if testSetupErr == nil {
+			testSetupErr = writeSkew(ctx, testCluster)
 		}
-		defer stop()
-		testCluster = c
-		testSetupErr = writeSkew(ctx, c)
 		return m.Run()
 	}()
 	os.Exit(code)

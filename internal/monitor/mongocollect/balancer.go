@@ -22,11 +22,7 @@ type balancerCollector struct{ c *Cluster }
 
 func (balancerCollector) Name() string { return "mongo_balancer" }
 
-func (b balancerCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	v, err := b.c.view(ctx)
-	if err != nil {
-		return err
-	}
+func (b balancerCollector) updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error {
 	cmd := "_configsvrBalancerStatus"
 	if v.mongos {
 		cmd = "balancerStatus"

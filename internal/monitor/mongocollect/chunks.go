@@ -19,11 +19,7 @@ type chunksCollector struct{ c *Cluster }
 
 func (chunksCollector) Name() string { return "mongo_chunks" }
 
-func (cc chunksCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	v, err := cc.c.view(ctx)
-	if err != nil {
-		return err
-	}
+func (cc chunksCollector) updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error {
 	cur, err := cc.c.config.Database("config").Collection("chunks").Aggregate(ctx, bson.A{
 		bson.D{{Key: "$group", Value: bson.D{
 			{Key: "_id", Value: bson.D{{Key: "uuid", Value: "$uuid"}, {Key: "shard", Value: "$shard"}}},

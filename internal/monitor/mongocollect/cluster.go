@@ -90,14 +90,35 @@ func (c *Cluster) Close(ctx context.Context) error {
 // Collectors returns one collector per source, all sharing this cluster's connections.
 func (c *Cluster) Collectors() []monitor.Collector {
 	cs := []monitor.Collector{
-		shardsCollector{c}, chunksCollector{c}, collStatsCollector{c}, currentOpCollector{c},
-		serverStatusCollector{c}, balancerCollector{c}, chunkMovesCollector{c}, membersCollector{c},
-		replicationCollector{c},
+		viewed{c, shardsCollector{c}}, viewed{c, chunksCollector{c}}, viewed{c, collStatsCollector{c}},
+		viewed{c, currentOpCollector{c}}, viewed{c, serverStatusCollector{c}}, viewed{c, balancerCollector{c}},
+		chunkMovesCollector{c}, viewed{c, membersCollector{c}}, viewed{c, replicationCollector{c}},
 	}
 	for i, col := range cs {
 		cs[i] = explained{col}
 	}
 	return cs
+}
+
+// viewCollector is a collector that works from this scrape's view of the cluster.
+type viewCollector interface {
+	Name() string
+	updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error
+}
+
+// viewed runs a viewCollector on the view the scrape's collectors share (discovered once per
+// scrape).
+type viewed struct {
+	c *Cluster
+	viewCollector
+}
+
+func (w viewed) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	v, err := w.c.view(ctx)
+	if err != nil {
+		return err
+	}
+	return w.updateView(ctx, v, ch)
 }
 
 // explained reports a refusal (a wrong password, a role the monitor's user lacks, an untrusted

@@ -50,11 +50,7 @@ func (s collStats) owned() (bytes, docs float64) {
 	return float64(s.Size) * docs / float64(s.Count), docs
 }
 
-func (cs collStatsCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	v, err := cs.c.view(ctx)
-	if err != nil {
-		return err
-	}
+func (cs collStatsCollector) updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error {
 	namespaces := v.namespaces()
 	return onUpShards(ctx, cs.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		var errs []error

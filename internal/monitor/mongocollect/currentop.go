@@ -23,11 +23,7 @@ type currentOpCollector struct{ c *Cluster }
 
 func (currentOpCollector) Name() string { return "mongo_currentop" }
 
-func (co currentOpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	v, err := co.c.view(ctx)
-	if err != nil {
-		return err
-	}
+func (co currentOpCollector) updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error {
 	namespaces := v.namespaces()
 	return onUpShards(ctx, co.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		cur, err := s.client.Database("admin").Aggregate(ctx, bson.A{

@@ -23,11 +23,7 @@ func (membersCollector) Name() string { return "mongo_members" }
 // codeNoReplicationEnabled: the shard is a lone mongod, not a replica set; it has no members.
 const codeNoReplicationEnabled = 76
 
-func (mc membersCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	v, err := mc.c.view(ctx)
-	if err != nil {
-		return err
-	}
+func (mc membersCollector) updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error {
 	return onUpShards(ctx, mc.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		var st struct {
 			Members []struct {

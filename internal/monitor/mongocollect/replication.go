@@ -24,11 +24,7 @@ type replicationCollector struct{ c *Cluster }
 
 func (replicationCollector) Name() string { return "mongo_replication" }
 
-func (rc replicationCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	v, err := rc.c.view(ctx)
-	if err != nil {
-		return err
-	}
+func (rc replicationCollector) updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error {
 	return onUpShards(ctx, rc.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		st, err := readrouting.DriverSource{Client: s.client}.ReplSetStatus(ctx)
 		if ce := (mongo.CommandError{}); errors.As(err, &ce) && ce.HasErrorCode(codeNoReplicationEnabled) {

@@ -37,11 +37,7 @@ func (serverStatusCollector) Name() string { return "mongo_serverstatus" }
 var serverStatusCmd = bson.D{{Key: "serverStatus", Value: 1}, {Key: "repl", Value: 0}, {Key: "metrics", Value: 0},
 	{Key: "locks", Value: 0}, {Key: "wiredTiger", Value: 0}, {Key: "tcmalloc", Value: 0}}
 
-func (sc serverStatusCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	v, err := sc.c.view(ctx)
-	if err != nil {
-		return err
-	}
+func (sc serverStatusCollector) updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error {
 	return onUpShards(ctx, sc.c.opts.Logger, v, func(ctx context.Context, s shard) error {
 		st, err := s.client.Database("admin").RunCommand(ctx, serverStatusCmd).Raw()
 		if err != nil {

@@ -15,11 +15,7 @@ type shardsCollector struct{ c *Cluster }
 
 func (shardsCollector) Name() string { return "mongo_shards" }
 
-func (s shardsCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	v, err := s.c.view(ctx)
-	if err != nil {
-		return err
-	}
+func (s shardsCollector) updateView(ctx context.Context, v *view, ch chan<- prometheus.Metric) error {
 	for _, sh := range v.shards {
 		up := 0.0
 		if sh.up {

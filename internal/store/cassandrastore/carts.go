@@ -12,7 +12,7 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 )
 
-// Carts implements cart.Repository on user_carts and guest_carts.
+// carts implements cart.Repository on user_carts and guest_carts.
 //
 // Every write is a lightweight transaction (Paxos) on the owner's partition, because every
 // write must be fenced by a state another writer may have just set:
@@ -45,10 +45,7 @@ import (
 //
 // A timeout of an LWT leaves its outcome unknown; every LWT here runs in casLoop, which re-reads
 // the partition (at SERIAL) and decides again, so the statement itself is never blindly retried.
-type Carts struct {
-	s *gocql.Session
-	p *policy
-}
+type carts Store
 
 // merging is the status of a guest cart whose lines a login is moving into merge_into's cart.
 const merging cart.Status = "merging"
@@ -184,7 +181,7 @@ func scanCartRows(iter *gocql.Iter) ([]cartRow, error) {
 
 // load reads the owner's partition at cl: QUORUM normally, SERIAL after a conditional write
 // was refused or timed out, so the decision that follows sees what Paxos last committed.
-func (r *Carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency) (cartState, error) {
+func (r *carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency) (cartState, error) {
 	t, key := tableFor(owner)
 	st := cartState{owner: owner}
 	rows, err := scanCartRows(r.p.idempotent(ctx, r.s.Query(t.stmts.read, key).Consistency(cl)).Iter())
@@ -239,7 +236,7 @@ func sortItems(items []cart.Item) {
 	})
 }
 
-func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error) {
+func (r *carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	st, err := r.load(ctx, owner, r.p.levels().Carts)
@@ -252,18 +249,18 @@ func (r *Carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time)
 	return st.c, nil
 }
 
-func (r *Carts) batch(ctx context.Context) *gocql.Batch {
+func (r *carts) batch(ctx context.Context) *gocql.Batch {
 	return r.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(r.p.levels().Carts).SerialConsistency(r.p.levels().Serial)
 }
 
-func (r *Carts) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
+func (r *carts) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
 	return r.s.Query(stmt, args...).WithContext(ctx).Consistency(r.p.levels().Carts).SerialConsistency(r.p.levels().Serial)
 }
 
 // ensureActive returns the owner's active cart, creating one (LWT) if there is none. The cart
 // it returns may be frozen: the caller applies Editable. A guest whose cart a login merged
 // gets ErrGuestMerged instead of a new cart nobody would see.
-func (r *Carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, now time.Time, cl gocql.Consistency) (cartState, error) {
+func (r *carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, now time.Time, cl gocql.Consistency) (cartState, error) {
 	t, key := tableFor(owner)
 	if owner.IsGuest() && expiresAt.IsZero() {
 		return cartState{}, errors.New("cassandra carts: a guest cart needs its session's expiry")
@@ -315,7 +312,7 @@ func lineAt(items []cart.Item, productID string) int {
 	return -1
 }
 
-func (r *Carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, expiresAt, now time.Time) (cart.Cart, error) {
+func (r *carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, expiresAt, now time.Time) (cart.Cart, error) {
 	if err := cart.ValidateQuantity(item.Quantity); err != nil {
 		return cart.Cart{}, err
 	}
@@ -362,7 +359,7 @@ func (r *Carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, e
 	})
 }
 
-func (r *Carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (cart.Cart, error) {
+func (r *carts) RemoveItem(ctx context.Context, owner cart.Owner, productID string, now time.Time) (cart.Cart, error) {
 	t, key := tableFor(owner)
 	n := now.UTC().Truncate(time.Millisecond)
 	ctx, cancel := bounded(ctx)
@@ -395,298 +392,6 @@ func (r *Carts) RemoveItem(ctx context.Context, owner cart.Owner, productID stri
 	})
 }
 
-func (r *Carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (cart.MergeResult, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	guest, user := cart.Guest(sessionID), cart.User(userID)
-	g, err := r.load(ctx, guest, r.p.levels().Carts)
-	if err != nil {
-		return cart.MergeResult{}, err
-	}
-	// A guest cart already merging into this user was left by a login that crashed or is
-	// still running: finishing it is safe, merged_from says whether the lines moved.
-	resume := g.hasActive() && g.c.Status == merging && g.mergeInto == userID
-	if !g.live(now) && !resume {
-		// Nothing to merge (no guest cart, or merged by an earlier login): a no-op.
-		return r.userCart(ctx, userID, now, nil)
-	}
-	gid := g.c.ID
-	// A login during a checkout is refused before the guest cart is touched; the user side's
-	// condition decides in a race.
-	u, err := r.load(ctx, user, r.p.levels().Carts)
-	if err != nil {
-		return cart.MergeResult{}, err
-	}
-	if u.live(now) && !u.merged[gid] {
-		if err := u.c.Editable(now); err != nil {
-			return cart.MergeResult{}, err
-		}
-	}
-	if !resume {
-		if g, err = r.freezeGuest(ctx, g, userID, now); err != nil || g.c.Status != merging {
-			if err != nil {
-				return cart.MergeResult{}, err
-			}
-			return r.userCart(ctx, userID, now, nil) // another login merged it first
-		}
-	}
-	// Frozen: the guest's lines can no longer change. SERIAL sees every edit Paxos applied
-	// before the freeze.
-	g, err = r.load(ctx, guest, r.p.levels().Serial)
-	if err != nil {
-		return cart.MergeResult{}, err
-	}
-	if g.c.ID != gid || g.c.Status != merging || g.mergeInto != userID {
-		return r.userCart(ctx, userID, now, nil) // a racing login finished (or undid) it
-	}
-	notMerged, err := r.mergeUserSide(ctx, userID, g, now)
-	if err != nil {
-		var stale *cart.StaleCheckoutError
-		if errors.Is(err, cart.ErrCheckoutInProgress) || errors.As(err, &stale) {
-			if rerr := r.unfreezeGuest(ctx, g, userID, now); rerr != nil {
-				return cart.MergeResult{}, errors.Join(err, rerr)
-			}
-		}
-		return cart.MergeResult{}, err
-	}
-	if err := r.abandonGuest(ctx, g, now); err != nil {
-		return cart.MergeResult{}, err
-	}
-	return r.userCart(ctx, userID, now, notMerged)
-}
-
-func (r *Carts) userCart(ctx context.Context, userID string, now time.Time, notMerged []cart.Item) (cart.MergeResult, error) {
-	c, err := r.ActiveCart(ctx, cart.User(userID), now)
-	return cart.MergeResult{Cart: c, NotMerged: notMerged}, err
-}
-
-// freezeGuest sets the live guest cart g merging into userID and returns its new state; a
-// returned status other than merging means another login took it first.
-func (r *Carts) freezeGuest(ctx context.Context, g cartState, userID string, now time.Time) (cartState, error) {
-	n := now.UTC().Truncate(time.Millisecond)
-	return casLoop(ctx, r.p, fmt.Sprintf("freeze guest cart %s for merge", g.c.ID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
-		if a.n > 0 {
-			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
-			if err != nil {
-				return g, nil, err
-			}
-			switch {
-			case again.active == g.active && again.c.Status == merging && again.mergeInto == userID:
-				return again, nil, nil // ours after a timeout, or a racing login of the same user
-			case again.active != g.active || !again.live(now):
-				return again, nil, nil // merged, ended or expired meanwhile: nothing to merge
-			}
-			g = again
-		}
-		q := r.query(ctx, guestCarts.stmts.mergeFreeze, ttlUntil(g.c.ExpiresAt, time.Now()), userID, n,
-			g.owner.SessionID, g.active, g.active, ts(now))
-		return g, &casOp[cartState]{query: q, applied: func() cartState {
-			g.c.Status, g.mergeInto = merging, userID
-			return g
-		}}, nil
-	})
-}
-
-// unfreezeGuest gives the guest its cart back when the user's side refused the merge.
-func (r *Carts) unfreezeGuest(ctx context.Context, g cartState, userID string, now time.Time) error {
-	n := now.UTC().Truncate(time.Millisecond)
-	_, err := casLoop(ctx, r.p, fmt.Sprintf("unfreeze guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
-		if a.refused {
-			return struct{}{}, nil, nil // no longer merging into this user
-		}
-		if a.n > 0 { // the last attempt's outcome is unknown
-			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
-			if err != nil || again.active != g.active || again.c.Status != merging {
-				return struct{}{}, nil, err
-			}
-		}
-		q := r.query(ctx, guestCarts.stmts.mergeRelease, ttlUntil(g.c.ExpiresAt, time.Now()), n,
-			g.owner.SessionID, g.active, g.active, userID)
-		return struct{}{}, casDo(q), nil
-	})
-	return err
-}
-
-// mergeUserSide moves the frozen guest cart g's lines into the user's active cart by
-// cart.MergeLines, once: a cart whose merged_from holds g was merged by an earlier attempt.
-func (r *Carts) mergeUserSide(ctx context.Context, userID string, g cartState, now time.Time) ([]cart.Item, error) {
-	n := now.UTC().Truncate(time.Millisecond)
-	var notMerged []cart.Item // of the last attempt, the one that may have landed unseen
-	return casLoop(ctx, r.p, fmt.Sprintf("merge guest cart %s into user %s", g.c.ID, userID), func(ctx context.Context, a casAttempt) ([]cart.Item, *casOp[[]cart.Item], error) {
-		u, err := r.ensureActive(ctx, cart.User(userID), time.Time{}, now, a.cl)
-		if err != nil {
-			return nil, nil, err
-		}
-		if u.merged[g.c.ID] {
-			return notMerged, nil, nil
-		}
-		if err := u.c.Editable(now); err != nil {
-			return nil, nil, err
-		}
-		var merged []cart.Item
-		merged, notMerged = cart.MergeLines(u.c.Items, g.c.Items)
-		seq, prevSeq := 1, any(nil)
-		if u.mergeSeq != nil {
-			seq, prevSeq = *u.mergeSeq+1, *u.mergeSeq
-		}
-		b := r.batch(ctx)
-		b.Query(userCarts.stmts.mergeHeader, []string{g.c.ID}, seq, n, userID, u.active, u.active, prevSeq)
-		for _, it := range merged {
-			switch i := lineAt(u.c.Items, it.ProductID); {
-			case i < 0:
-				b.Query(userCarts.stmts.putNew, 0, it.Category, it.Quantity, ts(it.AddedAt), userID, u.active, it.ProductID)
-			case u.c.Items[i].Quantity != it.Quantity:
-				b.Query(userCarts.stmts.putQty, 0, it.Quantity, userID, u.active, it.ProductID)
-			}
-		}
-		return nil, &casOp[[]cart.Item]{batch: b, applied: func() []cart.Item { return notMerged }}, nil
-	})
-}
-
-// abandonGuest ends the merged guest cart; if another login abandoned it first, that is the
-// same outcome.
-func (r *Carts) abandonGuest(ctx context.Context, g cartState, now time.Time) error {
-	n := now.UTC().Truncate(time.Millisecond)
-	_, err := casLoop(ctx, r.p, fmt.Sprintf("abandon guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
-		if a.n > 0 {
-			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
-			if err != nil || again.active != g.active {
-				return struct{}{}, nil, err
-			}
-		}
-		q := r.query(ctx, guestCarts.stmts.abandon, ttlUntil(g.c.ExpiresAt, time.Now()), n, g.owner.SessionID, g.active, g.active)
-		return struct{}{}, casDo(q), nil
-	})
-	return err
-}
-
-func (r *Carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID string, until, now time.Time) (cart.Cart, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	t, key := tableFor(owner)
-	_, err := casLoop(ctx, r.p, fmt.Sprintf("freeze %s cart for order %s", owner.Key(), orderID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
-		st, err := r.load(ctx, owner, a.cl)
-		if err != nil {
-			return struct{}{}, nil, err
-		}
-		if !st.live(now) {
-			return struct{}{}, nil, cart.ErrNotFound
-		}
-		if st.c.CheckoutOrder == orderID {
-			return struct{}{}, nil, nil // frozen by an attempt whose outcome was unknown
-		}
-		if err := st.c.Editable(now); err != nil {
-			return struct{}{}, nil, err
-		}
-		q := r.query(ctx, t.stmts.freeze, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, ts(until), key, st.active, st.active)
-		return struct{}{}, casDo(q), nil
-	})
-	if err != nil {
-		return cart.Cart{}, err
-	}
-	// The lines the order will hold: read at SERIAL after the freeze, they include every edit
-	// applied before it, and no edit can apply after it.
-	st, err := r.load(ctx, owner, r.p.levels().Serial)
-	if err != nil {
-		return cart.Cart{}, err
-	}
-	if !st.hasActive() || st.c.CheckoutOrder != orderID {
-		return cart.Cart{}, fmt.Errorf("freeze %s cart for order %s: ended right after the freeze", owner.Key(), orderID)
-	}
-	return st.c, nil
-}
-
-func (r *Carts) EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
-	id, err := gocql.ParseUUID(cartID)
-	if err != nil {
-		return nil // not a cart id this backend issued
-	}
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	t, key := tableFor(owner)
-	_, err = casLoop(ctx, r.p, fmt.Sprintf("release %s cart %s from order %s", owner.Key(), cartID, orderID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
-		if a.refused {
-			return struct{}{}, nil, nil // not held by this checkout
-		}
-		if a.n > 0 { // the last attempt's outcome is unknown
-			st, err := r.load(ctx, owner, r.p.levels().Serial)
-			if err != nil || st.active != id || st.c.CheckoutOrder != orderID {
-				return struct{}{}, nil, err
-			}
-		}
-		q := r.query(ctx, t.stmts.release, key, id, id, orderID)
-		return struct{}{}, casDo(q), nil
-	})
-	return err
-}
-
-func (r *Carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now time.Time) (cart.Cart, error) {
-	old, err := gocql.ParseUUID(cartID)
-	if err != nil {
-		return r.ActiveCart(ctx, owner, now) // not a cart id this backend issued
-	}
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	t, key := tableFor(owner)
-	n := now.UTC().Truncate(time.Millisecond)
-	return casLoop(ctx, r.p, fmt.Sprintf("reopen %s cart %s", owner.Key(), cartID), func(ctx context.Context, a casAttempt) (cart.Cart, *casOp[cart.Cart], error) {
-		// SERIAL: the lines copied are the ones the freeze fixed.
-		st, err := r.load(ctx, owner, r.p.levels().Serial)
-		if err != nil {
-			return cart.Cart{}, nil, err
-		}
-		if !st.live(now) {
-			return cart.Cart{}, nil, cart.ErrNotFound
-		}
-		if st.active != old {
-			return st.c, nil, nil // reopened (or ordered and replaced) already
-		}
-		id := newCartID(st, now)
-		ttl := ttlUntil(st.c.ExpiresAt, time.Now())
-		var seenOrder any
-		if st.c.CheckoutOrder != "" {
-			seenOrder = st.c.CheckoutOrder
-		}
-		b := r.batch(ctx)
-		b.Query(t.stmts.create, ttl, id, n, n, ts(st.c.ExpiresAt), key, id, old)
-		b.Query(t.stmts.retire, ttl, n, key, old, seenOrder)
-		for _, it := range st.c.Items {
-			b.Query(t.stmts.putNew, ttl, it.Category, it.Quantity, ts(it.AddedAt), key, id, it.ProductID)
-		}
-		return cart.Cart{}, &casOp[cart.Cart]{batch: b, applied: func() cart.Cart {
-			return cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, Items: st.c.Items,
-				CreatedAt: n, UpdatedAt: n, ExpiresAt: st.c.ExpiresAt}
-		}}, nil
-	})
-}
-
-func (r *Carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, orderID string, now time.Time) error {
-	id, err := gocql.ParseUUID(cartID)
-	if err != nil {
-		return nil // not a cart id this backend issued: no cart of this owner has it
-	}
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	t, key := tableFor(owner)
-	n := now.UTC().Truncate(time.Millisecond)
-	_, err = casLoop(ctx, r.p, fmt.Sprintf("mark %s cart %s ordered", owner.Key(), cartID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
-		if a.n == 0 && !owner.IsGuest() {
-			// The condition is the whole invariant, and a user's cart never expires (no TTL
-			// to read): the first round proposes at once, saving the read before it on the
-			// checkout's path. Refused (ordered already, or not the active cart), the next
-			// round reads at SERIAL and finds nothing left to do.
-			return struct{}{}, casDo(r.query(ctx, t.stmts.order, 0, orderID, n, key, id, id)), nil
-		}
-		st, err := r.load(ctx, owner, a.cl)
-		if err != nil || st.active != id {
-			return struct{}{}, nil, err // ordered already (a replay), or not this owner's active cart
-		}
-		q := r.query(ctx, t.stmts.order, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, n, key, id, id)
-		return struct{}{}, casDo(q), nil
-	})
-	return err
-}
-
 // PurgeExpired has nothing to do: every guest-cart cell carries a TTL ending at the session's
 // expiry, so Cassandra drops expired carts itself (compaction then removes them from disk).
-func (r *Carts) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }
+func (r *carts) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }

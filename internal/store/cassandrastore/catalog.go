@@ -20,10 +20,7 @@ import (
 // products_by_category for search by category and price range (PRD-2). The projector feeds
 // it from the outbox (UpsertProduct, projection.CatalogSink); placement serves reads from it
 // (placement.CatalogReader).
-type Catalog struct {
-	s *gocql.Session
-	p *policy
-}
+type Catalog Store
 
 // CategoryBuckets splits a category over this many partitions (hash of the product id), so
 // a large category is neither one hot partition nor an unbounded one.

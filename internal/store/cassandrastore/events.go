@@ -15,15 +15,9 @@ import (
 	"github.com/shardmart/shardmart/internal/validation"
 )
 
-// Events implements event.Repository on user_events at consistency ONE: appends are the
+// events implements event.Repository on user_events at consistency ONE: appends are the
 // bulk of the write load and a lost click does not change a trend.
-type Events struct {
-	s *gocql.Session
-	p *policy
-	// retention is how long after the event's time its row lives (USING TTL), 90 days
-	// unless configured: the table's default_time_to_live counts from the write instead.
-	retention time.Duration
-}
+type events Store
 
 const (
 	eventInsert = `INSERT INTO user_events (actor, event_date, at, event_id, type, product_id, details) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?`
@@ -34,7 +28,7 @@ const (
 	eventListByType = `SELECT ` + eventCols + ` FROM user_events WHERE actor = ? AND event_date = ? AND type = ? ALLOW FILTERING`
 )
 
-func (r *Events) AppendEvent(ctx context.Context, e event.Event) error {
+func (r *events) AppendEvent(ctx context.Context, e event.Event) error {
 	if err := e.Validate(); err != nil {
 		return err
 	}
@@ -46,7 +40,7 @@ func (r *Events) AppendEvent(ctx context.Context, e event.Event) error {
 		details = map[string]string{}
 	}
 	now := time.Now()
-	exp := event.Expiry(e.At, r.retention)
+	exp := event.Expiry(e.At, r.eventRetention)
 	if !exp.After(now) {
 		return nil // past the retention already: the row would be born expired
 	}
@@ -64,7 +58,7 @@ func (r *Events) AppendEvent(ctx context.Context, e event.Event) error {
 
 // PurgeEvents has nothing to do: every row carries a TTL ending at its event's time plus the
 // retention.
-func (r *Events) PurgeEvents(ctx context.Context, before time.Time) (int, error) { return 0, nil }
+func (r *events) PurgeEvents(ctx context.Context, before time.Time) (int, error) { return 0, nil }
 
 // driverCursor is the position of a list that resumes with the driver's paging state; Q
 // fingerprints the query so a cursor is refused on another one.
@@ -95,7 +89,7 @@ func cursorErr(err error, state []byte) error {
 	return err
 }
 
-func (r *Events) ListEvents(ctx context.Context, q event.Query) (paging.Page[event.Event], error) {
+func (r *events) ListEvents(ctx context.Context, q event.Query) (paging.Page[event.Event], error) {
 	var out paging.Page[event.Event]
 	page, err := q.Page.Normalize()
 	if err != nil {

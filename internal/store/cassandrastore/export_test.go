@@ -9,3 +9,7 @@ func ClusterForTest(t testing.TB) (hosts []string, keyspace string) {
 	store(t)
 	return testHosts, testKeyspace
 }
+
+// CartsRepo is the carts repository's type, for the external tests that check what placement
+// wired.
+type CartsRepo = carts

@@ -13,12 +13,9 @@ import (
 	"github.com/shardmart/shardmart/internal/paging"
 )
 
-// History implements history.Repository on order_history (one partition per user per month)
+// historyRepo implements history.Repository on order_history (one partition per user per month)
 // and order_history_buckets (the months a user has orders in), at QUORUM (CAS-1).
-type History struct {
-	s *gocql.Session
-	p *policy
-}
+type historyRepo Store
 
 const (
 	historyInsert = `INSERT INTO order_history (user_id, bucket, placed_at, order_id, status, zone, total, updated_at, items)
@@ -65,7 +62,7 @@ func bucketOf(t time.Time) int {
 // (the projector delivers at least once) can never overwrite a newer one, and replaying the
 // same entry rewrites the same row. The bucket index is written first: a reader never
 // misses an entry because its month is not listed yet.
-func (r *History) UpsertEntry(ctx context.Context, e history.Entry) error {
+func (r *historyRepo) UpsertEntry(ctx context.Context, e history.Entry) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	b := bucketOf(e.PlacedAt)
@@ -97,7 +94,7 @@ func writeTime(t time.Time) int64 {
 	return t.UTC().Truncate(time.Millisecond).UnixMicro()
 }
 
-func (r *History) ListHistory(ctx context.Context, userID string, req paging.Request) (paging.Page[history.Entry], error) {
+func (r *historyRepo) ListHistory(ctx context.Context, userID string, req paging.Request) (paging.Page[history.Entry], error) {
 	var out paging.Page[history.Entry]
 	page, err := req.Normalize()
 	if err != nil {

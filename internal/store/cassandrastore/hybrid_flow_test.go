@@ -24,10 +24,7 @@ import (
 // model, a guest cart, login with the merge and a new token, an order, the history.
 func TestHybridPlacementShoppingFlow(t *testing.T) {
 	hosts, ks := cassandrastore.ClusterForTest(t)
-	cfg, err := placement.Parse(allOnCassandra)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := allOnCassandraConfig(t)
 	ctx := context.Background()
 	s, err := shop.Open(ctx, shop.Config{Placement: cfg, Logger: slog.New(slog.DiscardHandler),
 		Backends: placement.Options{SQLitePath: filepath.Join(t.TempDir(), "orders.db"), CassandraHosts: hosts, CassandraKeyspace: ks}})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -36,17 +35,13 @@ func TestMain(m *testing.M) {
 		if env := os.Getenv("SHARDMART_CASSANDRA_TEST_HOSTS"); env != "" {
 			testHosts = strings.Split(env, ",")
 		} else {
-			c, stop, err := launcher.StartShared(ctx, launcher.Options{Nodes: 1, BaseAddr: launcher.ContractTestAddr, HeapMB: 768})
-			if err != nil {
-				testSetupErr = fmt.Errorf("start a one-node Cassandra on %s with the launcher: %w", launcher.ContractTestAddr, err)
-				if errors.Is(err, launcher.ErrPrerequisite) {
-					testSetupErr = fmt.Errorf("Cassandra tests need Java 17 and Maven: %w", err)
-				}
+			shared := launcher.StartForMain(ctx, launcher.Options{Nodes: 1, BaseAddr: launcher.ContractTestAddr, HeapMB: 768})
+			defer shared.Stop()
+			if testSetupErr = shared.Err; testSetupErr != nil {
 				return m.Run()
 			}
-			defer stop()
-			defer func() { logTail(c) }()
-			testHosts = c.Hosts()
+			defer func() { logTail(shared.Cluster) }()
+			testHosts = shared.Cluster.Hosts()
 		}
 		var b [4]byte
 		_, _ = rand.Read(b[:])

@@ -17,15 +17,15 @@ import (
 // shop would have written, and a scanned one what it would have read.
 
 // NewHistory is the history repository on s.
-func NewHistory(s *gocql.Session) history.Repository { return &History{s: s} }
+func NewHistory(s *gocql.Session) history.Repository { return (*historyRepo)(&Store{s: s}) }
 
 // NewEvents is the events repository on s, rows living retention after their event.
 func NewEvents(s *gocql.Session, retention time.Duration) event.Repository {
-	return &Events{s: s, retention: retention}
+	return (*events)(&Store{s: s, eventRetention: retention})
 }
 
 // NewCatalog is the catalog read model on s.
-func NewCatalog(s *gocql.Session) *Catalog { return &Catalog{s: s} }
+func NewCatalog(s *gocql.Session) *Catalog { return (*Catalog)(&Store{s: s}) }
 
 // scanAll reads every row of table (a full, paged scan at QUORUM), decoding each with scan
 // and handing it to fn; fn's error stops the scan and is returned.

@@ -90,7 +90,7 @@ func TestBackfillAndProjectorOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if err := (&Catalog{s: s, p: p}).UpsertProduct(ctx, projected); err != nil {
+		if err := (*Catalog)(&Store{s: s, p: p}).UpsertProduct(ctx, projected); err != nil {
 			t.Fatal(err)
 		}
 		if insertErr != nil || !inserted {

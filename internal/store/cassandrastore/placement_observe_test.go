@@ -19,10 +19,7 @@ import (
 // apart as statements.
 func TestPlacementObservesCassandra(t *testing.T) {
 	hosts, ks := cassandrastore.ClusterForTest(t)
-	cfg, err := placement.Parse(allOnCassandra)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := allOnCassandraConfig(t)
 	var mu sync.Mutex
 	ops, statements := map[string]bool{}, map[string]bool{}
 	record := func(seen map[string]bool) func(backend, name string, _ time.Duration, _ error) {

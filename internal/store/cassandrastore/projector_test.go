@@ -28,13 +28,20 @@ import (
 // allOnCassandra places every family Cassandra can hold there; orders stay embedded.
 const allOnCassandra = "carts=cassandra,sessions=cassandra,events=cassandra,history=cassandra,catalog=cassandra"
 
-func openPlaced(t *testing.T) *placement.Stores {
+// allOnCassandraConfig is the placement allOnCassandra names.
+func allOnCassandraConfig(t *testing.T) placement.Config {
 	t.Helper()
-	hosts, ks := cassandrastore.ClusterForTest(t)
 	cfg, err := placement.Parse(allOnCassandra)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func openPlaced(t *testing.T) *placement.Stores {
+	t.Helper()
+	hosts, ks := cassandrastore.ClusterForTest(t)
+	cfg := allOnCassandraConfig(t)
 	st, err := placement.Open(context.Background(), cfg, placement.Options{
 		SQLitePath: filepath.Join(t.TempDir(), "orders.db"), CassandraHosts: hosts, CassandraKeyspace: ks})
 	if err != nil {
@@ -47,8 +54,8 @@ func openPlaced(t *testing.T) *placement.Stores {
 func TestPlacementOpensCassandra(t *testing.T) {
 	st := openPlaced(t)
 	// Placement measures every repository it opens (a wrapper whose next is the backend's own).
-	if got := measured(st.Carts); got != reflect.TypeOf(&cassandrastore.Carts{}) {
-		t.Errorf("carts served by %v, want *cassandrastore.Carts", got)
+	if got := measured(st.Carts); got != reflect.TypeOf(&cassandrastore.CartsRepo{}) {
+		t.Errorf("carts served by %v, want the Cassandra carts repository", got)
 	}
 	if got := measured(st.Catalog); got != reflect.TypeOf(&cassandrastore.Catalog{}) || st.CatalogSink == nil {
 		t.Errorf("catalog served by %v (sink %T), want the Cassandra read model", got, st.CatalogSink)

@@ -182,7 +182,7 @@ func TestTTLsAsStored(t *testing.T) {
 func TestEventTTLFollowsTheConfiguredRetention(t *testing.T) {
 	st := store(t)
 	ctx := context.Background()
-	r := &Events{s: st.Session(), retention: 2 * time.Hour}
+	r := (*events)(&Store{s: st.Session(), eventRetention: 2 * time.Hour})
 	now := time.Now().UTC()
 	actor := "u:" + rid("u")
 	recent := event.Event{ID: rid("e"), Actor: actor, Type: event.View, At: now.Add(-30 * time.Minute)}

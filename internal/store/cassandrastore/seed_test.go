@@ -19,10 +19,7 @@ import (
 // `serve` does on a first start, and proves all of it readable, the catalog included.
 func TestDemoSeedIsCompleteAndFast(t *testing.T) {
 	hosts, _ := cassandrastore.ClusterForTest(t)
-	cfg, err := placement.Parse(allOnCassandra)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := allOnCassandraConfig(t)
 	took := demotest.SeedAndVerify(t, func(t *testing.T) shop.Config {
 		var b [4]byte
 		_, _ = rand.Read(b[:])

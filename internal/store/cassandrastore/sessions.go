@@ -13,17 +13,14 @@ import (
 	"github.com/shardmart/shardmart/internal/validation"
 )
 
-// Sessions implements session.Repository on the sessions table (CAS-1): a session is created
+// sessions implements session.Repository on the sessions table (CAS-1): a session is created
 // at QUORUM and read at ONE, and a read at ONE that does not find it reads again at QUORUM.
 // A token is then accepted on the next request by any process, whichever replica that request
 // reaches first (W + R > RF on the miss), while the common read, of a session that exists,
 // stays one replica's answer. A touch stays at ONE: losing one is harmless. Every write carries USING TTL = (expires_at - now), so Cassandra itself removes a session
 // when it expires; reads also compare expires_at with now, so an expired session is invisible
 // at once, to the millisecond, even during the last fraction of a second of its TTL.
-type Sessions struct {
-	s *gocql.Session
-	p *policy
-}
+type sessions Store
 
 const (
 	sessionCols     = `session_id, user_id, created_at, last_active, expires_at, ip, user_agent, status, data`
@@ -55,7 +52,7 @@ func parseIP(s string) (net.IP, error) {
 	return ip, nil
 }
 
-func (r *Sessions) CreateSession(ctx context.Context, s session.Session) error {
+func (r *sessions) CreateSession(ctx context.Context, s session.Session) error {
 	ip, err := parseIP(s.IP)
 	if err != nil {
 		return err
@@ -104,7 +101,7 @@ func (r *sessionRow) session() session.Session {
 	return s
 }
 
-func (r *Sessions) get(ctx context.Context, id string, now time.Time, cl gocql.Consistency) (session.Session, error) {
+func (r *sessions) get(ctx context.Context, id string, now time.Time, cl gocql.Consistency) (session.Session, error) {
 	var row sessionRow
 	err := r.p.idempotent(ctx, r.s.Query(sessionSelect, id).Consistency(cl)).Scan(row.dest()...)
 	if errors.Is(err, gocql.ErrNotFound) {
@@ -124,7 +121,7 @@ func (r *Sessions) get(ctx context.Context, id string, now time.Time, cl gocql.C
 	return s, nil
 }
 
-func (r *Sessions) GetSession(ctx context.Context, id string, now time.Time) (session.Session, error) {
+func (r *sessions) GetSession(ctx context.Context, id string, now time.Time) (session.Session, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return r.read(ctx, id, now)
@@ -132,7 +129,7 @@ func (r *Sessions) GetSession(ctx context.Context, id string, now time.Time) (se
 
 // read is the session at ONE, or at QUORUM when the replica that answered has no row for it:
 // the create may not have reached that replica yet. A row found, expired or not, is the answer.
-func (r *Sessions) read(ctx context.Context, id string, now time.Time) (session.Session, error) {
+func (r *sessions) read(ctx context.Context, id string, now time.Time) (session.Session, error) {
 	l := r.p.levels()
 	s, err := r.get(ctx, id, now, l.Sessions)
 	if errors.Is(err, errNoRow) && l.SessionWrites != l.Sessions {
@@ -151,7 +148,7 @@ var errNoRow = fmt.Errorf("%w: no row", session.ErrNotFound)
 // BindUser is a lightweight transaction: two logins racing on one anonymous session must not
 // both succeed. The condition on status keeps it from creating a row for a session that
 // expired between the read and the write.
-func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Time) (session.Session, error) {
+func (r *sessions) BindUser(ctx context.Context, id, userID string, now time.Time) (session.Session, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return casLoop(ctx, r.p, "bind session", func(ctx context.Context, a casAttempt) (session.Session, *casOp[session.Session], error) {
@@ -187,7 +184,7 @@ func (r *Sessions) BindUser(ctx context.Context, id, userID string, now time.Tim
 
 // Touch reads the session for its expiry so the new cell expires with the row: a blind
 // write would either outlive the session or need the expiry passed in.
-func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
+func (r *sessions) Touch(ctx context.Context, id string, now time.Time) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	s, err := r.get(ctx, id, now, r.p.levels().Sessions)
@@ -208,7 +205,7 @@ func (r *Sessions) Touch(ctx context.Context, id string, now time.Time) error {
 // has taken guarantees no read still finds the token. With a replica down it falls back to
 // QUORUM (hints deliver the rest; until then a read at ONE of that replica may still find the
 // token), and says so in the returned error only if that fails too.
-func (r *Sessions) Revoke(ctx context.Context, id string) error {
+func (r *sessions) Revoke(ctx context.Context, id string) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	q := `DELETE FROM sessions WHERE session_id = ?`
@@ -224,4 +221,4 @@ func (r *Sessions) Revoke(ctx context.Context, id string) error {
 
 // PurgeExpired has nothing to do: TTLs remove expired sessions (and no repair is scheduled
 // for sessions: a lost session means a re-login).
-func (r *Sessions) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }
+func (r *sessions) PurgeExpired(ctx context.Context, now time.Time) (int, error) { return 0, nil }

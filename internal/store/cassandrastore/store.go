@@ -118,9 +118,11 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy, error) {
 
 // Store is the backend: one driver session and the repositories on it.
 type Store struct {
-	s              *gocql.Session
-	p              *policy
-	owned          bool
+	s     *gocql.Session
+	p     *policy
+	owned bool
+	// eventRetention is how long after the event's time its row lives (USING TTL), 90 days
+	// unless configured: the table's default_time_to_live counts from the write instead.
 	eventRetention time.Duration
 }
 
@@ -180,13 +182,11 @@ func (st *Store) Close() error {
 }
 
 // Carts, Sessions, Events, History, Catalog and CatalogSink are the repositories.
-func (st *Store) Carts() cart.Repository       { return &Carts{s: st.s, p: st.p} }
-func (st *Store) Sessions() session.Repository { return &Sessions{s: st.s, p: st.p} }
-func (st *Store) Events() event.Repository {
-	return &Events{s: st.s, p: st.p, retention: st.eventRetention}
-}
-func (st *Store) History() history.Repository { return &History{s: st.s, p: st.p} }
-func (st *Store) Catalog() *Catalog           { return &Catalog{s: st.s, p: st.p} }
+func (st *Store) Carts() cart.Repository       { return (*carts)(st) }
+func (st *Store) Sessions() session.Repository { return (*sessions)(st) }
+func (st *Store) Events() event.Repository     { return (*events)(st) }
+func (st *Store) History() history.Repository  { return (*historyRepo)(st) }
+func (st *Store) Catalog() *Catalog            { return (*Catalog)(st) }
 
 // Levels are the consistency levels this store's statements use.
 func (st *Store) Levels() Levels { return st.p.levels() }

@@ -9,13 +9,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/cart"
-	"github.com/shardmart/shardmart/internal/catalog"
-	"github.com/shardmart/shardmart/internal/event"
-	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/mongodb/launcher"
-	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/sharding"
 	"github.com/shardmart/shardmart/internal/store/storetest"
 )
@@ -63,29 +58,7 @@ func TestContract(t *testing.T) {
 // contractBackend is the contract suite's view of s; the outbox cases each want a fresh
 // database, which fresh opens.
 func contractBackend(s *Store, fresh func(*testing.T) *Store) storetest.Backend {
-	return storetest.Backend{
-		Products: func(*testing.T) catalog.Repository { return s.Products() },
-		Orders: func(*testing.T) storetest.OrderStore {
-			return storetest.OrderStore{Orders: s.Orders(), Products: s.Products(), Outbox: s.Outbox()}
-		},
-		Users:    func(*testing.T) account.Repository { return s.Users() },
-		Carts:    func(*testing.T) cart.Repository { return s.Carts() },
-		Sessions: func(*testing.T) session.Repository { return s.Sessions() },
-		Events:   func(*testing.T) event.Repository { return s.Events() },
-		History:  func(*testing.T) history.Repository { return s.History() },
-		Checkout: func(*testing.T) storetest.CheckoutStore {
-			return storetest.CheckoutStore{Carts: s.Carts(), Orders: s.Orders(), Products: s.Products()}
-		},
-		CachedSearch: func(*testing.T) storetest.CachedSearchStore {
-			return storetest.CachedSearchStore{Orders: storetest.OrderStore{Orders: s.Orders(), Products: s.Products(), Outbox: s.Outbox()},
-				Reader: s.Products()}
-		},
-		Outbox: func(t *testing.T) storetest.OutboxStore {
-			f := fresh(t)
-			return storetest.OutboxStore{Products: f.Products(), Outbox: f.Outbox()}
-		},
-		NotHeld: map[string]string{"catalog read model": "on MongoDB the catalog family is the products collection itself, not a projector-fed model"},
-	}
+	return storetest.WholeStore(s, fresh, "on MongoDB the catalog family is the products collection itself, not a projector-fed model")
 }
 
 // liveStore opens a fresh database on the test server, shards its collections when the server

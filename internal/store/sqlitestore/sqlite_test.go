@@ -7,12 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/shardmart/shardmart/internal/account"
-	"github.com/shardmart/shardmart/internal/cart"
-	"github.com/shardmart/shardmart/internal/catalog"
-	"github.com/shardmart/shardmart/internal/event"
-	"github.com/shardmart/shardmart/internal/history"
-	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/store/storetest"
 	"github.com/shardmart/shardmart/internal/tracing"
 )
@@ -43,29 +37,8 @@ func TestContract(t *testing.T) {
 		drv := c.drv
 		t.Run(c.name, func(t *testing.T) {
 			db := openTest(t, drv)
-			storetest.Run(t, storetest.Backend{
-				Products: func(*testing.T) catalog.Repository { return db.Products() },
-				Orders: func(*testing.T) storetest.OrderStore {
-					return storetest.OrderStore{Orders: db.Orders(), Products: db.Products(), Outbox: db.Outbox()}
-				},
-				Users:    func(*testing.T) account.Repository { return db.Users() },
-				Carts:    func(*testing.T) cart.Repository { return db.Carts() },
-				Sessions: func(*testing.T) session.Repository { return db.Sessions() },
-				Events:   func(*testing.T) event.Repository { return db.Events() },
-				History:  func(*testing.T) history.Repository { return db.History() },
-				Checkout: func(*testing.T) storetest.CheckoutStore {
-					return storetest.CheckoutStore{Carts: db.Carts(), Orders: db.Orders(), Products: db.Products()}
-				},
-				CachedSearch: func(*testing.T) storetest.CachedSearchStore {
-					return storetest.CachedSearchStore{Orders: storetest.OrderStore{Orders: db.Orders(), Products: db.Products(), Outbox: db.Outbox()},
-						Reader: db.Products()}
-				},
-				Outbox: func(t *testing.T) storetest.OutboxStore {
-					fresh := openTest(t, drv)
-					return storetest.OutboxStore{Products: fresh.Products(), Outbox: fresh.Outbox()}
-				},
-				NotHeld: map[string]string{"catalog read model": "embedded, the catalog family is the products table itself, not a projector-fed model"},
-			})
+			storetest.Run(t, storetest.WholeStore(db, func(t *testing.T) *DB { return openTest(t, drv) },
+				"embedded, the catalog family is the products table itself, not a projector-fed model"))
 		})
 	}
 }

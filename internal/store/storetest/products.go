@@ -13,12 +13,6 @@ import (
 	"github.com/shardmart/shardmart/internal/paging"
 )
 
-func newProduct(category string, price string, stock map[string]int64) catalog.Product {
-	return catalog.Product{ID: uid("p"), Name: "Widget " + price, Category: category,
-		Price: money.MustParse(price), Attributes: map[string]string{"color": "red"}, Stock: stock,
-		CreatedAt: base, UpdatedAt: base}
-}
-
 // Products is the catalog contract (PRD-1..3).
 func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 	t.Run("PRD-3 create get and duplicate", func(t *testing.T) { productsCreateGetDuplicate(t, newRepo) })
@@ -29,6 +23,13 @@ func Products(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {
 	t.Run("PRD-1 stock adjust never below zero", func(t *testing.T) { productsStockNeverBelowZero(t, newRepo) })
 	t.Run("PRD-1 stock adjust never above the cap", func(t *testing.T) { productsStockNeverAboveCap(t, newRepo) })
 	t.Run("PRD-1 concurrent stock decrements sell exactly the stock", func(t *testing.T) { productsConcurrentDecrements(t, newRepo) })
+}
+
+// newProduct is a product of category at price with stock per warehouse.
+func newProduct(category string, price string, stock map[string]int64) catalog.Product {
+	return catalog.Product{ID: uid("p"), Name: "Widget " + price, Category: category,
+		Price: money.MustParse(price), Attributes: map[string]string{"color": "red"}, Stock: stock,
+		CreatedAt: base, UpdatedAt: base}
 }
 
 func productsCreateGetDuplicate(t *testing.T, newRepo func(t *testing.T) catalog.Repository) {

@@ -8,6 +8,8 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/history"
+	"github.com/shardmart/shardmart/internal/order"
+	"github.com/shardmart/shardmart/internal/outbox"
 	"github.com/shardmart/shardmart/internal/session"
 )
 
@@ -77,4 +79,43 @@ func suite[R any](t *testing.T, run func(*testing.T, func(*testing.T) R), repo f
 	}
 	run(t, repo)
 	return true
+}
+
+// Store is a backend that holds every family but a projector-fed catalog read model in one
+// store, its own catalog being the store of record (the embedded store, MongoDB).
+type Store interface {
+	Products() catalog.Repository
+	Orders() order.Repository
+	Outbox() outbox.Log
+	Users() account.Repository
+	Carts() cart.Repository
+	Sessions() session.Repository
+	Events() event.Repository
+	History() history.Repository
+}
+
+// WholeStore is the contract suite's view of s: every family on s, but the outbox cases on a
+// fresh, empty store from fresh; noReadModel says why s has no catalog read model.
+func WholeStore[S Store](s S, fresh func(*testing.T) S, noReadModel string) Backend {
+	orders := func() OrderStore { return OrderStore{Orders: s.Orders(), Products: s.Products(), Outbox: s.Outbox()} }
+	return Backend{
+		Products: func(*testing.T) catalog.Repository { return s.Products() },
+		Orders:   func(*testing.T) OrderStore { return orders() },
+		Users:    func(*testing.T) account.Repository { return s.Users() },
+		Carts:    func(*testing.T) cart.Repository { return s.Carts() },
+		Sessions: func(*testing.T) session.Repository { return s.Sessions() },
+		Events:   func(*testing.T) event.Repository { return s.Events() },
+		History:  func(*testing.T) history.Repository { return s.History() },
+		Checkout: func(*testing.T) CheckoutStore {
+			return CheckoutStore{Carts: s.Carts(), Orders: s.Orders(), Products: s.Products()}
+		},
+		CachedSearch: func(*testing.T) CachedSearchStore {
+			return CachedSearchStore{Orders: orders(), Reader: s.Products()}
+		},
+		Outbox: func(t *testing.T) OutboxStore {
+			f := fresh(t)
+			return OutboxStore{Products: f.Products(), Outbox: f.Outbox()}
+		},
+		NotHeld: map[string]string{"catalog read model": noReadModel},
+	}
 }
