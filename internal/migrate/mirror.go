@@ -111,6 +111,22 @@ func (m *Mirror) now() time.Time {
 	return time.Now()
 }
 
+// readMirroredCarts reads, in one snapshot of the old store, the carts a cart operation of
+// owner touched: ids, prev (the cart the new store holds as active) and the cart active in the
+// old store now, which the operation did not name when it failed or its answer was lost. It
+// returns ids with the ones it added.
+func readMirroredCarts(ctx context.Context, src MirrorSource, owner cart.Owner, ids []string, prev string) ([]string, []Row, string, error) {
+	if prev != "" && !slices.Contains(ids, prev) {
+		ids = append(ids, prev)
+	}
+	rows, active, err := src.ReadCarts(ctx, owner, ids)
+	if err == nil && active != "" && !slices.Contains(ids, active) {
+		ids = append(ids, active)
+		rows, active, err = src.ReadCarts(ctx, owner, ids)
+	}
+	return ids, rows, active, err
+}
+
 // Carts copies carts ids of owner as the old store holds them now, and the owner's active
 // cart: a cart gone from the old store is deleted, the rest are replaced whole (a line
 // removed there is removed here).
@@ -122,16 +138,7 @@ func (m *Mirror) Carts(ctx context.Context, owner cart.Owner, ids ...string) err
 	if err != nil {
 		return err
 	}
-	if prev != "" && !slices.Contains(ids, prev) {
-		ids = append(ids, prev)
-	}
-	rows, active, err := m.Src.ReadCarts(ctx, owner, ids)
-	if err == nil && active != "" && !slices.Contains(ids, active) {
-		// The operation did not name the cart that is active now (it failed, or its answer was
-		// lost): read it too, in one snapshot with the rest.
-		ids = append(ids, active)
-		rows, active, err = m.Src.ReadCarts(ctx, owner, ids)
-	}
+	ids, rows, active, err := readMirroredCarts(ctx, m.Src, owner, ids, prev)
 	if err != nil {
 		return err
 	}

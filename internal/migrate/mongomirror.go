@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -101,14 +100,7 @@ func (m *MongoMirror) Carts(ctx context.Context, owner cart.Owner, ids ...string
 	if err != nil {
 		return err
 	}
-	if prev != "" && !slices.Contains(ids, prev) {
-		ids = append(ids, prev)
-	}
-	rows, active, err := m.Src.ReadCarts(ctx, owner, ids)
-	if err == nil && active != "" && !slices.Contains(ids, active) {
-		ids = append(ids, active)
-		rows, _, err = m.Src.ReadCarts(ctx, owner, ids)
-	}
+	ids, rows, _, err := readMirroredCarts(ctx, m.Src, owner, ids, prev)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package faulttest
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -26,7 +25,9 @@ import (
 
 	"github.com/shardmart/shardmart/internal/account"
 	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/eventually"
 	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/loadgen"
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/serverproc"
@@ -219,23 +220,9 @@ func (rec *shopRecord) all() []reply {
 // call sends one request through p; kind "" is not recorded (setup and checks).
 func (p *shopProc) call(ctx context.Context, rec *shopRecord, kind, method, path, token string, body any, hdr ...string) (reply, []byte) {
 	r := reply{kind: kind, via: p.name, path: method + " " + path}
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, p.base+path, rd)
+	req, err := loadgen.NewRequest(ctx, method, p.base+path, token, body, hdr...)
 	if err != nil {
 		panic(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	id := ""
 	if kind != "" && rec != nil {
@@ -565,6 +552,35 @@ type shopFault struct {
 	run   func(t *testing.T, ctx context.Context) error
 }
 
+// warmBefore is how many 2xx answers of each request kind the load gets before the fault: an
+// order's bound adds its p99 before the fault, which needs orders to measure (at load 20 an
+// order takes 1-2 s, so a fixed warm-up of 3 s saw none).
+const warmBefore = 20
+
+// warmUp waits for the warm-up (at least warmup long) until every request kind has had
+// warmBefore 2xx answers, for at most 2 minutes.
+func warmUp(ctx context.Context, load *shopLoadRun) error {
+	if err := sleepCtx(ctx, warmup); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return eventually.Until(ctx, func() error {
+		ok := map[string]int{}
+		for _, r := range load.rec.all() {
+			if r.ok() {
+				ok[r.kind]++
+			}
+		}
+		for _, k := range reqKinds {
+			if ok[k] < warmBefore {
+				return fmt.Errorf("warm-up: %d %s answered 2xx, want %d", ok[k], k, warmBefore)
+			}
+		}
+		return nil
+	})
+}
+
 // runShopFault runs the shop's load through warm-up, the fault sequence, the settling of the
 // cluster and a cool-down, then asserts: no 500 at any time; no fresh token refused; no
 // request kind without a 2xx answer for more than maxStall (for orders: maxStall beyond an
@@ -576,7 +592,7 @@ func runShopFault(t *testing.T, f shopFault) {
 	pair := openShopPair(t, ctx)
 	load, stopLoad := startShopLoad(t, ctx, pair)
 	defer stopLoad()
-	if err := sleepCtx(ctx, warmup); err != nil {
+	if err := warmUp(ctx, load); err != nil {
 		t.Fatal(err)
 	}
 	faultAt := time.Now()
