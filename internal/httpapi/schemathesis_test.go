@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +87,7 @@ func TestSchemathesis(t *testing.T) {
 			defer cancel()
 			args := []string{"run", e.srv.URL + "/openapi.json",
 				"--checks", "all",
-				"--max-examples", "10",
+				"--max-examples", "50",
 				"--seed", "20261128",
 				"--generation-database", "none",
 				"--workers", "2",
@@ -110,7 +111,13 @@ func TestSchemathesis(t *testing.T) {
 			if err != nil {
 				t.Fatalf("schemathesis %s as %s: %v after %s\n%s", SchemathesisVersion, run.name, err, time.Since(start).Round(time.Second), out)
 			}
-			t.Logf("schemathesis %s as %s: no failure in %s", SchemathesisVersion, run.name, time.Since(start).Round(time.Second))
+			summary := ""
+			for line := range strings.Lines(string(out)) {
+				if strings.Contains(line, " generated, ") {
+					summary = strings.TrimSpace(line)
+				}
+			}
+			t.Logf("schemathesis %s as %s: no failure in %s (%s)", SchemathesisVersion, run.name, time.Since(start).Round(time.Second), summary)
 		})
 	}
 }
