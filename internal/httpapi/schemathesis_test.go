@@ -87,7 +87,7 @@ func TestSchemathesis(t *testing.T) {
 			defer cancel()
 			args := []string{"run", e.srv.URL + "/openapi.json",
 				"--checks", "all",
-				"--max-examples", "50",
+				"--max-examples", "25",
 				"--seed", "20261128",
 				"--generation-database", "none",
 				"--workers", "2",
