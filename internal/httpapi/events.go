@@ -6,13 +6,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/validation"
 )
 
 type eventInput struct {
 	Type      string            `json:"type"`
-	ProductID string            `json:"product_id"`
+	ProductID *string           `json:"product_id"` // nil: absent; given, an ID as in the product's path
 	Details   map[string]string `json:"details"`
 }
 
@@ -39,7 +40,13 @@ func (s *server) appendEvent(w http.ResponseWriter, r *http.Request, c *caller, 
 		return err
 	}
 	e := event.Event{ID: id.String(), Actor: c.owner().Key(), Type: event.Type(in.Type),
-		At: s.Now().UTC(), ProductID: in.ProductID, Details: in.Details}
+		At: s.Now().UTC(), Details: in.Details}
+	if in.ProductID != nil {
+		if !catalog.ValidID(*in.ProductID) {
+			return badRequest("product_id", "must be 1-64 letters, digits, '-' or '_'")
+		}
+		e.ProductID = *in.ProductID
+	}
 	if err := e.Validate(); err != nil {
 		return err
 	}

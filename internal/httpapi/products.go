@@ -116,15 +116,67 @@ func (s *server) searchProducts(w http.ResponseWriter, r *http.Request, _ *calle
 	if err := c.Err(); err != nil {
 		return err
 	}
+	// The range is applied here for a newest-first listing (see newestInRange) and an empty
+	// range (an upper bound below the lower) finds nothing: the store is asked neither.
+	lo, hi := search.MinPrice, search.MaxPrice
+	empty := hi != 0 && hi < lo
+	ranged := search.Sort == catalog.SortNewest && (lo != 0 || hi != 0)
+	if empty || ranged {
+		search.MinPrice, search.MaxPrice = 0, 0
+	}
 	search, err := search.Validate()
 	if err != nil {
 		return err
 	}
-	page, err := s.Catalog.SearchProducts(r.Context(), search)
+	var page paging.Page[catalog.Product]
+	switch {
+	case empty:
+	case ranged:
+		page, err = s.newestInRange(r, search, lo, hi)
+	default:
+		page, err = s.Catalog.SearchProducts(r.Context(), search)
+	}
 	if err != nil {
 		return err
 	}
 	return reply(w, http.StatusOK, listOf(page, viewProduct))
+}
+
+// newestScan bounds how many products one newest-first request with a price range reads.
+const newestScan = 1000
+
+// newestInRange lists search's category newest first, keeping the products priced from lo to
+// hi (0: no upper bound). The newest-first tables and indexes are ordered by creation alone,
+// so the range filters the listing's pages; after newestScan products a page ends short (even
+// empty) with a next_cursor instead of scanning the rest of a large category in one request.
+func (s *server) newestInRange(r *http.Request, search catalog.Search, lo, hi money.Amount) (paging.Page[catalog.Product], error) {
+	var out paging.Page[catalog.Product]
+	want := search.Page.Limit
+	search.Page.Limit = paging.MaxLimit
+	for scanned := 0; ; {
+		page, err := s.Catalog.SearchProducts(r.Context(), search)
+		if err != nil {
+			return out, err
+		}
+		for i, p := range page.Items {
+			if p.Price < lo || (hi != 0 && p.Price > hi) {
+				continue
+			}
+			out.Items = append(out.Items, p)
+			if len(out.Items) == want {
+				if i < len(page.Items)-1 || page.Next != "" {
+					out.Next = paging.Encode(catalog.NewestCursor(p))
+				}
+				return out, nil
+			}
+		}
+		scanned += len(page.Items)
+		if page.Next == "" || scanned >= newestScan {
+			out.Next = page.Next
+			return out, nil
+		}
+		search.Page.Cursor = page.Next
+	}
 }
 
 // pathID reads an id path value; one the ID pattern refuses is a 400 naming the parameter, as
