@@ -194,21 +194,40 @@ func (m *Layer) applyFirst(ctx context.Context) error {
 	return nil
 }
 
+// newStores is what a new store (Cassandra or MongoDB) hands the dual-write wrappers: the
+// repositories of the families both take with dual writes.
+type newStores interface {
+	Carts() cart.Repository
+	Sessions() session.Repository
+	Events() event.Repository
+	History() history.Repository
+}
+
+// repoWrapper puts family f's repository under the layer, its new side from the new store.
+func repoWrapper[S newStores](f family.Name) func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {
+	return func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {
+		switch f {
+		case family.Carts:
+			s.Carts = &dualWriteCarts{pair[cart.Repository]{old: s.Carts, neu: neu.Carts(), m: m, ph: ph}}
+		case family.Sessions:
+			s.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: neu.Sessions(), m: m, ph: ph}}
+		case family.Events:
+			s.Events = &dualWriteEvents{pair[event.Repository]{old: s.Events, neu: neu.Events(), m: m, ph: ph}}
+		case family.History:
+			s.History = &dualWriteHistory{pair[history.Repository]{old: s.History, neu: neu.History(), m: m, ph: ph}}
+		default:
+			panic("dualwrite: no repository wrapper for family " + string(f))
+		}
+	}
+}
+
 // wrappers put each family's repositories under the layer, one per family that moves to
 // Cassandra (a test holds them equal to internal/family's list).
 var wrappers = map[family.Name]func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase){
-	family.Carts: func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase) {
-		s.Carts = &dualWriteCarts{pair[cart.Repository]{old: s.Carts, neu: cst.Carts(), m: m, ph: ph}}
-	},
-	family.Sessions: func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase) {
-		s.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: cst.Sessions(), m: m, ph: ph}}
-	},
-	family.Events: func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase) {
-		s.Events = &dualWriteEvents{pair[event.Repository]{old: s.Events, neu: cst.Events(), m: m, ph: ph}}
-	},
-	family.History: func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase) {
-		s.History = &dualWriteHistory{pair[history.Repository]{old: s.History, neu: cst.History(), m: m, ph: ph}}
-	},
+	family.Carts:    repoWrapper[*cassandrastore.Store](family.Carts),
+	family.Sessions: repoWrapper[*cassandrastore.Store](family.Sessions),
+	family.Events:   repoWrapper[*cassandrastore.Store](family.Events),
+	family.History:  repoWrapper[*cassandrastore.Store](family.History),
 	family.Catalog: func(s *placement.Stores, cst *cassandrastore.Store, _ *Layer, ph *familyPhase) {
 		s.Catalog = &dualWriteCatalog{pair[placement.CatalogReader]{old: s.Catalog, neu: cst.Catalog(), ph: ph}}
 		s.CatalogSink = &catalogSink{neu: cst.Catalog(), ph: ph}

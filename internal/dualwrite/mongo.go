@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/shardmart/shardmart/internal/cart"
-	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/family"
-	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/placement"
-	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
 )
 
@@ -57,16 +53,8 @@ func WrapMongo(ctx context.Context, s *placement.Stores, cfg placement.Config, o
 
 // mongoWrappers put each family that moves to MongoDB with dual writes under the layer.
 var mongoWrappers = map[family.Name]func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase){
-	family.Carts: func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase) {
-		s.Carts = &dualWriteCarts{pair[cart.Repository]{old: s.Carts, neu: st.Carts(), m: m, ph: ph}}
-	},
-	family.Sessions: func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase) {
-		s.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: st.Sessions(), m: m, ph: ph}}
-	},
-	family.Events: func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase) {
-		s.Events = &dualWriteEvents{pair[event.Repository]{old: s.Events, neu: st.Events(), m: m, ph: ph}}
-	},
-	family.History: func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase) {
-		s.History = &dualWriteHistory{pair[history.Repository]{old: s.History, neu: st.History(), m: m, ph: ph}}
-	},
+	family.Carts:    repoWrapper[*mongostore.Store](family.Carts),
+	family.Sessions: repoWrapper[*mongostore.Store](family.Sessions),
+	family.Events:   repoWrapper[*mongostore.Store](family.Events),
+	family.History:  repoWrapper[*mongostore.Store](family.History),
 }
