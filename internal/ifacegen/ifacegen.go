@@ -6,11 +6,14 @@ package ifacegen
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/format"
 	"go/token"
 	"go/types"
+	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -225,4 +228,39 @@ func (f *File) Source(tool, pkg string) ([]byte, error) {
 		return nil, fmt.Errorf("format the generated source: %w\n%s", err, b.Bytes())
 	}
 	return src, nil
+}
+
+// Main is a generator's main: it writes what generate returns to the file named by -o
+// (defaultOut, relative to the module root; "-" for standard output), or exits with the
+// error, prefixed by tool.
+func Main(tool, defaultOut string, generate func() ([]byte, error)) {
+	out := flag.String("o", defaultOut, "file to write (- for standard output)")
+	flag.Parse()
+	src, err := generate()
+	if err == nil && *out == "-" {
+		_, err = os.Stdout.Write(src)
+	} else if err == nil {
+		err = os.WriteFile(*out, src, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, tool+":", err)
+		os.Exit(1)
+	}
+}
+
+// CheckCurrent runs the generator in the package directory gen (`go run gen -o -`) and
+// fails when file does not hold what it writes: a generated file's test calls it.
+func CheckCurrent(gen, file string) error {
+	want, err := exec.Command("go", "run", gen, "-o", "-").Output()
+	if err != nil {
+		return fmt.Errorf("run %s: %w", gen, err)
+	}
+	got, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%s is not what %s writes now", file, gen)
+	}
+	return nil
 }

@@ -22,10 +22,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"go/types"
-	"os"
 	"strings"
 
 	"github.com/shardmart/shardmart/internal/ifacegen"
@@ -49,24 +47,7 @@ var wrappers = []wrapper{
 // reserved are the names the generated bodies use; a parameter so named is renamed.
 var reserved = []string{"d", "r", "p", "done", "err", "o"}
 
-func main() {
-	out := flag.String("o", "internal/dualwrite/wrap_gen.go", "file to write (- for standard output)")
-	flag.Parse()
-	src, err := Generate()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wrapgen:", err)
-		os.Exit(1)
-	}
-	if *out == "-" {
-		_, err = os.Stdout.Write(src)
-	} else {
-		err = os.WriteFile(*out, src, 0o644)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wrapgen:", err)
-		os.Exit(1)
-	}
-}
+func main() { ifacegen.Main("wrapgen", "internal/dualwrite/wrap_gen.go", Generate) }
 
 // Generate returns the formatted source of wrap_gen.go.
 func Generate() ([]byte, error) {

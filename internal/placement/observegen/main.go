@@ -9,9 +9,7 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"unicode"
 
@@ -46,24 +44,7 @@ var decorators = []decorator{
 	{typ: "observedCatalogSink", iface: "internal/projection.CatalogSink", prefix: "catalog"},
 }
 
-func main() {
-	out := flag.String("o", "internal/placement/observe_gen.go", "file to write (- for standard output)")
-	flag.Parse()
-	src, err := Generate()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "observegen:", err)
-		os.Exit(1)
-	}
-	if *out == "-" {
-		_, err = os.Stdout.Write(src)
-	} else {
-		err = os.WriteFile(*out, src, 0o644)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "observegen:", err)
-		os.Exit(1)
-	}
-}
+func main() { ifacegen.Main("observegen", "internal/placement/observe_gen.go", Generate) }
 
 // Generate returns the formatted source of observe_gen.go.
 func Generate() ([]byte, error) {
