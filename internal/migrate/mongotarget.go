@@ -484,7 +484,9 @@ func (t *MongoTarget) States(ctx context.Context) (map[Family]State, error) {
 }
 
 // State returns family f's state.
-func (t *MongoTarget) State(ctx context.Context, f Family) (State, error) { return stateIn(ctx, t.States, f) }
+func (t *MongoTarget) State(ctx context.Context, f Family) (State, error) {
+	return stateIn(ctx, t.States, f)
+}
 
 // SetState moves f from phase `from` to s.Phase, compare-and-set on the phase (an insert for
 // a family with none), so two operators cannot both move it: ErrPhase says where it stands.

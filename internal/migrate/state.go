@@ -59,7 +59,9 @@ func stateIn(ctx context.Context, states func(context.Context) (map[Family]State
 }
 
 // State returns family f's state.
-func (t *Target) State(ctx context.Context, f Family) (State, error) { return stateIn(ctx, t.States, f) }
+func (t *Target) State(ctx context.Context, f Family) (State, error) {
+	return stateIn(ctx, t.States, f)
+}
 
 // SetState moves f from phase `from` to s.Phase with a lightweight transaction, so two
 // operators (or a retried command) cannot both move it: ErrPhase says where it stands.
