@@ -52,9 +52,14 @@ func (m Method) Directive(tool string) (string, bool) {
 	return "", false
 }
 
-// Load loads the interfaces named "<package path in the module>.<type name>", each with
-// its methods' doc comments (a method an interface embeds from a package not named has none).
-func Load(names ...string) ([]Interface, error) {
+// Load loads the interface each item names ("<package path in the module>.<type name>",
+// by name), in items' order, each with its methods' doc comments (a method an interface
+// embeds from a package not named has none).
+func Load[T any](items []T, name func(T) string) ([]Interface, error) {
+	names := make([]string, len(items))
+	for i, it := range items {
+		names[i] = name(it)
+	}
 	var patterns []string
 	for _, n := range names {
 		pkg, _, _ := strings.Cut(n, ".")

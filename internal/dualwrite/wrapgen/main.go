@@ -51,11 +51,7 @@ func main() { ifacegen.Main("wrapgen", "internal/dualwrite/wrap_gen.go", Generat
 
 // Generate returns the formatted source of wrap_gen.go.
 func Generate() ([]byte, error) {
-	names := make([]string, len(wrappers))
-	for i, w := range wrappers {
-		names[i] = w.iface
-	}
-	ifaces, err := ifacegen.Load(names...)
+	ifaces, err := ifacegen.Load(wrappers, func(w wrapper) string { return w.iface })
 	if err != nil {
 		return nil, err
 	}

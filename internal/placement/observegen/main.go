@@ -48,11 +48,7 @@ func main() { ifacegen.Main("observegen", "internal/placement/observe_gen.go", G
 
 // Generate returns the formatted source of observe_gen.go.
 func Generate() ([]byte, error) {
-	names := make([]string, len(decorators))
-	for i, d := range decorators {
-		names[i] = d.iface
-	}
-	ifaces, err := ifacegen.Load(names...)
+	ifaces, err := ifacegen.Load(decorators, func(d decorator) string { return d.iface })
 	if err != nil {
 		return nil, err
 	}
