@@ -8,8 +8,8 @@
 //     by the family's rule (its write below: a mirror of the changed keys under the phase, or
 //     the same record written after the phase is released), through the hooks the family's
 //     file in internal/dualwrite declares;
-//   - //dualwrite:unmirrored   a change made where the family is served only (a purge: the new
-//     store's own expiry drops its copies);
+//   - //dualwrite:unmirrored   a change made where the family is served only (the purge of
+//     expired rows);
 //   - //dualwrite:custom       written by hand in internal/dualwrite (a write whose copy the
 //     rule cannot derive from its signature).
 //
