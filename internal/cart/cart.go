@@ -183,31 +183,40 @@ type MergeResult struct {
 // its cart was merged fail with ErrGuestMerged.
 type Repository interface {
 	// ActiveCart returns the owner's active cart, or ErrNotFound. Expired guest carts are invisible.
+	//dualwrite:read
 	ActiveCart(ctx context.Context, owner Owner, now time.Time) (Cart, error)
 	// PutItem sets a line's quantity (add or replace), creating the active cart if there is none
 	// with the given expiry (zero for user carts). Fails with ErrTooManyItems past MaxItems.
+	//dualwrite:write
 	PutItem(ctx context.Context, owner Owner, item Item, expiresAt, now time.Time) (Cart, error)
 	// RemoveItem deletes a line; removing an absent line is not an error. ErrNotFound if no cart.
+	//dualwrite:write
 	RemoveItem(ctx context.Context, owner Owner, productID string, now time.Time) (Cart, error)
 	// Merge moves the guest session's active cart into the user's active cart by MergeLines,
 	// marks the guest cart Abandoned, and returns the user's cart and what did not fit. With no
 	// active guest cart (none, or merged already) it changes nothing: a repeated login is a
 	// no-op. ErrNotFound when neither cart exists.
+	//dualwrite:custom
 	Merge(ctx context.Context, sessionID, userID string, now time.Time) (MergeResult, error)
 	// BeginCheckout freezes the owner's live active cart for the checkout placing orderID until
 	// `until`, and returns it frozen: its lines are what the order will hold. ErrNotFound
 	// without a live cart; Editable's errors when another checkout holds it.
+	//dualwrite:write
 	BeginCheckout(ctx context.Context, owner Owner, orderID string, until, now time.Time) (Cart, error)
 	// EndCheckout unfreezes cartID if the checkout placing orderID still holds it: that
 	// checkout failed for certain and placed nothing. Otherwise it does nothing.
+	//dualwrite:write
 	EndCheckout(ctx context.Context, owner Owner, cartID, orderID string, now time.Time) error
 	// Reopen ends a cart whose stale checkout was fenced off in the order store (it can never be
 	// ordered now) and starts a new active cart with its lines, which it returns. If cartID is
 	// no longer the owner's active cart it changes nothing and returns the current one.
+	//dualwrite:write
 	Reopen(ctx context.Context, owner Owner, cartID string, now time.Time) (Cart, error)
 	// MarkOrdered sets the cart Ordered with orderID, frozen or not. Idempotent.
+	//dualwrite:write
 	MarkOrdered(ctx context.Context, owner Owner, cartID, orderID string, now time.Time) error
 	// PurgeExpired deletes guest carts past their expiry and returns how many.
+	//dualwrite:unmirrored
 	PurgeExpired(ctx context.Context, now time.Time) (int, error)
 }
 

@@ -18,7 +18,9 @@ import (
 // Reader is the read side of the catalog: product pages and search, served by the store of
 // record or by a read model (Cassandra's products tables), and by CardCache over either.
 type Reader interface {
+	//dualwrite:read
 	GetProduct(ctx context.Context, id string) (Product, error)
+	//dualwrite:read
 	SearchProducts(ctx context.Context, q Search) (paging.Page[Product], error)
 }
 

@@ -74,12 +74,12 @@ With --to mongo, sessions, carts, history and events move from the embedded stor
 
 // newCmdMigrateStoresVerb completes cmd, a verb whose options are the stores alone (plan,
 // status), to run run, or runF if not nil (tests).
-func newCmdMigrateStoresVerb[O ~struct{ Stores migrateStores }](cmd *cobra.Command, fl *migrateFlags, run, runF func(context.Context, O) error) *cobra.Command {
+func newCmdMigrateStoresVerb(cmd *cobra.Command, fl *migrateFlags, run, runF func(context.Context, migrateStores) error) *cobra.Command {
 	if runF != nil {
 		run = runF
 	}
 	cmd.Args = cobra.NoArgs
-	cmd.RunE = func(c *cobra.Command, _ []string) error { return run(c.Context(), O{Stores: fl.stores}) }
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return run(c.Context(), fl.stores) }
 	return cmd
 }
 

@@ -13,22 +13,17 @@ import (
 	"github.com/shardmart/shardmart/internal/placement"
 )
 
-// migratePlanOptions are `migrate plan`'s settings.
-type migratePlanOptions struct {
-	Stores migrateStores
-}
-
 // newCmdMigratePlan builds `migrate plan`; runF, if not nil, replaces migratePlan (tests).
-func newCmdMigratePlan(stdio IO, fl *migrateFlags, runF func(context.Context, migratePlanOptions) error) *cobra.Command {
+func newCmdMigratePlan(stdio IO, fl *migrateFlags, runF func(context.Context, migrateStores) error) *cobra.Command {
 	return newCmdMigrateStoresVerb(&cobra.Command{Use: "plan", Short: "Row counts, estimated time and the placement change"},
-		fl, func(ctx context.Context, o migratePlanOptions) error { return migratePlan(ctx, stdio, o) }, runF)
+		fl, func(ctx context.Context, stores migrateStores) error { return migratePlan(ctx, stdio, stores) }, runF)
 }
 
-func migratePlan(ctx context.Context, stdio IO, o migratePlanOptions) error {
-	if o.Stores.To == placement.Mongo {
-		return migrateMongoPlan(ctx, stdio, o.Stores)
+func migratePlan(ctx context.Context, stdio IO, stores migrateStores) error {
+	if stores.To == placement.Mongo {
+		return migrateMongoPlan(ctx, stdio, stores)
 	}
-	env, fams, err := o.Stores.open(ctx, true)
+	env, fams, err := stores.open(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -50,7 +45,7 @@ func migratePlan(ctx context.Context, stdio IO, o migratePlanOptions) error {
 		spec, _ := family.Get(f)
 		est := time.Duration(float64(n) / spec.CopyRate * float64(time.Second)).Round(time.Second)
 		all += est
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s=%s -> %s=%s\n", f, n, est, migrate.PhaseName(states[f].Phase), f, o.Stores.From, f, o.Stores.To)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s=%s -> %s=%s\n", f, n, est, migrate.PhaseName(states[f].Phase), f, stores.From, f, stores.To)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -12,22 +12,17 @@ import (
 	"github.com/shardmart/shardmart/internal/migrate"
 )
 
-// migrateStatusOptions are `migrate status`'s settings.
-type migrateStatusOptions struct {
-	Stores migrateStores
-}
-
 // newCmdMigrateStatus builds `migrate status`; runF, if not nil, replaces migrateStatus (tests).
-func newCmdMigrateStatus(stdio IO, fl *migrateFlags, runF func(context.Context, migrateStatusOptions) error) *cobra.Command {
+func newCmdMigrateStatus(stdio IO, fl *migrateFlags, runF func(context.Context, migrateStores) error) *cobra.Command {
 	return newCmdMigrateStoresVerb(&cobra.Command{Use: "status", Short: "Where each family's migration stands"},
-		fl, func(ctx context.Context, o migrateStatusOptions) error { return migrateStatus(ctx, stdio, o) }, runF)
+		fl, func(ctx context.Context, stores migrateStores) error { return migrateStatus(ctx, stdio, stores) }, runF)
 }
 
-func migrateStatus(ctx context.Context, stdio IO, o migrateStatusOptions) error {
-	if o.Stores.freezeMove() {
-		return migrateMongoStatus(ctx, stdio, o.Stores)
+func migrateStatus(ctx context.Context, stdio IO, stores migrateStores) error {
+	if stores.freezeMove() {
+		return migrateMongoStatus(ctx, stdio, stores)
 	}
-	dst, fams, closeDst, err := o.Stores.statusTarget(ctx)
+	dst, fams, closeDst, err := stores.statusTarget(ctx)
 	if err != nil {
 		return err
 	}

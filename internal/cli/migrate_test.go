@@ -65,14 +65,13 @@ func TestMigrateProgress(t *testing.T) {
 // plan and status run with the stores from the group's flags, and refuse arguments.
 func TestMigrateStoresVerbs(t *testing.T) {
 	fl := &migrateFlags{}
-	var plan migratePlanOptions
-	var status migrateStatusOptions
+	var plan, status migrateStores
 	group := &cobra.Command{Use: "migrate"}
 	group.PersistentFlags().StringVar(&fl.stores.Families, "family", "", "")
 	group.PersistentFlags().StringVar(&fl.stores.From, "from", "", "")
 	group.AddCommand(
-		newCmdMigratePlan(IO{}, fl, func(_ context.Context, o migratePlanOptions) error { plan = o; return nil }),
-		newCmdMigrateStatus(IO{}, fl, func(_ context.Context, o migrateStatusOptions) error { status = o; return nil }),
+		newCmdMigratePlan(IO{}, fl, func(_ context.Context, s migrateStores) error { plan = s; return nil }),
+		newCmdMigrateStatus(IO{}, fl, func(_ context.Context, s migrateStores) error { status = s; return nil }),
 	)
 	run := func(args ...string) error {
 		group.SetArgs(args)
@@ -80,11 +79,11 @@ func TestMigrateStoresVerbs(t *testing.T) {
 		group.SetErr(io.Discard)
 		return group.Execute()
 	}
-	if err := run("plan", "--family", "carts", "--from", "mongo"); err != nil || plan.Stores.Families != "carts" || plan.Stores.From != "mongo" {
-		t.Errorf("plan: options %+v, %v; want carts from mongo", plan.Stores, err)
+	if err := run("plan", "--family", "carts", "--from", "mongo"); err != nil || plan.Families != "carts" || plan.From != "mongo" {
+		t.Errorf("plan: options %+v, %v; want carts from mongo", plan, err)
 	}
-	if err := run("status", "--family", "events"); err != nil || status.Stores.Families != "events" {
-		t.Errorf("status: options %+v, %v; want events", status.Stores, err)
+	if err := run("status", "--family", "events"); err != nil || status.Families != "events" {
+		t.Errorf("status: options %+v, %v; want events", status, err)
 	}
 	for _, verb := range []string{"plan", "status"} {
 		if err := run(verb, "extra"); err == nil || !strings.Contains(err.Error(), "unknown command") && !strings.Contains(err.Error(), "accepts 0 arg") {

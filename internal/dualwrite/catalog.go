@@ -5,14 +5,8 @@ import (
 
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/migrate"
-	"github.com/shardmart/shardmart/internal/paging"
-	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/projection"
 )
-
-// dualWriteCatalog serves product reads from the old store until cutover, then from
-// Cassandra's read model.
-type dualWriteCatalog struct{ pair[placement.CatalogReader] }
 
 // catalogSink feeds Cassandra's catalog read model from the projector while the catalog is
 // being migrated or cut over; before, it drops changes. The projector's checkpoint makes it
@@ -31,16 +25,4 @@ func (s *catalogSink) UpsertProduct(ctx context.Context, p catalog.Product) erro
 	ctx, cancel := context.WithTimeout(ctx, copyTimeout)
 	defer cancel()
 	return s.neu.UpsertProduct(ctx, p)
-}
-
-func (d *dualWriteCatalog) GetProduct(ctx context.Context, id string) (catalog.Product, error) {
-	r, _, done := d.pick()
-	defer done()
-	return r.GetProduct(ctx, id)
-}
-
-func (d *dualWriteCatalog) SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error) {
-	r, _, done := d.pick()
-	defer done()
-	return r.SearchProducts(ctx, q)
 }

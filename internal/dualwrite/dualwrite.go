@@ -15,7 +15,13 @@
 //     docs/migration.md).
 //
 // Every copy runs in a context of its own, bounded by copyTimeout (copy).
+//
+// The wrappers' methods are generated (wrap_gen.go, by wrapgen) from the repository
+// interfaces, each method's treatment read from its //dualwrite: directive; the families'
+// files hold the hooks the generated writes call, and the few methods written by hand.
 package dualwrite
+
+//go:generate go run ./wrapgen -o wrap_gen.go
 
 import (
 	"context"
@@ -23,6 +29,7 @@ import (
 	"time"
 
 	"github.com/shardmart/shardmart/internal/cart"
+	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/history"
@@ -229,7 +236,7 @@ var wrappers = map[family.Name]func(s *placement.Stores, cst *cassandrastore.Sto
 	family.Events:   repoWrapper[*cassandrastore.Store](family.Events),
 	family.History:  repoWrapper[*cassandrastore.Store](family.History),
 	family.Catalog: func(s *placement.Stores, cst *cassandrastore.Store, _ *Layer, ph *familyPhase) {
-		s.Catalog = &dualWriteCatalog{pair[placement.CatalogReader]{old: s.Catalog, neu: cst.Catalog(), ph: ph}}
+		s.Catalog = &dualWriteCatalog{pair[catalog.Reader]{old: s.Catalog, neu: cst.Catalog(), ph: ph}}
 		s.CatalogSink = &catalogSink{neu: cst.Catalog(), ph: ph}
 	},
 }

@@ -5,13 +5,10 @@ import (
 
 	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/history"
-	"github.com/shardmart/shardmart/internal/paging"
 )
 
-type dualWriteHistory struct{ pair[history.Repository] }
-
-// UpsertEntry writes the projector's entry to both stores: it is a whole state, and the
-// projector applies one order's changes in order. A failed copy is returned, not only
+// record writes the projector's entry to both stores (UpsertEntry): it is a whole state, and
+// the projector applies one order's changes in order. A failed copy is returned, not only
 // reported: the projector retries the message (both writes are idempotent), so no entry is
 // left behind; while Cassandra is down that holds the projector back.
 //
@@ -19,16 +16,10 @@ type dualWriteHistory struct{ pair[history.Repository] }
 // by its UpdatedAt, not by when it lands, so a late copy is harmless, while one held under
 // the phase would let a hung Cassandra block every phase change, and with it every history
 // read queued behind the change.
-func (d *dualWriteHistory) UpsertEntry(ctx context.Context, e history.Entry) error {
-	_, err, copyErr := d.writeThenCopy(ctx, family.History, e.OrderID, func(ctx context.Context, r history.Repository) error { return r.UpsertEntry(ctx, e) })
+func (d *dualWriteHistory) record(ctx context.Context, orderID string, write func(context.Context, history.Repository) error) error {
+	_, err, copyErr := d.writeThenCopy(ctx, family.History, orderID, write)
 	if err != nil {
 		return err
 	}
 	return copyErr
-}
-
-func (d *dualWriteHistory) ListHistory(ctx context.Context, userID string, page paging.Request) (paging.Page[history.Entry], error) {
-	r, _, done := d.pick()
-	defer done()
-	return r.ListHistory(ctx, userID, page)
 }

@@ -71,10 +71,13 @@ func Cutoff(now time.Time, retention time.Duration) time.Time {
 // Repository stores events.
 type Repository interface {
 	// AppendEvent stores e; an event already past the retention may be dropped instead.
+	//dualwrite:write
 	AppendEvent(ctx context.Context, e Event) error
+	//dualwrite:read
 	ListEvents(ctx context.Context, q Query) (paging.Page[Event], error)
 	// PurgeEvents deletes events that happened before `before` and says how many. A backend
 	// whose rows expire by themselves (Cassandra's TTL from the event's time) returns 0.
+	//dualwrite:unmirrored
 	PurgeEvents(ctx context.Context, before time.Time) (int, error)
 }
 

@@ -32,6 +32,8 @@ func FromOrder(o order.Order) Entry {
 // Repository stores entries. UpsertEntry is idempotent: applying the same entry twice leaves
 // one row; (UserID, PlacedAt, OrderID) identifies it, so same-instant orders never collide.
 type Repository interface {
+	//dualwrite:write
 	UpsertEntry(ctx context.Context, e Entry) error
+	//dualwrite:read
 	ListHistory(ctx context.Context, userID string, page paging.Request) (paging.Page[Entry], error)
 }

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"sort"
@@ -44,11 +45,53 @@ type codec interface {
 
 // registry holds every family the engine moves.
 var registry = map[Family]codec{
-	Sessions: sessionsFamily{},
-	Carts:    cartsFamily{},
-	History:  historyFamily{},
-	Events:   eventsFamily{},
-	Catalog:  catalogFamily{},
+	Sessions: sessionsFamily{sessionRows},
+	Carts:    cartsFamily{cartRows},
+	History:  historyFamily{historyRows},
+	Events:   eventsFamily{eventRows},
+	Catalog:  catalogFamily{productRows},
+}
+
+// oldRows is how the old stores hold a family whose rows carry a T, declared as data; a
+// codec embeds it for sqlite, readSQLite, mongo, decodeMongo and holds.
+type oldRows[T any] struct {
+	// table and key are the embedded store's table and key column; sel reads its records,
+	// naming the key selKey (key when empty), and scan reads one.
+	table, key, sel, selKey string
+	scan                    func(*sql.Rows) (T, error)
+	// coll is the MongoDB collection; decode reads one of its documents.
+	coll   mongoFamily
+	decode func(bson.Raw) (v T, retired bool, err error)
+	// row is the row holding v; of is the T row r holds (nil for another family's row).
+	row func(v *T) Row
+	of  func(r Row) *T
+}
+
+func (o oldRows[T]) sqlite() (string, string) { return o.table, o.key }
+
+func (o oldRows[T]) readSQLite(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
+	col := cmp.Or(o.selKey, o.key)
+	return readSQLiteRows(ctx, tx, o.sel, col, r, func(rs *sql.Rows) (Row, error) {
+		v, err := o.scan(rs)
+		return o.row(&v), err
+	})
+}
+
+func (o oldRows[T]) mongo() mongoFamily { return o.coll }
+
+func (o oldRows[T]) decodeMongo(raw bson.Raw) (Row, bool, error) {
+	v, retired, err := o.decode(raw)
+	return o.row(&v), retired, err
+}
+
+func (o oldRows[T]) holds(r Row) bool { return o.of(r) != nil }
+
+// current is a MongoDB decoder for a family of which no document is ever a retired copy.
+func current[T any](decode func(bson.Raw) (T, error)) func(bson.Raw) (T, bool, error) {
+	return func(raw bson.Raw) (T, bool, error) {
+		v, err := decode(raw)
+		return v, false, err
+	}
 }
 
 // familyOf is the family of row r (nil for a row of none).

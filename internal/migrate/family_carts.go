@@ -8,7 +8,6 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
@@ -29,16 +28,20 @@ import (
 // so the LWT's write wins and the backfill can only fill cells nobody has written since.
 // It requires clocks kept in sync (NTP): a source clock ahead of the Cassandra coordinators
 // by more than the time between a change and its dual write could let a backfilled value win.
-type cartsFamily struct{}
+type cartsFamily struct{ oldRows[cart.Cart] }
 
-func (cartsFamily) sqlite() (string, string) { return "carts", "id" }
+var cartRows = oldRows[cart.Cart]{
+	table: "carts", key: "id", sel: sqlitestore.CartSelect,
+	scan:   func(rs *sql.Rows) (cart.Cart, error) { return sqlitestore.ScanCart(rs) },
+	coll:   mongoFamily{coll: mongostore.CartsCollection, key: "cart_id", index: "migrate_cart_id", snapshot: true},
+	decode: mongostore.DecodeCart,
+	row:    func(c *cart.Cart) Row { return Row{Key: c.ID, Cart: c} },
+	of:     func(r Row) *cart.Cart { return r.Cart },
+}
 
 // readSQLite reads the headers, then the lines of the same range (tx: one snapshot).
-func (cartsFamily) readSQLite(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	out, err := readSQLiteRows(ctx, tx, sqlitestore.CartSelect, "id", r, func(rs *sql.Rows) (Row, error) {
-		c, err := sqlitestore.ScanCart(rs)
-		return Row{Key: c.ID, Cart: &c}, err
-	})
+func (f cartsFamily) readSQLite(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
+	out, err := f.oldRows.readSQLite(ctx, tx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -64,15 +67,6 @@ func (cartsFamily) readSQLite(ctx context.Context, tx *sql.Tx, r Range) ([]Row, 
 	return out, rs.Err()
 }
 
-func (cartsFamily) mongo() mongoFamily {
-	return mongoFamily{coll: mongostore.CartsCollection, key: "cart_id", index: "migrate_cart_id", snapshot: true}
-}
-
-func (cartsFamily) decodeMongo(raw bson.Raw) (Row, bool, error) {
-	c, retired, err := mongostore.DecodeCart(raw)
-	return Row{Key: c.ID, Cart: &c}, retired, err
-}
-
 // stamp: a cart changes with its header (created, updated) or a line (added).
 func (cartsFamily) stamp(r *Row, _ time.Duration) {
 	c := r.Cart
@@ -82,8 +76,6 @@ func (cartsFamily) stamp(r *Row, _ time.Duration) {
 	}
 	r.Modified, r.Expires = m, c.ExpiresAt
 }
-
-func (cartsFamily) holds(r Row) bool { return r.Cart != nil }
 
 // write writes the cart's header row, its lines and, for the active cart, the partition's
 // active_cart, in one single-partition unlogged batch (atomic on the partition, no batchlog).
@@ -131,7 +123,7 @@ func (t *Target) scanCarts(ctx context.Context, guest bool, owner string, fn fun
 			return err
 		}
 		c.ID = SourceID(id)
-		return fn(Row{Key: c.ID, Cart: &c})
+		return fn(cartRows.row(&c))
 	})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)

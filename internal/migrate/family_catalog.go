@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
@@ -19,24 +17,15 @@ import (
 // catalogFamily: the catalog read model, keyed by the product id, written through
 // Catalog.InsertIfAbsent (see there): stock changes do not move UpdatedAt, so the backfill
 // only fills products the projector has not written, below any write time the projector gives.
-type catalogFamily struct{}
+type catalogFamily struct{ oldRows[catalog.Product] }
 
-func (catalogFamily) sqlite() (string, string) { return "products", "id" }
-
-func (catalogFamily) readSQLite(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	return readSQLiteRows(ctx, tx, sqlitestore.ProductSelect, "p.id", r, func(rs *sql.Rows) (Row, error) {
-		p, err := sqlitestore.ScanProduct(rs)
-		return Row{Key: p.ID, Product: &p}, err
-	})
-}
-
-func (catalogFamily) mongo() mongoFamily {
-	return mongoFamily{coll: mongostore.ProductsCollection, key: "_id"}
-}
-
-func (catalogFamily) decodeMongo(raw bson.Raw) (Row, bool, error) {
-	p, err := mongostore.DecodeProduct(raw)
-	return Row{Key: p.ID, Product: &p}, false, err
+var productRows = oldRows[catalog.Product]{
+	table: "products", key: "id", sel: sqlitestore.ProductSelect, selKey: "p.id",
+	scan:   func(rs *sql.Rows) (catalog.Product, error) { return sqlitestore.ScanProduct(rs) },
+	coll:   mongoFamily{coll: mongostore.ProductsCollection, key: "_id"},
+	decode: current(mongostore.DecodeProduct),
+	row:    func(p *catalog.Product) Row { return Row{Key: p.ID, Product: p} },
+	of:     func(r Row) *catalog.Product { return r.Product },
 }
 
 // stamp: the later of CreatedAt and UpdatedAt, the write time the read model gives a
@@ -46,8 +35,6 @@ func (catalogFamily) decodeMongo(raw bson.Raw) (Row, bool, error) {
 func (catalogFamily) stamp(r *Row, _ time.Duration) {
 	r.Modified = latest(r.Product.CreatedAt, r.Product.UpdatedAt)
 }
-
-func (catalogFamily) holds(r Row) bool { return r.Product != nil }
 
 func (catalogFamily) write(ctx context.Context, t *Target, r Row, _ int) error {
 	_, err := cassandrastore.NewCatalog(t.s).InsertIfAbsent(ctx, *r.Product)

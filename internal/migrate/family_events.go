@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
@@ -15,32 +13,21 @@ import (
 
 // eventsFamily: click events, keyed by the event id, never changed: the same event written
 // twice is one row, living its retention after its time (event.Expiry).
-type eventsFamily struct{}
+type eventsFamily struct{ oldRows[event.Event] }
 
-func (eventsFamily) sqlite() (string, string) { return "events", "id" }
-
-func (eventsFamily) readSQLite(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	return readSQLiteRows(ctx, tx, sqlitestore.EventSelect, "id", r, func(rs *sql.Rows) (Row, error) {
-		e, err := sqlitestore.ScanEvent(rs)
-		return Row{Key: e.ID, Event: &e}, err
-	})
-}
-
-// mongo: an event's _id is a time-ordered ObjectId; its key is event_id (EnsureIndexes).
-func (eventsFamily) mongo() mongoFamily {
-	return mongoFamily{coll: mongostore.EventsCollection, key: "event_id", index: "migrate_event_id"}
-}
-
-func (eventsFamily) decodeMongo(raw bson.Raw) (Row, bool, error) {
-	e, err := mongostore.DecodeEvent(raw)
-	return Row{Key: e.ID, Event: &e}, false, err
+var eventRows = oldRows[event.Event]{
+	table: "events", key: "id", sel: sqlitestore.EventSelect,
+	scan: func(rs *sql.Rows) (event.Event, error) { return sqlitestore.ScanEvent(rs) },
+	// An event's _id is a time-ordered ObjectId; its key is event_id (EnsureIndexes).
+	coll:   mongoFamily{coll: mongostore.EventsCollection, key: "event_id", index: "migrate_event_id"},
+	decode: current(mongostore.DecodeEvent),
+	row:    func(e *event.Event) Row { return Row{Key: e.ID, Event: e} },
+	of:     func(r Row) *event.Event { return r.Event },
 }
 
 func (eventsFamily) stamp(r *Row, retention time.Duration) {
 	r.Modified, r.Expires = r.Event.At, event.Expiry(r.Event.At, retention)
 }
-
-func (eventsFamily) holds(r Row) bool { return r.Event != nil }
 
 // write goes through the shop's repository, which gives the row its TTL from the event's time.
 func (eventsFamily) write(ctx context.Context, t *Target, r Row, _ int) error {
@@ -48,7 +35,7 @@ func (eventsFamily) write(ctx context.Context, t *Target, r Row, _ int) error {
 }
 
 func (eventsFamily) scan(ctx context.Context, t *Target, fn func(Row) error) error {
-	return cassandrastore.EventScan(ctx, t.s, func(e event.Event) error { return fn(Row{Key: e.ID, Event: &e}) })
+	return cassandrastore.EventScan(ctx, t.s, func(e event.Event) error { return fn(eventRows.row(&e)) })
 }
 
 func (eventsFamily) replace(ctx context.Context, t *Target, _ string, rows []Row, _, now time.Time) error {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 	"github.com/shardmart/shardmart/internal/store/mongostore"
@@ -18,24 +16,15 @@ import (
 // through the shop's own repository (cassandrastore History.UpsertEntry), which writes it at
 // its UpdatedAt: every status change moves that, so the dual write's newer entry always
 // beats a backfilled older one.
-type historyFamily struct{}
+type historyFamily struct{ oldRows[history.Entry] }
 
-func (historyFamily) sqlite() (string, string) { return "order_history", "order_id" }
-
-func (historyFamily) readSQLite(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	return readSQLiteRows(ctx, tx, sqlitestore.HistorySelect, "order_id", r, func(rs *sql.Rows) (Row, error) {
-		e, err := sqlitestore.ScanHistoryEntry(rs)
-		return Row{Key: e.OrderID, Entry: &e}, err
-	})
-}
-
-func (historyFamily) mongo() mongoFamily {
-	return mongoFamily{coll: mongostore.HistoryCollection, key: "_id"}
-}
-
-func (historyFamily) decodeMongo(raw bson.Raw) (Row, bool, error) {
-	e, err := mongostore.DecodeHistoryEntry(raw)
-	return Row{Key: e.OrderID, Entry: &e}, false, err
+var historyRows = oldRows[history.Entry]{
+	table: "order_history", key: "order_id", sel: sqlitestore.HistorySelect,
+	scan:   func(rs *sql.Rows) (history.Entry, error) { return sqlitestore.ScanHistoryEntry(rs) },
+	coll:   mongoFamily{coll: mongostore.HistoryCollection, key: "_id"},
+	decode: current(mongostore.DecodeHistoryEntry),
+	row:    func(e *history.Entry) Row { return Row{Key: e.OrderID, Entry: e} },
+	of:     func(r Row) *history.Entry { return r.Entry },
 }
 
 // stamp: the later of PlacedAt and UpdatedAt, the write time UpsertEntry gives the entry.
@@ -45,14 +34,12 @@ func (historyFamily) stamp(r *Row, _ time.Duration) {
 	r.Modified = latest(r.Entry.PlacedAt, r.Entry.UpdatedAt)
 }
 
-func (historyFamily) holds(r Row) bool { return r.Entry != nil }
-
 func (historyFamily) write(ctx context.Context, t *Target, r Row, _ int) error {
 	return cassandrastore.NewHistory(t.s).UpsertEntry(ctx, *r.Entry)
 }
 
 func (historyFamily) scan(ctx context.Context, t *Target, fn func(Row) error) error {
-	return cassandrastore.HistoryScan(ctx, t.s, func(e history.Entry) error { return fn(Row{Key: e.OrderID, Entry: &e}) })
+	return cassandrastore.HistoryScan(ctx, t.s, func(e history.Entry) error { return fn(historyRows.row(&e)) })
 }
 
 func (historyFamily) replace(ctx context.Context, t *Target, _ string, rows []Row, _, now time.Time) error {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
@@ -16,27 +15,21 @@ import (
 )
 
 // sessionsFamily: keyed by the session id (a SHA-256 in hex), living until its expiry.
-type sessionsFamily struct{}
+type sessionsFamily struct{ oldRows[session.Session] }
 
-func (sessionsFamily) sqlite() (string, string) { return "sessions", "id" }
-
-func (sessionsFamily) readSQLite(ctx context.Context, tx *sql.Tx, r Range) ([]Row, error) {
-	return readSQLiteRows(ctx, tx, sqlitestore.SessionSelect, "id", r, func(rs *sql.Rows) (Row, error) {
+var sessionRows = oldRows[session.Session]{
+	table: "sessions", key: "id", sel: sqlitestore.SessionSelect,
+	scan: func(rs *sql.Rows) (session.Session, error) {
 		s, err := sqlitestore.ScanSession(rs)
 		if s.Data == nil {
 			s.Data = map[string]string{}
 		}
-		return Row{Key: s.ID, Session: &s}, err
-	})
-}
-
-func (sessionsFamily) mongo() mongoFamily {
-	return mongoFamily{coll: mongostore.SessionsCollection, key: "_id"}
-}
-
-func (sessionsFamily) decodeMongo(raw bson.Raw) (Row, bool, error) {
-	s, err := mongostore.DecodeSession(raw)
-	return Row{Key: s.ID, Session: &s}, false, err
+		return s, err
+	},
+	coll:   mongoFamily{coll: mongostore.SessionsCollection, key: "_id"},
+	decode: current(mongostore.DecodeSession),
+	row:    func(s *session.Session) Row { return Row{Key: s.ID, Session: s} },
+	of:     func(r Row) *session.Session { return r.Session },
 }
 
 // stamp: BindUser changes user_id without touching last_active, so a replay after such a
@@ -45,8 +38,6 @@ func (sessionsFamily) stamp(r *Row, _ time.Duration) {
 	r.Modified, r.Expires = latest(r.Session.CreatedAt, r.Session.LastActive), r.Session.ExpiresAt
 }
 
-func (sessionsFamily) holds(r Row) bool { return r.Session != nil }
-
 func (sessionsFamily) write(ctx context.Context, t *Target, r Row, ttl int) error {
 	b := t.s.Batch(gocql.UnloggedBatch).WithContext(ctx).Consistency(t.quorum())
 	cassandrastore.AddSessionWrite(b, *r.Session, r.Modified.UnixMicro(), ttl)
@@ -54,7 +45,7 @@ func (sessionsFamily) write(ctx context.Context, t *Target, r Row, ttl int) erro
 }
 
 func (sessionsFamily) scan(ctx context.Context, t *Target, fn func(Row) error) error {
-	return cassandrastore.SessionScan(ctx, t.s, func(s session.Session) error { return fn(Row{Key: s.ID, Session: &s}) })
+	return cassandrastore.SessionScan(ctx, t.s, func(s session.Session) error { return fn(sessionRows.row(&s)) })
 }
 
 // replace: a tombstone at ts-1 over the session's old cells and its state at ts, in one

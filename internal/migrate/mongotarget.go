@@ -485,11 +485,7 @@ func (t *MongoTarget) States(ctx context.Context) (map[Family]State, error) {
 
 // State returns family f's state.
 func (t *MongoTarget) State(ctx context.Context, f Family) (State, error) {
-	all, err := t.States(ctx)
-	if err != nil {
-		return State{}, err
-	}
-	return all[f], nil
+	return stateIn(ctx, t.States, f)
 }
 
 // SetState moves f from phase `from` to s.Phase, compare-and-set on the phase (an insert for

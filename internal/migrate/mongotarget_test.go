@@ -144,7 +144,7 @@ func TestMongoDeleteDuringBackfillNotResurrected(t *testing.T) {
 	// A replayed range finds the tombstone again.
 	rows := []Row{{Key: "s-write-then-delete", Session: &session.Session{ID: "s-write-then-delete", CreatedAt: now.Add(-time.Hour),
 		LastActive: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour), Status: session.StatusActive, Data: map[string]string{}}}}
-	stampRows(sessionsFamily{}, rows, 0)
+	stampRows(registry[Sessions], rows, 0)
 	if _, err := dst.Write(ctx, Sessions, rows, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -49,13 +49,18 @@ func (t *Target) States(ctx context.Context) (map[Family]State, error) {
 	return out, nil
 }
 
-// State returns family f's state.
-func (t *Target) State(ctx context.Context, f Family) (State, error) {
-	all, err := t.States(ctx)
+// stateIn is family f's state among those states reads (every target's State).
+func stateIn(ctx context.Context, states func(context.Context) (map[Family]State, error), f Family) (State, error) {
+	all, err := states(ctx)
 	if err != nil {
 		return State{}, err
 	}
 	return all[f], nil
+}
+
+// State returns family f's state.
+func (t *Target) State(ctx context.Context, f Family) (State, error) {
+	return stateIn(ctx, t.States, f)
 }
 
 // SetState moves f from phase `from` to s.Phase with a lightweight transaction, so two

@@ -45,17 +45,23 @@ type Session struct {
 
 // Repository stores sessions.
 type Repository interface {
+	//dualwrite:write
 	CreateSession(ctx context.Context, s Session) error
 	// GetSession returns ErrNotFound for a missing or expired (ExpiresAt <= now) session.
+	//dualwrite:read
 	GetSession(ctx context.Context, id string, now time.Time) (Session, error)
 	// BindUser attaches userID to a live session; binding the same user again is a no-op,
 	// another user gets ErrBoundToOtherUser.
+	//dualwrite:write
 	BindUser(ctx context.Context, id, userID string, now time.Time) (Session, error)
 	// Touch records activity; it does not extend the expiry (a guest cart's TTL is tied to it).
+	//dualwrite:write
 	Touch(ctx context.Context, id string, now time.Time) error
 	// Revoke ends a session at once (logout, and the guest session a login replaces): its
 	// token no longer authenticates. Revoking a missing session is not an error.
+	//dualwrite:write
 	Revoke(ctx context.Context, id string) error
+	//dualwrite:unmirrored
 	PurgeExpired(ctx context.Context, now time.Time) (int, error)
 }
 
