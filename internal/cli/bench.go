@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/demo"
 	"github.com/shardmart/shardmart/internal/loadgen"
+	"github.com/shardmart/shardmart/internal/shop"
 	"github.com/shardmart/shardmart/internal/tracing"
 )
 
@@ -24,6 +25,7 @@ type benchOptions struct {
 	// urls are the API processes requests are spread over, round robin (none: in-process).
 	urls                                   []string
 	adminToken, scenario, categories, zone string
+	workload                               string
 	// The in-process server's backends (without --url).
 	placement, cassandraHosts, cassandraKeyspace, mongoURI, mongoDB string
 	cassandraConn                                                   cassandraConnFlags
@@ -41,8 +43,13 @@ type benchOptions struct {
 	findMax                bool
 	findMaxFactor, maxRate float64
 	findMaxRefine          int
-	findMaxP99             time.Duration
+	findMaxP99, loginP99   time.Duration
+	findMaxRule            string
 	findMaxErrors          float64
+	// serverPIDs and dbPIDs are processes on this host whose CPU is reported per request;
+	// dbDirs are `cassandra up` / `mongo up` directories whose pidfiles name more.
+	serverPIDs, dbPIDs []int
+	dbDirs             []string
 	// traceRatio is the in-process server's --trace-sample-ratio.
 	traceRatio float64
 }
@@ -59,9 +66,21 @@ omission). A client that cannot deliver the rate says so (achieved vs target; re
 --max-in-flight are dropped and counted as errors).
 
 Scenarios: "mix" is browse and search 60 %, product page 15 %, cart 15 %, checkout 5 %, events
-4.5 %, login 0.5 %, with Zipf-skewed users, products and categories; "flash-sale" is many buyers
+4.5 %, login 0.5 %, with Zipf-skewed products and categories; "flash-sale" is many buyers
 after a few new products with little stock (409 insufficient-stock is an expected answer; the
 stock is checked through the API at the end: oversold must be false).
+
+Workloads: "population" (the default) spreads requests uniformly over --users (2,000 by
+default) and sends each user's requests one at a time, as a browser does: a request comes from
+a user with none in flight. "legacy" is the earlier model: 200 Zipf-skewed users, one user's
+cart and checkout requests queued in the client. The in-process server's users are created in
+its stores with one precomputed bcrypt hash and a session each (seconds for thousands); against
+--url they are registered through the API (two bcrypt operations each on the server).
+
+CPU per request: the CPU time of the server (the bench process itself when the server runs
+in it: server and load generator together; --server-pid for a server on this host) and of
+database processes on this host (--db-pid, or --db-dir naming a cassandra up or mongo up
+directory) over the recorded window, divided by the requests answered in it.
 
 --url may name several processes of one shop (comma-separated or repeated): requests go to
 each in turn, as through a round-robin load balancer.
@@ -74,11 +93,26 @@ Against --url, run the server with its limits off (--limit-login-client 0 --limi
 --admin-token, or the limits' 429s count as errors.
 
 --find-max steps the rate up from --rate by --find-max-factor, then bisects, and reports the
-highest rate whose total p99 stays under --find-max-p99 with errors under --find-max-errors.`,
+highest rate at which every request type's p99 stays under --find-max-p99, except login's,
+under --find-max-login-p99 (a bcrypt comparison by design), with errors under
+--find-max-errors; each failed step names the type that failed it. --find-max-rule total
+judges the total's p99 instead (the earlier rule).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.maxInFlight < 1 || o.users < 1 || o.rate <= 0 {
-				return fmt.Errorf("--rate, --max-in-flight and --users must be positive")
+			if o.maxInFlight < 1 || o.users < 0 || o.rate <= 0 {
+				return fmt.Errorf("--rate and --max-in-flight must be positive, --users not negative")
+			}
+			if !slices.Contains(loadgen.Workloads, o.workload) {
+				return fmt.Errorf("unknown --workload %q (have %s)", o.workload, strings.Join(loadgen.Workloads, ", "))
+			}
+			if o.findMaxRule != findMaxPerType && o.findMaxRule != findMaxTotal {
+				return fmt.Errorf("unknown --find-max-rule %q (have %s, %s)", o.findMaxRule, findMaxPerType, findMaxTotal)
+			}
+			if o.users == 0 {
+				o.users = defaultBenchUsers
+				if o.workload == loadgen.WorkloadLegacy {
+					o.users = legacyBenchUsers
+				}
 			}
 			if !slices.Contains(loadgen.Scenarios, o.scenario) {
 				return fmt.Errorf("unknown --scenario %q (have %s)", o.scenario, strings.Join(loadgen.Scenarios, ", "))
@@ -104,7 +138,8 @@ highest rate whose total p99 stays under --find-max-p99 with errors under --find
 	f.DurationVar(&o.warmup, "warmup", 5*time.Second, "time at the rate before recording (per step)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "a request unanswered after this is an error")
 	f.IntVar(&o.maxInFlight, "max-in-flight", 512, "concurrent requests; a request due beyond it is dropped and counted as an error")
-	f.IntVar(&o.users, "users", 200, "users registered before the run (two bcrypt operations each on the server)")
+	f.StringVar(&o.workload, "workload", loadgen.WorkloadPopulation, "population (users drawn uniformly, one request in flight each) or legacy (Zipf-skewed users, cart and checkout queued per user)")
+	f.IntVar(&o.users, "users", 0, "users provisioned before the run (0: 2,000, or 200 with --workload legacy)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed sends the same request sequence")
 	f.Float64Var(&o.zipf, "zipf", 1.1, "Zipf skew (> 1) of users, products and categories")
 	f.IntVar(&o.flashProducts, "flash-products", 3, "flash-sale: products created")
@@ -114,12 +149,25 @@ highest rate whose total p99 stays under --find-max-p99 with errors under --find
 	f.Float64Var(&o.findMaxFactor, "find-max-factor", 1.5, "find-max: rate multiplier between steps")
 	f.Float64Var(&o.maxRate, "find-max-limit", 0, "find-max: highest rate tried (0: none)")
 	f.IntVar(&o.findMaxRefine, "find-max-refine", 2, "find-max: bisection steps after the first failing rate")
-	f.DurationVar(&o.findMaxP99, "find-max-p99", 50*time.Millisecond, "find-max: the total's p99 must stay below this")
+	f.DurationVar(&o.findMaxP99, "find-max-p99", 50*time.Millisecond, "find-max: every request type's p99 but login's must stay below this (with --find-max-rule total: the total's)")
+	f.DurationVar(&o.loginP99, "find-max-login-p99", 250*time.Millisecond, "find-max: login's p99 must stay below this (a login is a bcrypt comparison by design)")
+	f.StringVar(&o.findMaxRule, "find-max-rule", findMaxPerType, "find-max: per-type (each type within its bound) or total (the total's p99 within --find-max-p99, as before)")
 	f.Float64Var(&o.findMaxErrors, "find-max-errors", 0.01, "find-max: the error rate (failed + dropped) must stay below this")
+	f.IntSliceVar(&o.serverPIDs, "server-pid", nil, "with --url: pid of a server process on this host, whose CPU per request is reported (repeatable)")
+	f.IntSliceVar(&o.dbPIDs, "db-pid", nil, "pid of a database process on this host, whose CPU per request is reported (repeatable)")
+	f.StringSliceVar(&o.dbDirs, "db-dir", nil, "directory of a `cassandra up` or `mongo up` on this host: the CPU per request of each process its pidfiles name is reported (repeatable)")
 	f.Float64Var(&o.traceRatio, "trace-sample-ratio", 0, "in-process server only: fraction of requests traced, as serve's flag; the breakdown of where each request type's time went is printed when the server keeps traces (with --url: the server's own ratio, read with --admin-token; its requests are picked by bench's clock, so the two machines' clocks must agree)")
 	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	return cmd
 }
+
+// The bench's user populations and find-max rules.
+const (
+	defaultBenchUsers = 2000
+	legacyBenchUsers  = 200
+	findMaxPerType    = "per-type"
+	findMaxTotal      = "total"
+)
 
 // benchJSON is --json's document.
 type benchJSON struct {
@@ -143,21 +191,33 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 		}
 	}
 	admin, target := o.adminToken, strings.Join(bases, ", ")
+	var provision loadgen.Provisioner
+	var procs []loadgen.Process
+	for _, pid := range o.serverPIDs {
+		procs = append(procs, loadgen.Process{Name: "server", PID: pid})
+	}
 	if len(bases) == 0 {
 		fmt.Fprintf(log, "starting a server in-process (temporary embedded store, placement %q, demo data)...\n", o.placement)
-		addr, stop, err := startBenchServer(ctx, o)
+		addr, s, stop, err := startBenchServer(ctx, o)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		bases, admin = []string{"http://" + addr}, benchAdminToken
 		target = "in-process, placement " + orDefault(o.placement, "embedded default")
+		provision = storeProvisioner(s.Stores.Users, s.Sessions)
+		procs = append(procs, loadgen.Process{Name: "bench process (in-process server and load generator)"})
 		fmt.Fprintf(log, "server on %s\n", addr)
 	}
+	dbs, err := databaseProcesses(o.dbPIDs, o.dbDirs)
+	if err != nil {
+		return err
+	}
+	procs = append(procs, dbs...)
 	client := &http.Client{Timeout: o.timeout, Transport: &http.Transport{MaxIdleConns: o.maxInFlight,
 		MaxIdleConnsPerHost: o.maxInFlight, IdleConnTimeout: time.Minute}}
 	shop, err := loadgen.Prepare(ctx, loadgen.Config{BaseURLs: bases, Client: client, AdminToken: admin, Scenario: o.scenario,
-		Users: o.users, Seed: o.seed, ZipfS: o.zipf, Categories: strings.Split(o.categories, ","), Zone: o.zone,
+		Workload: o.workload, Users: o.users, Provision: provision, Seed: o.seed, ZipfS: o.zipf, Categories: strings.Split(o.categories, ","), Zone: o.zone,
 		FlashProducts: o.flashProducts, FlashStock: o.flashStock, Log: log})
 	if err != nil {
 		return fmt.Errorf("prepare the workload: %w", err)
@@ -167,8 +227,9 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 	traces := stepTraces{log: log, client: client, bases: bases, admin: admin}
 	runAt := func(ctx context.Context, rate float64) (loadgen.Report, error) {
 		recorded := time.Now().Add(o.warmup)
-		fmt.Fprintf(log, "running %s at %.0f/s: %s warm-up, %s recorded...\n", o.scenario, rate, o.warmup, o.duration)
-		rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: rate, Warmup: o.warmup, Duration: o.duration, MaxInFlight: o.maxInFlight}, shop.Next)
+		fmt.Fprintf(log, "running %s (%s, %d users) at %.0f/s: %s warm-up, %s recorded...\n", o.scenario, o.workload, o.users, rate, o.warmup, o.duration)
+		rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: rate, Warmup: o.warmup, Duration: o.duration, MaxInFlight: o.maxInFlight,
+			CPU: procs}, shop.Next)
 		rep.Scenario = o.scenario
 		if err == nil {
 			traces.read(ctx, rate, recorded)
@@ -179,15 +240,16 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 		"os_arch": runtime.GOOS + "/" + runtime.GOARCH, "go": runtime.Version()}}
 	if o.findMax {
 		fm := loadgen.FindMax{Start: o.rate, Factor: o.findMaxFactor, Limit: o.maxRate, Refine: o.findMaxRefine,
-			MaxP99: o.findMaxP99, MaxErrorRate: o.findMaxErrors}
+			MaxP99: o.findMaxP99, TypeP99: map[string]time.Duration{loadgen.Login: o.loginP99},
+			Total: o.findMaxRule == findMaxTotal, MaxErrorRate: o.findMaxErrors}
 		best, steps, err := fm.Run(ctx, runAt, func(st loadgen.Step) {
 			verdict := "pass"
 			if !st.Pass {
 				verdict = "FAIL: " + st.Why
 			}
 			t := st.Report.Total
-			fmt.Fprintf(log, "step %.0f/s: achieved %.0f/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, errors %.2f%% -> %s\n",
-				st.Rate, st.Report.AchievedRate, t.P50, t.P99, t.P999, 100*t.ErrorRate, verdict)
+			fmt.Fprintf(log, "step %.0f/s: achieved %.0f/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, errors %.2f%%%s -> %s\n",
+				st.Rate, st.Report.AchievedRate, t.P50, t.P99, t.P999, 100*t.ErrorRate, cpuSummary(st.Report.CPU), verdict)
 		})
 		if err != nil {
 			return err
@@ -200,8 +262,12 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 			out.MaxRate, out.Steps = &best, steps
 			return writeJSON(stdio.Out, out)
 		}
-		fmt.Fprintf(stdio.Out, "highest rate sustained with p99 < %s and errors < %.1f%%: %.0f/s (%s, %s)\n",
-			o.findMaxP99, 100*o.findMaxErrors, best, o.scenario, target)
+		rule := fmt.Sprintf("p99 < %s for every type, login < %s,", o.findMaxP99, o.loginP99)
+		if fm.Total {
+			rule = fmt.Sprintf("total p99 < %s", o.findMaxP99)
+		}
+		fmt.Fprintf(stdio.Out, "highest rate sustained with %s and errors < %.1f%%: %.0f/s (%s, %s workload, %d users, %s)\n",
+			rule, 100*o.findMaxErrors, best, o.scenario, o.workload, o.users, target)
 		if !ok {
 			return nil
 		}
@@ -250,11 +316,12 @@ func orDefault(s, def string) string {
 const benchAdminToken = "bench-local-admin"
 
 // startBenchServer runs serve on a temporary store with o's placement and no rate limits (a
-// load generator is one client address); stop shuts it down and removes the store.
-func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), error) {
+// load generator is one client address), and answers its address and shop; stop shuts it down
+// and removes the store.
+func startBenchServer(ctx context.Context, bo benchOptions) (string, *shop.Shop, func(), error) {
 	dir, err := os.MkdirTemp("", "shardmart-bench-")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	var o serveOptions
 	o.backend.register(&cobra.Command{})
@@ -266,6 +333,8 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), err
 	o.addr, o.seed, o.logFormat, o.adminToken = "127.0.0.1:0", true, "text", benchAdminToken
 	o.shutdownTimeout, o.purgeEvery = 10*time.Second, time.Hour
 	o.trace = tracing.Config{SampleRatio: bo.traceRatio, RatioGiven: true, Keep: tracing.DefaultKeep}
+	opened := make(chan *shop.Shop, 1)
+	o.opened = func(s *shop.Shop) { opened <- s }
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
@@ -281,13 +350,14 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, func(), err
 			} else {
 				stop()
 			}
-			return "", nil, fmt.Errorf("start bench server: %w", err)
+			return "", nil, nil, fmt.Errorf("start bench server: %w", err)
 		}
-		return addr, stop, nil
+		// serve opened the shop before it listened.
+		return addr, <-opened, stop, nil
 	case err := <-errc:
 		cancel()
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("start bench server: %w", err)
+		return "", nil, nil, fmt.Errorf("start bench server: %w", err)
 	}
 }
 

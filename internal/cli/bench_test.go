@@ -54,7 +54,7 @@ func TestBenchServerSeededBeforeReturning(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	addr, stop, err := startBenchServer(ctx, o)
+	addr, _, stop, err := startBenchServer(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

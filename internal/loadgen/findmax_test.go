@@ -2,6 +2,7 @@ package loadgen_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +70,54 @@ func TestFindMaxVerdict(t *testing.T) {
 		if fm.Verdict(r) == "" {
 			t.Errorf("%s: a failing step passed", name)
 		}
+	}
+}
+
+// TestFindMaxPerTypeRule: under the per-type rule a step fails when one type other than login
+// passes the common bound, even with a total p99 well under it, and names that type; login
+// slower than the others but within its own bound passes; login past its bound fails. Under
+// the total rule only the total's p99 counts.
+func TestFindMaxPerTypeRule(t *testing.T) {
+	fm := loadgen.FindMax{Start: 10, Factor: 2, Limit: 10, MaxP99: 50 * time.Millisecond, TypeP99: map[string]time.Duration{loadgen.Login: 250 * time.Millisecond},
+		MaxErrorRate: 0.01}
+	step := func(total float64, p99 map[string]float64) loadgen.Report {
+		r := loadgen.Report{TargetRate: 100, AchievedRate: 100, Total: loadgen.Stats{Type: "total", P99: total}}
+		for _, k := range []string{loadgen.Browse, loadgen.Cart, loadgen.Checkout, loadgen.Login} {
+			r.Types = append(r.Types, loadgen.Stats{Type: k, P99: p99[k]})
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		rep      loadgen.Report
+		failType string // "" passes
+	}{
+		{"all fast", step(5, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 8, loadgen.Checkout: 20, loadgen.Login: 70}), ""},
+		{"only login slow, within its bound", step(80, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 8, loadgen.Checkout: 20, loadgen.Login: 240}), ""},
+		{"one cart type over", step(9, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 51, loadgen.Checkout: 20, loadgen.Login: 70}), loadgen.Cart},
+		{"login over its own bound", step(9, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 8, loadgen.Checkout: 20, loadgen.Login: 260}), loadgen.Login},
+	} {
+		fm := fm
+		best, steps, err := fm.Run(context.Background(), func(ctx context.Context, rate float64) (loadgen.Report, error) {
+			return tc.rep, nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := steps[0]
+		if first.Pass != (tc.failType == "") || first.FailedType != tc.failType {
+			t.Errorf("%s: pass %v, failed type %q (%s); want failed type %q", tc.name, first.Pass, first.FailedType, first.Why, tc.failType)
+		}
+		if tc.failType != "" && (best != 0 || !strings.Contains(first.Why, tc.failType)) {
+			t.Errorf("%s: best %v, why %q; want 0 and the type named", tc.name, best, first.Why)
+		}
+	}
+	// The total rule: login alone slow within its bound fails the step by the total's p99.
+	fm.Total = true
+	if why := fm.Verdict(step(80, map[string]float64{loadgen.Login: 240})); !strings.Contains(why, "total") {
+		t.Errorf("total rule: verdict %q, want the total's p99 to fail it", why)
+	}
+	if why := fm.Verdict(step(9, map[string]float64{loadgen.Cart: 51})); why != "" {
+		t.Errorf("total rule: a type over the bound with the total under failed the step: %s", why)
 	}
 }

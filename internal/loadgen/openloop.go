@@ -32,7 +32,12 @@ const (
 // returns its outcome (and, when Failed, why).
 type Op struct {
 	Kind string
+	// User is who sends it (the workload's user, "" when none is named).
+	User string
 	Do   func(ctx context.Context) (Outcome, string)
+	// Dropped, when set, is called instead of Do when the request is not sent (the in-flight
+	// limit), so what the op holds (its user) is given back.
+	Dropped func()
 }
 
 // Schedule is an open-loop run: Rate requests per second, due at fixed intervals from the
@@ -44,6 +49,9 @@ type Schedule struct {
 	// MaxInFlight bounds concurrent requests; a request due while that many are in flight is
 	// not sent and counts as dropped (an error), so an overloaded client cannot hide load.
 	MaxInFlight int
+	// CPU lists processes whose CPU time over the recorded window is reported per request
+	// answered (the server, databases on the same host).
+	CPU []Process
 }
 
 func (s Schedule) validate() error {
@@ -153,6 +161,7 @@ func Run(ctx context.Context, s Schedule, next func(seq int) Op) (Report, error)
 	defer timer.Stop()
 	// Warm-up requests run but go to a recorder nobody reads.
 	warm := &recorder{kinds: map[string]*kindRec{}}
+	meter := &cpuMeter{procs: s.CPU}
 dispatch:
 	for seq := 0; ; seq++ {
 		due := start.Add(time.Duration(float64(seq) * interval))
@@ -169,6 +178,9 @@ dispatch:
 		} else if ctx.Err() != nil {
 			break
 		}
+		if meter.start == nil && !due.Before(measureFrom) {
+			meter.begin()
+		}
 		op := next(seq)
 		r := rec
 		if due.Before(measureFrom) {
@@ -177,6 +189,9 @@ dispatch:
 		select {
 		case slots <- struct{}{}:
 		default:
+			if op.Dropped != nil {
+				op.Dropped()
+			}
 			r.dropped(op.Kind)
 			continue
 		}
@@ -193,5 +208,7 @@ dispatch:
 		}()
 	}
 	wg.Wait()
-	return rec.report(s, measureFrom), ctx.Err()
+	rep := rec.report(s, measureFrom)
+	rep.CPU = meter.end(rep.Total.OK + rep.Total.Expected + rep.Total.Failed)
+	return rep, ctx.Err()
 }
