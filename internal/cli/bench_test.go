@@ -22,10 +22,19 @@ func TestBenchFlags(t *testing.T) {
 	if err := run("--scenario", "flash-sale", "--find-max"); err != nil {
 		t.Fatal(err)
 	}
-	if got.findMaxP99 != 50*time.Millisecond || got.findMaxErrors != 0.01 || !got.findMax || got.scenario != "flash-sale" {
+	if got.findMaxP99 != 50*time.Millisecond || got.loginP99 != 250*time.Millisecond || got.findMaxRule != findMaxPerType ||
+		got.findMaxErrors != 0.01 || !got.findMax || got.scenario != "flash-sale" {
 		t.Errorf("options: %+v", got)
 	}
-	for _, args := range [][]string{{"--scenario", "black-friday"}, {"--rate", "0"}, {"--max-in-flight", "0"}} {
+	// The population's 2,000 users by default; the legacy workload keeps its 200.
+	if got.workload != loadgen.WorkloadPopulation || got.users != 2000 {
+		t.Errorf("default workload %q, %d users; want population, 2000", got.workload, got.users)
+	}
+	if err := run("--workload", "legacy"); err != nil || got.users != 200 {
+		t.Errorf("legacy: %d users (%v), want 200", got.users, err)
+	}
+	for _, args := range [][]string{{"--scenario", "black-friday"}, {"--rate", "0"}, {"--max-in-flight", "0"},
+		{"--workload", "crowd"}, {"--find-max-rule", "average"}, {"--users", "-1"}} {
 		if err := run(args...); err == nil {
 			t.Errorf("bench %v accepted", args)
 		}

@@ -71,51 +71,80 @@ func (f FindMax) judge(r Report) (why, failedType string) {
 // Run searches; run performs one step at a rate, and each finished step is passed to
 // progress. It returns the highest passing rate (0 when even Start fails) and every step.
 func (f FindMax) Run(ctx context.Context, run func(ctx context.Context, rate float64) (Report, error), progress func(Step)) (float64, []Step, error) {
-	if f.Start <= 0 || f.Factor <= 1 {
-		return 0, nil, fmt.Errorf("find-max needs a start rate > 0 and a factor > 1, got %v and %v", f.Start, f.Factor)
+	s, err := f.Begin()
+	if err != nil {
+		return 0, nil, err
 	}
-	var steps []Step
-	try := func(rate float64) (bool, error) {
+	for rate, ok := s.Next(); ok; rate, ok = s.Next() {
 		rep, err := run(ctx, rate)
 		if err != nil {
-			return false, fmt.Errorf("find-max at %.0f/s: %w", rate, err)
+			return s.Best(), s.Steps(), fmt.Errorf("find-max at %.0f/s: %w", rate, err)
 		}
-		st := Step{Rate: rate, Report: rep}
-		st.Why, st.FailedType = f.judge(rep)
-		st.Pass = st.Why == ""
-		steps = append(steps, st)
+		st := s.Record(rep)
 		if progress != nil {
 			progress(st)
 		}
-		return st.Pass, nil
 	}
-	best, failed := 0.0, 0.0
-	for rate := f.Start; f.Limit <= 0 || rate <= f.Limit; rate *= f.Factor {
-		ok, err := try(rate)
-		if err != nil {
-			return best, steps, err
-		}
-		if !ok {
-			failed = rate
-			break
-		}
-		best = rate
-	}
-	if failed == 0 || best == 0 {
-		return best, steps, nil
-	}
-	lo, hi := best, failed
-	for range f.Refine {
-		mid := (lo + hi) / 2
-		ok, err := try(mid)
-		if err != nil {
-			return lo, steps, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo, steps, nil
+	return s.Best(), s.Steps(), nil
 }
+
+// MaxSearch is a find-max in progress, taken one step at a time so that several searches (one
+// per placement or workload) can run their steps in turn, alternating, in one run.
+type MaxSearch struct {
+	f         FindMax
+	steps     []Step
+	next      float64
+	best      float64 // highest passing rate so far (the bisection's lower end)
+	failed    float64 // lowest failing rate so far, once one failed (the upper end)
+	refined   int
+	bisecting bool
+	done      bool
+}
+
+// Begin starts a search at f.Start.
+func (f FindMax) Begin() (*MaxSearch, error) {
+	if f.Start <= 0 || f.Factor <= 1 {
+		return nil, fmt.Errorf("find-max needs a start rate > 0 and a factor > 1, got %v and %v", f.Start, f.Factor)
+	}
+	s := &MaxSearch{f: f, next: f.Start}
+	s.done = f.Limit > 0 && f.Start > f.Limit
+	return s, nil
+}
+
+// Next is the rate of the next step; false when the search is over.
+func (s *MaxSearch) Next() (float64, bool) { return s.next, !s.done }
+
+// Record judges the report of the step at Next's rate and moves the search on.
+func (s *MaxSearch) Record(rep Report) Step {
+	st := Step{Rate: s.next, Report: rep}
+	st.Why, st.FailedType = s.f.judge(rep)
+	st.Pass = st.Why == ""
+	s.steps = append(s.steps, st)
+	switch {
+	case !s.bisecting && st.Pass:
+		s.best = st.Rate
+		s.next = st.Rate * s.f.Factor
+		s.done = s.f.Limit > 0 && s.next > s.f.Limit
+		return st
+	case !s.bisecting:
+		s.failed, s.bisecting = st.Rate, true
+		s.done = s.best == 0
+	case st.Pass:
+		s.best = st.Rate
+		s.refined++
+	default:
+		s.failed = st.Rate
+		s.refined++
+	}
+	if s.refined >= s.f.Refine {
+		s.done = true
+	}
+	s.next = (s.best + s.failed) / 2
+	return st
+}
+
+// Best is the highest rate that passed (0: none yet).
+func (s *MaxSearch) Best() float64 { return s.best }
+
+// Steps are the steps taken, in order.
+func (s *MaxSearch) Steps() []Step { return s.steps }

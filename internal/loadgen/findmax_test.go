@@ -21,8 +21,10 @@ func kneeTarget(knee float64) func(ctx context.Context, rate float64) (loadgen.R
 			p99 = 500
 		}
 		n := int64(rate * 2) // a 2 s step
-		return loadgen.Report{TargetRate: rate, AchievedRate: rate, DurationS: 2,
-			Total: loadgen.Stats{Type: "total", Scheduled: n, Sent: n, OK: n, Rate: rate, P50: 1, P99: p99}}, ctx.Err()
+		st := loadgen.Stats{Type: "total", Scheduled: n, Sent: n, OK: n, Rate: rate, P50: 1, P99: p99}
+		typ := st
+		typ.Type = loadgen.Browse
+		return loadgen.Report{TargetRate: rate, AchievedRate: rate, DurationS: 2, Total: st, Types: []loadgen.Stats{typ}}, ctx.Err()
 	}
 }
 
@@ -58,12 +60,13 @@ func TestFindMaxStopsAtTheKnee(t *testing.T) {
 // TestFindMaxVerdict: each limit of the SLO fails a step on its own.
 func TestFindMaxVerdict(t *testing.T) {
 	fm := loadgen.FindMax{MaxP99: 50 * time.Millisecond, MaxErrorRate: 0.01}
-	ok := loadgen.Report{TargetRate: 100, AchievedRate: 100, Total: loadgen.Stats{P99: 10, ErrorRate: 0}}
+	ok := loadgen.Report{TargetRate: 100, AchievedRate: 100, Total: loadgen.Stats{P99: 10, ErrorRate: 0},
+		Types: []loadgen.Stats{{Type: loadgen.Cart, P99: 10}}}
 	if v := fm.Verdict(ok); v != "" {
 		t.Errorf("a good step failed: %s", v)
 	}
 	for name, r := range map[string]loadgen.Report{
-		"p99":    {TargetRate: 100, AchievedRate: 100, Total: loadgen.Stats{P99: 50}},
+		"p99":    {TargetRate: 100, AchievedRate: 100, Total: loadgen.Stats{P99: 50}, Types: []loadgen.Stats{{Type: loadgen.Cart, P99: 50}}},
 		"errors": {TargetRate: 100, AchievedRate: 100, Total: loadgen.Stats{P99: 1, ErrorRate: 0.01}},
 		"behind": {TargetRate: 100, AchievedRate: 80, Behind: true, Total: loadgen.Stats{P99: 1}},
 	} {
