@@ -25,9 +25,11 @@ type benchOptions struct {
 	// urls are the API processes requests are spread over, round robin (none: in-process).
 	urls                                   []string
 	adminToken, scenario, categories, zone string
-	workload                               string
+	// workloads and placements (in-process servers) alternate in one run when several.
+	workloads, placements []string
+	rounds                int
 	// The in-process server's backends (without --url).
-	placement, cassandraHosts, cassandraKeyspace, mongoURI, mongoDB string
+	cassandraHosts, cassandraKeyspace, mongoURI, mongoDB string
 	cassandraConn                                                   cassandraConnFlags
 	cassandraConns                                                  int
 
@@ -99,20 +101,25 @@ under --find-max-login-p99 (a bcrypt comparison by design), with errors under
 judges the total's p99 instead (the earlier rule).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.maxInFlight < 1 || o.users < 0 || o.rate <= 0 {
-				return fmt.Errorf("--rate and --max-in-flight must be positive, --users not negative")
+			if o.maxInFlight < 1 || o.users < 0 || o.rate <= 0 || o.rounds < 1 {
+				return fmt.Errorf("--rate, --max-in-flight and --rounds must be positive, --users not negative")
 			}
-			if !slices.Contains(loadgen.Workloads, o.workload) {
-				return fmt.Errorf("unknown --workload %q (have %s)", o.workload, strings.Join(loadgen.Workloads, ", "))
+			for _, w := range o.workloads {
+				if !slices.Contains(loadgen.Workloads, w) {
+					return fmt.Errorf("unknown --workload %q (have %s)", w, strings.Join(loadgen.Workloads, ", "))
+				}
+			}
+			if len(o.workloads) == 0 {
+				return fmt.Errorf("--workload names none (have %s)", strings.Join(loadgen.Workloads, ", "))
+			}
+			if len(o.placements) == 0 {
+				o.placements = []string{""}
+			}
+			if len(o.urls) > 0 && cmd.Flags().Changed("placement") {
+				return fmt.Errorf("--placement is the in-process server's: a server at --url has its own")
 			}
 			if o.findMaxRule != findMaxPerType && o.findMaxRule != findMaxTotal {
 				return fmt.Errorf("unknown --find-max-rule %q (have %s, %s)", o.findMaxRule, findMaxPerType, findMaxTotal)
-			}
-			if o.users == 0 {
-				o.users = defaultBenchUsers
-				if o.workload == loadgen.WorkloadLegacy {
-					o.users = legacyBenchUsers
-				}
 			}
 			if !slices.Contains(loadgen.Scenarios, o.scenario) {
 				return fmt.Errorf("unknown --scenario %q (have %s)", o.scenario, strings.Join(loadgen.Scenarios, ", "))
@@ -126,7 +133,7 @@ judges the total's p99 instead (the earlier rule).`,
 	f.StringVar(&o.scenario, "scenario", loadgen.ScenarioMix, "mix or flash-sale")
 	f.StringVar(&o.categories, "categories", "electronics,books,clothing,home,toys,sports,beauty,grocery,garden,automotive", "categories browsed and bought from, most popular first")
 	f.StringVar(&o.zone, "zone", demo.Zones[0], "stock zone orders take from")
-	f.StringVar(&o.placement, "placement", "", `in-process server only: which backend holds which family, as serve's --placement (default: everything embedded)`)
+	f.StringArrayVar(&o.placements, "placement", nil, `in-process server only: which backend holds which family, as serve's --placement, or embedded, mongo (every family), cassandra (carts, sessions, events, history, catalog); repeat it to compare several, one server each, their runs in turn (default: everything embedded)`)
 	f.StringVar(&o.cassandraHosts, "cassandra-hosts", "127.0.0.1", "in-process server only: Cassandra contact points")
 	f.StringVar(&o.cassandraKeyspace, "cassandra-keyspace", "shardmart", "in-process server only: Cassandra keyspace (schema applied)")
 	o.cassandraConn.register(f)
@@ -138,7 +145,8 @@ judges the total's p99 instead (the earlier rule).`,
 	f.DurationVar(&o.warmup, "warmup", 5*time.Second, "time at the rate before recording (per step)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "a request unanswered after this is an error")
 	f.IntVar(&o.maxInFlight, "max-in-flight", 512, "concurrent requests; a request due beyond it is dropped and counted as an error")
-	f.StringVar(&o.workload, "workload", loadgen.WorkloadPopulation, "population (users drawn uniformly, one request in flight each) or legacy (Zipf-skewed users, cart and checkout queued per user)")
+	f.StringSliceVar(&o.workloads, "workload", []string{loadgen.WorkloadPopulation}, "population (users drawn uniformly, one request in flight each) or legacy (Zipf-skewed users, cart and checkout queued per user); several (comma-separated) run in turn")
+	f.IntVar(&o.rounds, "rounds", 1, "without --find-max: runs of every placement and workload, in turn")
 	f.IntVar(&o.users, "users", 0, "users provisioned before the run (0: 2,000, or 200 with --workload legacy)")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed sends the same request sequence")
 	f.Float64Var(&o.zipf, "zipf", 1.1, "Zipf skew (> 1) of users, products and categories")
@@ -169,17 +177,65 @@ const (
 	findMaxTotal      = "total"
 )
 
-// benchJSON is --json's document.
+// benchJSON is --json's document for one placement and workload.
 type benchJSON struct {
-	Target  string            `json:"target"`
-	Machine map[string]string `json:"machine"`
-	Report  *loadgen.Report   `json:"report,omitempty"`
-	MaxRate *float64          `json:"max_rate,omitempty"`
-	Steps   []loadgen.Step    `json:"steps,omitempty"`
+	Target   string            `json:"target"`
+	Workload string            `json:"workload"`
+	Users    int               `json:"users"`
+	Machine  map[string]string `json:"machine,omitempty"`
+	Report   *loadgen.Report   `json:"report,omitempty"`
+	// Reports are the fixed-rate runs of --rounds above 1, in order.
+	Reports []loadgen.Report `json:"reports,omitempty"`
+	MaxRate *float64         `json:"max_rate,omitempty"`
+	Steps   []loadgen.Step   `json:"steps,omitempty"`
 	// Breakdown is where each request type's time went, from the server's sampled traces of
 	// the run reported (find-max: the best step, or the first when none passed; absent when
 	// the server keeps none).
 	Breakdown []tracing.Breakdown `json:"breakdown,omitempty"`
+}
+
+// benchComparisonJSON is --json's document when several placements or workloads alternate.
+type benchComparisonJSON struct {
+	Machine map[string]string `json:"machine"`
+	Arms    []benchJSON       `json:"arms"`
+}
+
+// benchArm is one placement under one workload: its server, its users and its runs.
+type benchArm struct {
+	target, workload string
+	users            int
+	shop             *loadgen.Shop
+	procs            []loadgen.Process
+	traces           *stepTraces
+	search           *loadgen.MaxSearch
+	reports          []loadgen.Report
+}
+
+func (a *benchArm) name() string { return fmt.Sprintf("%s, %s workload", a.target, a.workload) }
+
+// benchPlacementAliases name the placements compared most often.
+var benchPlacementAliases = map[string]string{
+	"embedded":  "",
+	"mongo":     "orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo",
+	"cassandra": "carts=cassandra,sessions=cassandra,events=cassandra,history=cassandra,catalog=cassandra",
+}
+
+func expandPlacement(p string) string {
+	if full, ok := benchPlacementAliases[p]; ok {
+		return full
+	}
+	return p
+}
+
+// usersFor is --users, or the workload's own default.
+func (o benchOptions) usersFor(workload string) int {
+	switch {
+	case o.users > 0:
+		return o.users
+	case workload == loadgen.WorkloadLegacy:
+		return legacyBenchUsers
+	}
+	return defaultBenchUsers
 }
 
 func runBench(ctx context.Context, stdio IO, o benchOptions) error {
@@ -190,113 +246,209 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 			bases = append(bases, u)
 		}
 	}
-	admin, target := o.adminToken, strings.Join(bases, ", ")
-	var provision loadgen.Provisioner
-	var procs []loadgen.Process
-	for _, pid := range o.serverPIDs {
-		procs = append(procs, loadgen.Process{Name: "server", PID: pid})
-	}
-	if len(bases) == 0 {
-		fmt.Fprintf(log, "starting a server in-process (temporary embedded store, placement %q, demo data)...\n", o.placement)
-		addr, s, stop, err := startBenchServer(ctx, o)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		bases, admin = []string{"http://" + addr}, benchAdminToken
-		target = "in-process, placement " + orDefault(o.placement, "embedded default")
-		provision = storeProvisioner(s.Stores.Users, s.Sessions)
-		procs = append(procs, loadgen.Process{Name: "bench process (in-process server and load generator)"})
-		fmt.Fprintf(log, "server on %s\n", addr)
-	}
+	client := &http.Client{Timeout: o.timeout, Transport: &http.Transport{MaxIdleConns: o.maxInFlight,
+		MaxIdleConnsPerHost: o.maxInFlight, IdleConnTimeout: time.Minute}}
 	dbs, err := databaseProcesses(o.dbPIDs, o.dbDirs)
 	if err != nil {
 		return err
 	}
-	procs = append(procs, dbs...)
-	client := &http.Client{Timeout: o.timeout, Transport: &http.Transport{MaxIdleConns: o.maxInFlight,
-		MaxIdleConnsPerHost: o.maxInFlight, IdleConnTimeout: time.Minute}}
-	shop, err := loadgen.Prepare(ctx, loadgen.Config{BaseURLs: bases, Client: client, AdminToken: admin, Scenario: o.scenario,
-		Workload: o.workload, Users: o.users, Provision: provision, Seed: o.seed, ZipfS: o.zipf, Categories: strings.Split(o.categories, ","), Zone: o.zone,
-		FlashProducts: o.flashProducts, FlashStock: o.flashStock, Log: log})
-	if err != nil {
-		return fmt.Errorf("prepare the workload: %w", err)
+	// One server per placement (or the --url processes), each workload's users on each.
+	type target struct {
+		name, admin string
+		bases       []string
+		provision   loadgen.Provisioner
+		procs       []loadgen.Process
+	}
+	var targets []target
+	if len(bases) > 0 {
+		t := target{name: strings.Join(bases, ", "), admin: o.adminToken, bases: bases}
+		for _, pid := range o.serverPIDs {
+			t.procs = append(t.procs, loadgen.Process{Name: "server", PID: pid})
+		}
+		targets = append(targets, t)
+	} else {
+		for _, p := range o.placements {
+			full := expandPlacement(p)
+			fmt.Fprintf(log, "starting a server in-process (temporary embedded store, placement %q, demo data)...\n", full)
+			addr, s, stop, err := startBenchServer(ctx, o, full)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			fmt.Fprintf(log, "server on %s\n", addr)
+			targets = append(targets, target{name: "in-process, placement " + orDefault(p, "embedded default"), admin: benchAdminToken,
+				bases: []string{"http://" + addr}, provision: storeProvisioner(s.Stores.Users, s.Sessions),
+				procs: []loadgen.Process{{Name: "bench process (in-process servers and load generator)"}}})
+		}
+	}
+	var arms []*benchArm
+	for _, t := range targets {
+		for _, w := range o.workloads {
+			a := &benchArm{target: t.name, workload: w, users: o.usersFor(w), procs: append(slices.Clip(t.procs), dbs...),
+				traces: &stepTraces{log: log, client: client, bases: t.bases, admin: t.admin}}
+			fmt.Fprintf(log, "preparing %s (%d users)\n", a.name(), a.users)
+			a.shop, err = loadgen.Prepare(ctx, loadgen.Config{BaseURLs: t.bases, Client: client, AdminToken: t.admin, Scenario: o.scenario,
+				Workload: w, Users: a.users, Provision: t.provision, Seed: o.seed, ZipfS: o.zipf,
+				Categories: strings.Split(o.categories, ","), Zone: o.zone, FlashProducts: o.flashProducts, FlashStock: o.flashStock, Log: log})
+			if err != nil {
+				return fmt.Errorf("prepare the workload of %s: %w", a.name(), err)
+			}
+			arms = append(arms, a)
+		}
 	}
 	// Each run's breakdown is read right after it, by rate: find-max prints its best step's,
 	// and the ring keeps only the latest traces.
-	traces := stepTraces{log: log, client: client, bases: bases, admin: admin}
-	runAt := func(ctx context.Context, rate float64) (loadgen.Report, error) {
+	runAt := func(ctx context.Context, a *benchArm, rate float64) (loadgen.Report, error) {
 		recorded := time.Now().Add(o.warmup)
-		fmt.Fprintf(log, "running %s (%s, %d users) at %.0f/s: %s warm-up, %s recorded...\n", o.scenario, o.workload, o.users, rate, o.warmup, o.duration)
+		fmt.Fprintf(log, "running %s on %s at %.0f/s: %s warm-up, %s recorded...\n", o.scenario, a.name(), rate, o.warmup, o.duration)
 		rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: rate, Warmup: o.warmup, Duration: o.duration, MaxInFlight: o.maxInFlight,
-			CPU: procs}, shop.Next)
+			CPU: a.procs}, a.shop.Next)
 		rep.Scenario = o.scenario
 		if err == nil {
-			traces.read(ctx, rate, recorded)
+			a.traces.read(ctx, rate, recorded)
 		}
 		return rep, err
 	}
-	out := benchJSON{Target: target, Machine: map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()),
-		"os_arch": runtime.GOOS + "/" + runtime.GOARCH, "go": runtime.Version()}}
+	machine := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "os_arch": runtime.GOOS + "/" + runtime.GOARCH, "go": runtime.Version()}
 	if o.findMax {
-		fm := loadgen.FindMax{Start: o.rate, Factor: o.findMaxFactor, Limit: o.maxRate, Refine: o.findMaxRefine,
-			MaxP99: o.findMaxP99, TypeP99: map[string]time.Duration{loadgen.Login: o.loginP99},
-			Total: o.findMaxRule == findMaxTotal, MaxErrorRate: o.findMaxErrors}
-		best, steps, err := fm.Run(ctx, runAt, func(st loadgen.Step) {
+		return benchFindMax(ctx, stdio, o, arms, runAt, machine)
+	}
+	// Fixed rate: each round runs every arm once, in turn.
+	for round := range o.rounds {
+		for _, a := range arms {
+			rep, err := runAt(ctx, a, o.rate)
+			if err != nil {
+				return err
+			}
+			if len(arms) > 1 || o.rounds > 1 {
+				fmt.Fprintf(log, "round %d, %s: achieved %.0f/s, p50 %.2f ms, p99 %.2f ms, errors %.2f%%%s\n", round+1, a.name(),
+					rep.AchievedRate, rep.Total.P50, rep.Total.P99, 100*rep.Total.ErrorRate, cpuSummary(rep.CPU))
+			}
+			a.reports = append(a.reports, rep)
+		}
+	}
+	var docs []benchJSON
+	for _, a := range arms {
+		last := &a.reports[len(a.reports)-1]
+		if last.Flash, err = a.shop.CheckFlashSale(ctx); err != nil {
+			return err
+		}
+		doc := benchJSON{Target: a.target, Workload: a.workload, Users: a.users, Report: last, Breakdown: a.traces.byRate[o.rate]}
+		if len(a.reports) > 1 {
+			doc.Reports = a.reports
+		}
+		docs = append(docs, doc)
+		if o.json {
+			continue
+		}
+		fmt.Fprintf(stdio.Out, "%s against %s, %s workload, %d users\n", o.scenario, a.target, a.workload, a.users)
+		for i, rep := range a.reports {
+			if len(a.reports) > 1 {
+				fmt.Fprintf(stdio.Out, "round %d:\n", i+1)
+			}
+			if err := rep.WriteText(stdio.Out); err != nil {
+				return err
+			}
+		}
+		if err := writeBreakdown(stdio.Out, doc.Breakdown, fmt.Sprintf("%.0f/s", o.rate)); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		err = writeBenchJSON(stdio.Out, machine, docs)
+	}
+	for _, d := range docs {
+		if f := d.Report.Flash; err == nil && f != nil && f.Oversold {
+			err = fmt.Errorf("flash sale OVERSOLD on %s: %d units confirmed, %d in stock at the start", d.Target, f.UnitsSold, f.StockBefore)
+		}
+	}
+	return err
+}
+
+// benchFindMax runs one find-max per arm, their steps in turn (the first arm's first step,
+// the second's, ...), so that every placement's steps meet the machine in the same state.
+func benchFindMax(ctx context.Context, stdio IO, o benchOptions, arms []*benchArm,
+	runAt func(context.Context, *benchArm, float64) (loadgen.Report, error), machine map[string]string) error {
+	log := stdio.Err
+	fm := loadgen.FindMax{Start: o.rate, Factor: o.findMaxFactor, Limit: o.maxRate, Refine: o.findMaxRefine,
+		MaxP99: o.findMaxP99, TypeP99: map[string]time.Duration{loadgen.Login: o.loginP99},
+		Total: o.findMaxRule == findMaxTotal, MaxErrorRate: o.findMaxErrors}
+	for _, a := range arms {
+		var err error
+		if a.search, err = fm.Begin(); err != nil {
+			return err
+		}
+	}
+	for running := true; running; {
+		running = false
+		for _, a := range arms {
+			rate, ok := a.search.Next()
+			if !ok {
+				continue
+			}
+			running = true
+			rep, err := runAt(ctx, a, rate)
+			if err != nil {
+				return fmt.Errorf("find-max of %s at %.0f/s: %w", a.name(), rate, err)
+			}
+			st := a.search.Record(rep)
 			verdict := "pass"
 			if !st.Pass {
 				verdict = "FAIL: " + st.Why
 			}
 			t := st.Report.Total
-			fmt.Fprintf(log, "step %.0f/s: achieved %.0f/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, errors %.2f%%%s -> %s\n",
-				st.Rate, st.Report.AchievedRate, t.P50, t.P99, t.P999, 100*t.ErrorRate, cpuSummary(st.Report.CPU), verdict)
-		})
-		if err != nil {
-			return err
+			on := ""
+			if len(arms) > 1 {
+				on = " (" + a.name() + ")"
+			}
+			fmt.Fprintf(log, "step %.0f/s%s: achieved %.0f/s, p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, errors %.2f%%%s -> %s\n",
+				st.Rate, on, st.Report.AchievedRate, t.P50, t.P99, t.P999, 100*t.ErrorRate, cpuSummary(st.Report.CPU), verdict)
 		}
+	}
+	rule := fmt.Sprintf("p99 < %s for every type, login < %s,", o.findMaxP99, o.loginP99)
+	if fm.Total {
+		rule = fmt.Sprintf("total p99 < %s", o.findMaxP99)
+	}
+	var docs []benchJSON
+	for _, a := range arms {
+		best, steps := a.search.Best(), a.search.Steps()
+		doc := benchJSON{Target: a.target, Workload: a.workload, Users: a.users, MaxRate: &best, Steps: steps}
 		shown, ok := shownStep(steps, best)
 		if ok {
-			out.Breakdown = traces.byRate[shown.Rate]
+			doc.Breakdown = a.traces.byRate[shown.Rate]
 		}
+		docs = append(docs, doc)
 		if o.json {
-			out.MaxRate, out.Steps = &best, steps
-			return writeJSON(stdio.Out, out)
-		}
-		rule := fmt.Sprintf("p99 < %s for every type, login < %s,", o.findMaxP99, o.loginP99)
-		if fm.Total {
-			rule = fmt.Sprintf("total p99 < %s", o.findMaxP99)
+			continue
 		}
 		fmt.Fprintf(stdio.Out, "highest rate sustained with %s and errors < %.1f%%: %.0f/s (%s, %s workload, %d users, %s)\n",
-			rule, 100*o.findMaxErrors, best, o.scenario, o.workload, o.users, target)
+			rule, 100*o.findMaxErrors, best, o.scenario, a.workload, a.users, a.target)
 		if !ok {
-			return nil
+			continue
 		}
 		if err := shown.Report.WriteText(stdio.Out); err != nil {
 			return err
 		}
-		return writeBreakdown(stdio.Out, out.Breakdown, fmt.Sprintf("the step above, %.0f/s", shown.Rate))
-	}
-	rep, err := runAt(ctx, o.rate)
-	if err != nil {
-		return err
-	}
-	if rep.Flash, err = shop.CheckFlashSale(ctx); err != nil {
-		return err
-	}
-	out.Breakdown = traces.byRate[o.rate]
-	if o.json {
-		out.Report = &rep
-		err = writeJSON(stdio.Out, out)
-	} else {
-		fmt.Fprintf(stdio.Out, "%s against %s\n", o.scenario, target)
-		if err = rep.WriteText(stdio.Out); err == nil {
-			err = writeBreakdown(stdio.Out, out.Breakdown, fmt.Sprintf("%.0f/s", o.rate))
+		if err := writeBreakdown(stdio.Out, doc.Breakdown, fmt.Sprintf("the step above, %.0f/s", shown.Rate)); err != nil {
+			return err
+		}
+		if len(arms) > 1 {
+			fmt.Fprintln(stdio.Out)
 		}
 	}
-	if err == nil && rep.Flash != nil && rep.Flash.Oversold {
-		err = fmt.Errorf("flash sale OVERSOLD: %d units confirmed, %d in stock at the start", rep.Flash.UnitsSold, rep.Flash.StockBefore)
+	if o.json {
+		return writeBenchJSON(stdio.Out, machine, docs)
 	}
-	return err
+	return nil
+}
+
+// writeBenchJSON prints one arm's document as before, several as a comparison.
+func writeBenchJSON(w io.Writer, machine map[string]string, docs []benchJSON) error {
+	if len(docs) == 1 {
+		docs[0].Machine = machine
+		return writeJSON(w, docs[0])
+	}
+	return writeJSON(w, benchComparisonJSON{Machine: machine, Arms: docs})
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -318,7 +470,7 @@ const benchAdminToken = "bench-local-admin"
 // startBenchServer runs serve on a temporary store with o's placement and no rate limits (a
 // load generator is one client address), and answers its address and shop; stop shuts it down
 // and removes the store.
-func startBenchServer(ctx context.Context, bo benchOptions) (string, *shop.Shop, func(), error) {
+func startBenchServer(ctx context.Context, bo benchOptions, placement string) (string, *shop.Shop, func(), error) {
 	dir, err := os.MkdirTemp("", "shardmart-bench-")
 	if err != nil {
 		return "", nil, nil, err
@@ -326,7 +478,7 @@ func startBenchServer(ctx context.Context, bo benchOptions) (string, *shop.Shop,
 	var o serveOptions
 	o.backend.register(&cobra.Command{})
 	o.backend.dataDir = dir
-	o.backend.placement = bo.placement
+	o.backend.placement = placement
 	o.backend.cassandraHosts, o.backend.cassandraKeyspace = bo.cassandraHosts, bo.cassandraKeyspace
 	o.backend.cassandraConn, o.backend.cassandraConns = bo.cassandraConn, bo.cassandraConns
 	o.backend.mongoURI, o.backend.mongoDB = bo.mongoURI, bo.mongoDB

@@ -25,16 +25,14 @@ func TestBenchProvisionsThousandsOfUsersInSeconds(t *testing.T) {
 	if err := execUnderRoot(t, cmd, "bench"); err != nil {
 		t.Fatal(err)
 	}
-	if o.users != defaultBenchUsers || o.workload != loadgen.WorkloadPopulation {
-		t.Fatalf("default workload %q with %d users, want population with %d", o.workload, o.users, defaultBenchUsers)
-	}
+	users := o.usersFor(loadgen.WorkloadPopulation)
 	ctx := context.Background()
-	addr, s, stop, err := startBenchServer(ctx, o)
+	addr, s, stop, err := startBenchServer(ctx, o, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	emails := make([]string, o.users)
+	emails := make([]string, users)
 	for i := range emails {
 		emails[i] = fmt.Sprintf("provision-%d@example.com", i)
 	}
