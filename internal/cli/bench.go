@@ -30,8 +30,8 @@ type benchOptions struct {
 	rounds                int
 	// The in-process server's backends (without --url).
 	cassandraHosts, cassandraKeyspace, mongoURI, mongoDB string
-	cassandraConn                                                   cassandraConnFlags
-	cassandraConns                                                  int
+	cassandraConn                                        cassandraConnFlags
+	cassandraConns                                       int
 
 	rate                   float64
 	duration, warmup       time.Duration

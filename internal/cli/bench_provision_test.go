@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
