@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -30,8 +31,9 @@ type Step struct {
 	Rate float64 `json:"rate"`
 	Pass bool    `json:"pass"`
 	Why  string  `json:"why,omitempty"`
-	// FailedType names the request type whose p99 failed the step ("total" under the total
-	// rule; empty when the step passed or failed on errors or the rate).
+	// FailedType names the request type whose p99 failed the step, the first in the report's
+	// order when several did (Why names them all); "total" under the total rule; empty when
+	// the step passed or failed on errors or the rate.
 	FailedType string `json:"failed_type,omitempty"`
 	Report     Report `json:"report"`
 }
@@ -52,14 +54,21 @@ func (f FindMax) judge(r Report) (why, failedType string) {
 			return fmt.Sprintf("total p99 %.2f ms ≥ %.2f ms", r.Total.P99, ms(f.MaxP99)), "total"
 		}
 	} else {
+		var over []string
 		for _, t := range r.Types {
 			bound, own := f.TypeP99[t.Type]
 			if !own {
 				bound = f.MaxP99
 			}
 			if t.P99 >= ms(bound) {
-				return fmt.Sprintf("%s p99 %.2f ms ≥ %.2f ms", t.Type, t.P99, ms(bound)), t.Type
+				over = append(over, fmt.Sprintf("%s p99 %.2f ms ≥ %.2f ms", t.Type, t.P99, ms(bound)))
+				if failedType == "" {
+					failedType = t.Type
+				}
 			}
+		}
+		if len(over) > 0 {
+			return strings.Join(over, "; "), failedType
 		}
 	}
 	if r.Behind {

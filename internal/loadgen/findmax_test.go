@@ -98,6 +98,7 @@ func TestFindMaxPerTypeRule(t *testing.T) {
 		{"all fast", step(5, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 8, loadgen.Checkout: 20, loadgen.Login: 70}), ""},
 		{"only login slow, within its bound", step(80, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 8, loadgen.Checkout: 20, loadgen.Login: 240}), ""},
 		{"one cart type over", step(9, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 51, loadgen.Checkout: 20, loadgen.Login: 70}), loadgen.Cart},
+		{"cart and checkout over", step(9, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 51, loadgen.Checkout: 60, loadgen.Login: 70}), loadgen.Cart},
 		{"login over its own bound", step(9, map[string]float64{loadgen.Browse: 3, loadgen.Cart: 8, loadgen.Checkout: 20, loadgen.Login: 260}), loadgen.Login},
 	} {
 		fm := fm
@@ -110,6 +111,9 @@ func TestFindMaxPerTypeRule(t *testing.T) {
 		first := steps[0]
 		if first.Pass != (tc.failType == "") || first.FailedType != tc.failType {
 			t.Errorf("%s: pass %v, failed type %q (%s); want failed type %q", tc.name, first.Pass, first.FailedType, first.Why, tc.failType)
+		}
+		if tc.name == "cart and checkout over" && !strings.Contains(first.Why, loadgen.Checkout) {
+			t.Errorf("%s: why %q names only the first", tc.name, first.Why)
 		}
 		if tc.failType != "" && (best != 0 || !strings.Contains(first.Why, tc.failType)) {
 			t.Errorf("%s: best %v, why %q; want 0 and the type named", tc.name, best, first.Why)
