@@ -89,6 +89,9 @@ each in turn, as through a round-robin load balancer.
 
 Without --url it starts its own server in-process on a temporary embedded store with demo data
 (--placement moves families to Cassandra or MongoDB as serve does), with rate limits off.
+--placement repeated starts one server per placement, and several --workload values run on
+each: their runs alternate (find-max: each one's next step in turn; a fixed rate: --rounds
+times each in turn), so the comparison is taken under the same machine load.
 Against --url, run the server with its limits off (--limit-login-client 0 --limit-login-account 0
 --limit-sessions-client 0 --limit-events-session 0 --limit-events-client 0
 --limit-register-client 0) and give its
