@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,16 +46,10 @@ func TestBenchProvisionsThousandsOfUsersInSeconds(t *testing.T) {
 		t.Errorf("provisioning %d users took %s, want seconds", len(emails), took)
 	}
 	base := "http://" + addr
-	call := func(method, path, token, body string) (int, string) {
-		req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
+	call := func(method, path, token string, body any) (int, string) {
+		req, err := loadgen.NewRequest(ctx, method, base+path, token, body)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -77,16 +70,16 @@ func TestBenchProvisionsThousandsOfUsersInSeconds(t *testing.T) {
 		seen[tok] = true
 	}
 	for _, i := range []int{0, 1, len(tokens) / 2, len(tokens) - 1} {
-		if st, b := call("GET", "/v1/cart", tokens[i], ""); st != http.StatusOK {
+		if st, b := call("GET", "/v1/cart", tokens[i], nil); st != http.StatusOK {
 			t.Errorf("user %d's session: GET /v1/cart %d %s", i, st, b)
 		}
 	}
-	st, b := call("POST", "/v1/sessions", "", "")
+	st, b := call("POST", "/v1/sessions", "", nil)
 	var guest struct{ Token string }
 	if err := json.Unmarshal([]byte(b), &guest); err != nil || st != http.StatusCreated {
 		t.Fatalf("POST /v1/sessions: %d %s", st, b)
 	}
-	st, b = call("POST", "/v1/login", guest.Token, fmt.Sprintf(`{"email":%q,"password":%q}`, emails[7], loadgen.BenchPassword))
+	st, b = call("POST", "/v1/login", guest.Token, map[string]string{"email": emails[7], "password": loadgen.BenchPassword})
 	if st != http.StatusOK {
 		t.Errorf("a provisioned user's login through the API: %d %s", st, b)
 	}
