@@ -38,6 +38,9 @@ type Op struct {
 	// Dropped, when set, is called instead of Do when the request is not sent (the in-flight
 	// limit), so what the op holds (its user) is given back.
 	Dropped func()
+	// NotSent, when not empty, says why the workload could not send this request (every user
+	// busy): it counts as dropped, as a request past the in-flight limit does.
+	NotSent string
 }
 
 // Schedule is an open-loop run: Rate requests per second, due at fixed intervals from the
@@ -102,14 +105,14 @@ func (r *recorder) kind(k string) *kindRec {
 	return kr
 }
 
-func (r *recorder) dropped(k string) {
+func (r *recorder) dropped(k, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.scheduled++
 	kr := r.kind(k)
 	kr.dropped++
 	if kr.firstError == "" {
-		kr.firstError = "dropped: max in-flight requests reached"
+		kr.firstError = "dropped: " + why
 	}
 }
 
@@ -186,13 +189,17 @@ dispatch:
 		if due.Before(measureFrom) {
 			r = warm
 		}
+		if op.NotSent != "" {
+			r.dropped(op.Kind, op.NotSent)
+			continue
+		}
 		select {
 		case slots <- struct{}{}:
 		default:
 			if op.Dropped != nil {
 				op.Dropped()
 			}
-			r.dropped(op.Kind)
+			r.dropped(op.Kind, "max in-flight requests reached")
 			continue
 		}
 		// When the dispatcher runs late (a starved CPU), due stays the reference: the lag is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,5 +141,34 @@ func TestOneRequestInFlightPerUser(t *testing.T) {
 				t.Errorf("%d requests failed (first: %s)", rep.Total.Failed, rep.Total.FirstError)
 			}
 		})
+	}
+}
+
+// TestBusyPopulationDropsRequests: with 2 users and requests held 20 ms at 400/s, a request
+// due while both users wait for an answer is not sent: it counts as dropped, says why, and
+// makes the run behind, instead of reaching the server as a second request of a busy user.
+func TestBusyPopulationDropsRequests(t *testing.T) {
+	api := apiServer(t)
+	track := &perUserInFlight{now: map[string]int{}, highest: map[string]int{}}
+	srv := httptest.NewServer(track.wrap(api.Config.Handler, 20*time.Millisecond))
+	t.Cleanup(srv.Close)
+	cfg := shopConfig(srv, loadgen.ScenarioMix)
+	cfg.Workload, cfg.Users = loadgen.WorkloadPopulation, 2
+	cfg.Mix = loadgen.Mix{{Kind: loadgen.Event, Share: 1}}
+	ctx := context.Background()
+	s, err := loadgen.Prepare(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: 400, Duration: 500 * time.Millisecond, MaxInFlight: 64}, s.Next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total.Dropped == 0 || !rep.Behind || !strings.Contains(rep.Total.FirstError, "no idle user") || rep.Total.Failed != 0 {
+		t.Errorf("dropped %d, behind %v, failed %d, first error %q; want drops for want of an idle user", rep.Total.Dropped,
+			rep.Behind, rep.Total.Failed, rep.Total.FirstError)
+	}
+	if most := track.most(); most != 1 {
+		t.Errorf("at most %d requests of one user at the server at once, want 1", most)
 	}
 }

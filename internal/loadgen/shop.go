@@ -420,8 +420,7 @@ func (s *Shop) Next(int) Op {
 	if s.idle != nil {
 		i, ok := s.idle.take(s.rng)
 		if !ok {
-			why := fmt.Sprintf("no idle user: all %d users have a request in flight (raise --users)", len(s.users))
-			return Op{Kind: kind, Do: func(context.Context) (Outcome, string) { return Failed, why }}
+			return Op{Kind: kind, NotSent: fmt.Sprintf("no idle user: all %d users have a request in flight (raise --users)", len(s.users))}
 		}
 		op := s.op(kind, s.users[i], false)
 		do := op.Do
