@@ -19,7 +19,7 @@ func benchServer(t *testing.T, args ...string) string {
 	if err := execUnderRoot(t, cmd, append([]string{"bench"}, args...)...); err != nil {
 		t.Fatal(err)
 	}
-	addr, stop, err := startBenchServer(context.Background(), o)
+	addr, _, stop, err := startBenchServer(context.Background(), o, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,9 @@ type serveOptions struct {
 	trace tracing.Config
 	// demo sizes the demo data seeded into an empty store (tests shrink or gate it).
 	demo demo.Options
+	// opened, if not nil, is handed the shop once its stores are open (bench provisions its
+	// users through them).
+	opened func(*shop.Shop)
 	// Per-minute rate limits (0: none); each allows a burst of half its rate.
 	limitLoginClient, limitLoginAccount, limitSessionsClient, limitEventsSession, limitEventsClient, limitRegisterClient float64
 }
@@ -125,6 +128,9 @@ func runServe(ctx context.Context, stdio IO, o serveOptions, ready chan<- string
 		return err
 	}
 	defer s.Close()
+	if o.opened != nil {
+		o.opened(s)
+	}
 	if o.demo.Products == 0 {
 		o.demo = demo.Defaults()
 	}

@@ -32,7 +32,15 @@ const (
 // returns its outcome (and, when Failed, why).
 type Op struct {
 	Kind string
+	// User is who sends it (the workload's user, "" when none is named).
+	User string
 	Do   func(ctx context.Context) (Outcome, string)
+	// Dropped, when set, is called instead of Do when the request is not sent (the in-flight
+	// limit), so what the op holds (its user) is given back.
+	Dropped func()
+	// NotSent, when not empty, says why the workload could not send this request (every user
+	// busy): it counts as dropped, as a request past the in-flight limit does.
+	NotSent string
 }
 
 // Schedule is an open-loop run: Rate requests per second, due at fixed intervals from the
@@ -44,6 +52,9 @@ type Schedule struct {
 	// MaxInFlight bounds concurrent requests; a request due while that many are in flight is
 	// not sent and counts as dropped (an error), so an overloaded client cannot hide load.
 	MaxInFlight int
+	// CPU lists processes whose CPU time over the recorded window is reported per request
+	// answered (the server, databases on the same host).
+	CPU []Process
 }
 
 func (s Schedule) validate() error {
@@ -94,14 +105,14 @@ func (r *recorder) kind(k string) *kindRec {
 	return kr
 }
 
-func (r *recorder) dropped(k string) {
+func (r *recorder) dropped(k, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.scheduled++
 	kr := r.kind(k)
 	kr.dropped++
 	if kr.firstError == "" {
-		kr.firstError = "dropped: max in-flight requests reached"
+		kr.firstError = "dropped: " + why
 	}
 }
 
@@ -153,6 +164,7 @@ func Run(ctx context.Context, s Schedule, next func(seq int) Op) (Report, error)
 	defer timer.Stop()
 	// Warm-up requests run but go to a recorder nobody reads.
 	warm := &recorder{kinds: map[string]*kindRec{}}
+	meter := &cpuMeter{procs: s.CPU}
 dispatch:
 	for seq := 0; ; seq++ {
 		due := start.Add(time.Duration(float64(seq) * interval))
@@ -169,15 +181,25 @@ dispatch:
 		} else if ctx.Err() != nil {
 			break
 		}
+		if meter.start == nil && !due.Before(measureFrom) {
+			meter.begin()
+		}
 		op := next(seq)
 		r := rec
 		if due.Before(measureFrom) {
 			r = warm
 		}
+		if op.NotSent != "" {
+			r.dropped(op.Kind, op.NotSent)
+			continue
+		}
 		select {
 		case slots <- struct{}{}:
 		default:
-			r.dropped(op.Kind)
+			if op.Dropped != nil {
+				op.Dropped()
+			}
+			r.dropped(op.Kind, "max in-flight requests reached")
 			continue
 		}
 		// When the dispatcher runs late (a starved CPU), due stays the reference: the lag is
@@ -193,5 +215,7 @@ dispatch:
 		}()
 	}
 	wg.Wait()
-	return rec.report(s, measureFrom), ctx.Err()
+	rep := rec.report(s, measureFrom)
+	rep.CPU = meter.end(rep.Total.OK + rep.Total.Expected + rep.Total.Failed)
+	return rep, ctx.Err()
 }

@@ -50,6 +50,8 @@ type Report struct {
 	Behind bool    `json:"behind"`
 	Total  Stats   `json:"total"`
 	Types  []Stats `json:"types"`
+	// CPU is each accounted process's CPU over the window, per request answered in it.
+	CPU []CPUUse `json:"cpu,omitempty"`
 	// Flash is the flash-sale's stock check (nil in other scenarios).
 	Flash *FlashCheck `json:"flash_sale,omitempty"`
 }
@@ -126,6 +128,13 @@ func (rep Report) WriteText(w io.Writer) error {
 		if s.FirstError != "" {
 			fmt.Fprintf(w, "first error of %s: %s\n", s.Type, s.FirstError)
 		}
+	}
+	for _, c := range rep.CPU {
+		if c.Error != "" {
+			fmt.Fprintf(w, "CPU of %s (pid %d): not measured: %s\n", c.Name, c.PID, c.Error)
+			continue
+		}
+		fmt.Fprintf(w, "CPU of %s (pid %d): %.2f s, %.3f ms per request answered\n", c.Name, c.PID, c.Seconds, c.PerRequestMS)
 	}
 	if f := rep.Flash; f != nil {
 		fmt.Fprintf(w, "flash sale: %d products, %d units in stock at the start, %d sold in %d orders, %d left (read through the API); oversold: %v\n",

@@ -37,6 +37,22 @@ const (
 // Scenarios lists them.
 var Scenarios = []string{ScenarioMix, ScenarioFlashSale}
 
+// Workloads: how requests are spread over the users.
+const (
+	// WorkloadPopulation is a shop's population: each request comes from a user drawn
+	// uniformly among those with no request in flight, so every user sends one request at a
+	// time, as a browser does, and over thousands of users none is more than a sliver of the
+	// traffic. Products and categories stay Zipf-skewed.
+	WorkloadPopulation = "population"
+	// WorkloadLegacy is the earlier model (also the zero value): users Zipf-skewed like
+	// products, and one user's cart and checkout requests queued behind each other in the
+	// client, the queue counted in their latency.
+	WorkloadLegacy = "legacy"
+)
+
+// Workloads lists them.
+var Workloads = []string{WorkloadPopulation, WorkloadLegacy}
+
 // Weight is one kind's share of a mix.
 type Weight struct {
 	Kind  string
@@ -100,8 +116,12 @@ type Config struct {
 	Scenario   string
 	// Mix, when set, replaces the mix scenario's DefaultMix.
 	Mix Mix
-	// Users are registered and logged in before the run (two bcrypt operations each).
-	Users int
+	// Workload is WorkloadPopulation or WorkloadLegacy ("").
+	Workload string
+	// Users are provisioned before the run: by Provision when set, else registered and
+	// logged in through the API (two bcrypt operations each on the server).
+	Users     int
+	Provision Provisioner
 	// Seed fixes every random choice: the same seed gives the same request sequence.
 	Seed uint64
 	// ZipfS is the skew (> 1) of users, products and categories: rank k is chosen with
@@ -120,8 +140,8 @@ type Config struct {
 
 type user struct {
 	email, password, token string
-	// mu serialises the user's cart and checkout requests, as one person's browser would;
-	// the wait counts in their latency, which runs from the due time.
+	// mu serialises the legacy workload's cart and checkout requests of one user; the wait
+	// counts in their latency, which runs from the due time.
 	mu    sync.Mutex
 	lines []string // products in the cart, as far as this client knows
 	seq   int
@@ -135,7 +155,8 @@ type Shop struct {
 	products []string // by popularity rank
 	rng      *rand.Rand
 	picker   Picker
-	zUser    *rand.Zipf
+	zUser    *rand.Zipf // legacy workload
+	idle     *idleUsers // population workload
 	zProduct *rand.Zipf
 	zCat     *rand.Zipf
 
@@ -171,6 +192,9 @@ func Prepare(ctx context.Context, cfg Config) (*Shop, error) {
 	}
 	if len(cfg.BaseURLs) == 0 {
 		cfg.BaseURLs = []string{cfg.BaseURL}
+	}
+	if cfg.Workload != "" && !slices.Contains(Workloads, cfg.Workload) {
+		return nil, fmt.Errorf("unknown workload %q (have %s)", cfg.Workload, strings.Join(Workloads, ", "))
 	}
 	s := &Shop{cfg: cfg, runID: fmt.Sprintf("%x", time.Now().UnixNano()), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5e1f))}
 	switch cfg.Scenario {
@@ -218,12 +242,42 @@ func Prepare(ctx context.Context, cfg Config) (*Shop, error) {
 	default:
 		return nil, fmt.Errorf("unknown scenario %q (have %s)", cfg.Scenario, strings.Join(Scenarios, ", "))
 	}
-	if err := s.register(ctx); err != nil {
+	if err := s.provision(ctx); err != nil {
 		return nil, err
 	}
 	zipf := func(n int) *rand.Zipf { return rand.NewZipf(s.rng, cfg.ZipfS, 1, uint64(n-1)) }
-	s.zUser, s.zProduct, s.zCat = zipf(len(s.users)), zipf(len(s.products)), zipf(len(cfg.Categories))
+	s.zProduct, s.zCat = zipf(len(s.products)), zipf(len(cfg.Categories))
+	if cfg.Workload == WorkloadPopulation {
+		s.idle = newIdleUsers(len(s.users))
+	} else {
+		s.zUser = zipf(len(s.users))
+	}
 	return s, nil
+}
+
+// provision creates the users: through cfg.Provision, or through the API.
+func (s *Shop) provision(ctx context.Context) error {
+	if s.cfg.Provision == nil {
+		return s.register(ctx)
+	}
+	start := time.Now()
+	emails := make([]string, s.cfg.Users)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("bench-%s-%d@example.com", s.runID, i)
+	}
+	tokens, err := s.cfg.Provision(ctx, emails, BenchPassword)
+	if err != nil {
+		return fmt.Errorf("provision %d users: %w", len(emails), err)
+	}
+	if len(tokens) != len(emails) {
+		return fmt.Errorf("provision %d users: got %d tokens", len(emails), len(tokens))
+	}
+	s.users = make([]*user, len(emails))
+	for i, e := range emails {
+		s.users[i] = &user{email: e, password: BenchPassword, token: tokens[i]}
+	}
+	fmt.Fprintf(s.cfg.Log, "provisioned %d users with sessions in %s\n", len(emails), time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // register creates and logs in the users, 4 at a time.
@@ -363,7 +417,33 @@ func expect(what string, want, status int, body []byte, err error) (Outcome, str
 // random generators.
 func (s *Shop) Next(int) Op {
 	kind := s.picker.Pick(s.rng)
-	u := s.users[s.zUser.Uint64()]
+	if s.idle != nil {
+		i, ok := s.idle.take(s.rng)
+		if !ok {
+			return Op{Kind: kind, NotSent: fmt.Sprintf("no idle user: all %d users have a request in flight (raise --users)", len(s.users))}
+		}
+		op := s.op(kind, s.users[i], false)
+		do := op.Do
+		op.Do = func(ctx context.Context) (Outcome, string) {
+			defer s.idle.put(i)
+			return do(ctx)
+		}
+		op.Dropped = func() { s.idle.put(i) }
+		return op
+	}
+	return s.op(kind, s.users[s.zUser.Uint64()], true)
+}
+
+// op builds a request of kind from u; serial queues u's cart and checkout requests behind
+// each other (the legacy workload, where one user may have several in flight).
+func (s *Shop) op(kind string, u *user, serial bool) Op {
+	lock := func() func() {
+		if !serial {
+			return func() {}
+		}
+		u.mu.Lock()
+		return u.mu.Unlock
+	}
 	product := s.products[s.zProduct.Uint64()]
 	category := s.cfg.Categories[s.zCat.Uint64()]
 	qty := 1
@@ -394,14 +474,12 @@ func (s *Shop) Next(int) Op {
 		}
 	case Cart:
 		do = func(ctx context.Context) (Outcome, string) {
-			u.mu.Lock()
-			defer u.mu.Unlock()
+			defer lock()()
 			return s.putItem(ctx, u, product, qty)
 		}
 	case Checkout:
 		do = func(ctx context.Context) (Outcome, string) {
-			u.mu.Lock()
-			defer u.mu.Unlock()
+			defer lock()()
 			return s.checkout(ctx, u, product)
 		}
 	case Event:
@@ -422,7 +500,7 @@ func (s *Shop) Next(int) Op {
 			return OK, ""
 		}
 	}
-	return Op{Kind: kind, Do: do}
+	return Op{Kind: kind, User: u.email, Do: do}
 }
 
 // maxLines keeps carts under the server's item cap: past it a put re-sets a line.

@@ -45,6 +45,9 @@ const (
 	BackupSourceTestAddr   = "127.0.0.171"
 	BackupRestore1TestAddr = "127.0.0.175"
 	BackupRestore3TestAddr = "127.0.0.181"
+	// BenchSmokeAddr: the node `shardmart bench --placement cassandra` is tried against by
+	// hand while bench itself changes (docs/evidence/benchmarks.md), 1 node.
+	BenchSmokeAddr = "127.0.0.201"
 	// CDSTrainAddr: the one-node training run that makes the class-data sharing archive
 	// (EnsureCDS), once per machine; CDSTestTrainAddr: this package's test of that run.
 	CDSTrainAddr     = "127.0.0.250"

@@ -67,6 +67,9 @@ const (
 	// MigrateDualTestPort: internal/cli's `migrate --to mongo` of a live embedded shop, a
 	// 3-member set (28450-28452).
 	MigrateDualTestPort = 28450
+	// BenchSmokePort: the set `shardmart bench --placement mongo` is tried against by hand
+	// while bench itself changes (docs/evidence/benchmarks.md), 1 member.
+	BenchSmokePort = 28500
 )
 
 // FastFailoverParameters are the server parameters that shorten a failover after a primary
