@@ -82,11 +82,14 @@ func (c *claims) take(ctx context.Context, id string, byDrain bool) (cl *claim, 
 			return cl, false, nil
 		}
 		c.mu.Unlock()
+		endWait := tracing.Wait(ctx, "projector.wait_claim")
 		select {
 		case <-held.done:
 		case <-ctx.Done():
+			endWait()
 			return nil, false, ctx.Err()
 		}
+		endWait()
 		if held.applied {
 			if byDrain {
 				c.mu.Lock()
