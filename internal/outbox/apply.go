@@ -27,11 +27,11 @@ import (
 // drain in another process applies a message this one acked again, which its handlers
 // tolerate (they are idempotent and keyed by version); it only costs the writes.
 
-type byDrainKey struct{}
+type byRequestKey struct{}
 
-// ByDrain reports whether a handler runs in the projector's drain (serialised across
-// processes by the lease) rather than in the request that committed the message.
-func ByDrain(ctx context.Context) bool { return ctx.Value(byDrainKey{}) != nil }
+// ByRequest reports whether a handler runs in the request that committed its message (Apply)
+// rather than in the projector's drain, which the lease serialises across processes.
+func ByRequest(ctx context.Context) bool { return ctx.Value(byRequestKey{}) != nil }
 
 // ackTTL is how long an ack is kept: far longer than a drain takes to reach a message. An
 // entry the drain reaches after its ack expired is applied again (idempotent).
@@ -150,8 +150,8 @@ func (p *Projector) Apply(ctx context.Context, m Message) (err error) {
 // applyMessage applies m's entry handlers under its claim, unless they are applied already,
 // and its refresh handlers, both at once; byDrain: the drain applies it.
 func (p *Projector) applyMessage(ctx context.Context, m Message, byDrain bool) error {
-	if byDrain {
-		ctx = context.WithValue(ctx, byDrainKey{}, true)
+	if !byDrain {
+		ctx = context.WithValue(ctx, byRequestKey{}, true)
 	}
 	var refreshErr error
 	done := make(chan struct{})

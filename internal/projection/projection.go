@@ -204,7 +204,7 @@ type productRefresh struct {
 type refreshRound struct {
 	done    chan struct{}
 	err     error
-	byDrain bool // a drain shares it: its copy is the deciding one, not provisional
+	decided bool // a drain shares it (or a caller that is no request): not a provisional copy
 }
 
 // refreshFor bounds a refresh, which runs for every caller sharing it, not under one caller's ctx.
@@ -222,7 +222,7 @@ func (r *refresher) refresh(ctx context.Context, id string) error {
 		pr.next = &refreshRound{done: make(chan struct{})}
 	}
 	round := pr.next
-	round.byDrain = round.byDrain || outbox.ByDrain(ctx)
+	round.decided = round.decided || !outbox.ByRequest(ctx)
 	r.mu.Unlock()
 	if start {
 		go r.run(context.WithoutCancel(ctx), id, pr)
@@ -246,10 +246,10 @@ func (r *refresher) run(ctx context.Context, id string, pr *productRefresh) {
 			return
 		}
 		pr.next = nil
-		byDrain := round.byDrain
+		decided := round.decided
 		r.mu.Unlock()
 		rctx, cancel := context.WithTimeout(ctx, refreshFor)
-		if !byDrain {
+		if !decided {
 			// A request's copy: other processes' requests and drains copy the same product
 			// at the same time, in no order; the drain's copy decides (catalog.WithReadAt).
 			rctx = catalog.WithReadAt(rctx, time.Now())
