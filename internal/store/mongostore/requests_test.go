@@ -1,0 +1,241 @@
+package mongostore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/httpapi"
+	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/placement"
+	"github.com/shardmart/shardmart/internal/shop"
+	"github.com/shardmart/shardmart/internal/store/mongostore"
+)
+
+// commandLog records the wire commands each labelled request sends, through the driver's
+// command monitor: a command belongs to the request whose context sent it (the HTTP request's,
+// which every repository call and the checkout's follow-ups inherit).
+type commandLog struct {
+	mu       sync.Mutex
+	byLabel  map[string][]string   // "find carts", "commitTransaction admin", ...
+	commands map[string][]bson.Raw // the commands themselves, for explain
+}
+
+type labelKey struct{}
+
+func newCommandLog() *commandLog {
+	return &commandLog{byLabel: map[string][]string{}, commands: map[string][]bson.Raw{}}
+}
+
+func (l *commandLog) monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+		label, ok := ctx.Value(labelKey{}).(string)
+		if !ok {
+			return
+		}
+		target := e.DatabaseName
+		if v, err := e.Command.LookupErr(e.CommandName); err == nil {
+			if coll, ok := v.StringValueOK(); ok {
+				target = coll
+			}
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.byLabel[label] = append(l.byLabel[label], e.CommandName+" "+target)
+		l.commands[label] = append(l.commands[label], slices.Clone(e.Command))
+	}}
+}
+
+// take returns and forgets what label's requests sent.
+func (l *commandLog) take(label string) ([]string, []bson.Raw) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cmds, raw := l.byLabel[label], l.commands[label]
+	delete(l.byLabel, label)
+	delete(l.commands, label)
+	return cmds, raw
+}
+
+// labelled tags each request's context with the X-Test-Label header's value.
+func labelled(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if label := r.Header.Get("X-Test-Label"); label != "" {
+			r = r.WithContext(context.WithValue(r.Context(), labelKey{}, label))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestCommandsPerRequest drives each request type of the shop through the HTTP API with every
+// family on MongoDB and counts the wire commands each sends on its critical path (the checkout
+// includes its follow-ups' drain). A count above its budget fails: a round trip crept back in.
+// Every query a request sends is explained on the same data: none may scan a collection.
+// -v prints each request's commands (docs/evidence/mongodb.md's table).
+func TestCommandsPerRequest(t *testing.T) {
+	uri := mongostore.URIForTest(t)
+	cfg, err := placement.Parse("orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := fmt.Sprintf("shardmart_cmds_%d", time.Now().UnixNano())
+	t.Cleanup(func() { dropDatabase(t, uri, db) })
+	log := newCommandLog()
+	sh, err := shop.Open(ctx, shop.Config{Placement: cfg, Backends: placement.Options{MongoURI: uri, MongoDatabase: db,
+		MongoCommandMonitor: log.monitor()}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	now := time.Now().UTC()
+	var products []catalog.Product
+	for i := range 3 {
+		products = append(products, catalog.Product{ID: fmt.Sprintf("books-%05d", i), Name: fmt.Sprintf("Book %d", i),
+			Category: "books", Price: money.MustParse("12.50"), Stock: map[string]int64{"eu-west": 100}, CreatedAt: now, UpdatedAt: now})
+	}
+	if err := sh.Stores.Products.CreateProducts(ctx, products); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(labelled(httpapi.New(httpapi.Deps{Services: sh.API(), AdminToken: "x", Logger: slog.New(slog.DiscardHandler)})))
+	defer srv.Close()
+
+	do := func(label, method, path, token string, body any, headers ...string) map[string]any {
+		t.Helper()
+		var rd *bytes.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		} else {
+			rd = bytes.NewReader(nil)
+		}
+		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+path, rd)
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if label != "" {
+			req.Header.Set("X-Test-Label", label)
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
+		}
+		return out
+	}
+	guest := do("", "POST", "/v1/sessions", "", nil)["token"].(string)
+	do("", "POST", "/v1/users", guest, map[string]string{"email": "ann@example.com", "password": "correct horse"})
+	do("", "PUT", "/v1/cart/items/books-00000", guest, map[string]int{"quantity": 1})
+
+	// Each request type as a shopper sends it; budgets are the commands on its critical path.
+	type step struct {
+		label  string
+		budget int
+		send   func(label string)
+	}
+	var user, orderID string
+	steps := []step{
+		{"cart edit (guest, existing cart)", 2, func(l string) {
+			do(l, "PUT", "/v1/cart/items/books-00001", guest, map[string]int{"quantity": 2})
+		}},
+		{"cart view", 2, func(l string) { do(l, "GET", "/v1/cart", guest, nil) }},
+		{"login (guest cart merged)", 99, func(l string) {
+			user = do(l, "POST", "/v1/login", guest, map[string]string{"email": "ann@example.com", "password": "correct horse"})["token"].(string)
+		}},
+		{"cart edit (user)", 99, func(l string) {
+			do(l, "PUT", "/v1/cart/items/books-00002", user, map[string]int{"quantity": 1})
+		}},
+		{"checkout", 99, func(l string) {
+			orderID = do(l, "POST", "/v1/orders", user, map[string]string{"zone": "eu-west"}, "Idempotency-Key", "k1")["id"].(string)
+		}},
+		{"checkout replayed (same key)", 99, func(l string) {
+			do(l, "POST", "/v1/orders", user, map[string]string{"zone": "eu-west"}, "Idempotency-Key", "k1")
+		}},
+		{"cart edit (user, new cart after checkout)", 99, func(l string) {
+			do(l, "PUT", "/v1/cart/items/books-00000", user, map[string]int{"quantity": 1})
+		}},
+		{"order view", 99, func(l string) { do(l, "GET", "/v1/orders/"+orderID, user, nil) }},
+		{"product read", 99, func(l string) { do(l, "GET", "/v1/products/books-00001", "", nil) }},
+		{"browse", 99, func(l string) {
+			do(l, "GET", "/v1/products?category=books&min_price=10.00&max_price=50.00&limit=3", "", nil)
+		}},
+		{"order history", 99, func(l string) { do(l, "GET", "/v1/orders", user, nil) }},
+	}
+	for _, s := range steps {
+		s.send(s.label)
+		cmds, raw := log.take(s.label)
+		t.Logf("%-42s %2d: %s", s.label, len(cmds), strings.Join(cmds, ", "))
+		if len(cmds) > s.budget {
+			t.Errorf("%s: %d commands, budget %d: %s", s.label, len(cmds), s.budget, strings.Join(cmds, ", "))
+		}
+		explainAll(ctx, t, uri, db, s.label, raw)
+	}
+}
+
+// explainAll explains every query among cmds on the database they ran on: no winning plan may
+// scan a whole collection (COLLSCAN).
+func explainAll(ctx context.Context, t *testing.T, uri, db, label string, cmds []bson.Raw) {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(ctx)
+	for _, raw := range cmds {
+		name := raw.Index(0).Key()
+		switch name {
+		case "find", "aggregate", "findAndModify", "update", "delete", "count":
+		default:
+			continue
+		}
+		var cmd bson.D
+		for _, el := range must(raw.Elements()) {
+			switch el.Key() {
+			case "lsid", "txnNumber", "startTransaction", "autocommit", "$db", "$clusterTime", "readConcern",
+				"writeConcern", "$readPreference", "maxTimeMS", "cursor":
+				continue
+			}
+			cmd = append(cmd, bson.E{Key: el.Key(), Value: el.Value()})
+		}
+		var out bson.Raw
+		out, err := c.Database(db).RunCommand(ctx, bson.D{{Key: "explain", Value: cmd}, {Key: "verbosity", Value: "queryPlanner"}}).Raw()
+		if err != nil {
+			t.Errorf("%s: explain %v: %v", label, cmd, err)
+			continue
+		}
+		if plan := out.Lookup("queryPlanner", "winningPlan").String(); strings.Contains(plan, `"COLLSCAN"`) {
+			t.Errorf("%s: %s on %v scans the collection: %s", label, name, cmd, plan)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
