@@ -98,8 +98,13 @@ func (r *carts) PutItem(ctx context.Context, owner cart.Owner, it cart.Item, exp
 		case mergedGuest(doc, now):
 			return cart.Cart{}, cart.ErrGuestMerged
 		default:
-			if err := r.retire(ctx, doc, expiresAt, now, nil); err != nil {
+			// The new cart starts with the line: no second write to add it.
+			fresh, took, err := r.retire(ctx, doc, expiresAt, now, []cartItemDoc{line})
+			if err != nil {
 				return cart.Cart{}, err
+			}
+			if took {
+				return fresh.cart(), nil
 			}
 		}
 	}
@@ -143,24 +148,25 @@ func mergedGuest(doc cartDoc, now time.Time) bool {
 }
 
 // retire copies a finished cart to _id = cart_id and puts a fresh cart holding items in the
-// slot, compare-and-set on the old cart_id so that of two racing writers one replaces it.
-func (r *carts) retire(ctx context.Context, doc cartDoc, expiresAt, now time.Time, items []cartItemDoc) error {
+// slot, compare-and-set on the old cart_id so that of two racing writers one replaces it. It
+// returns the fresh cart and whether it took the slot.
+func (r *carts) retire(ctx context.Context, doc cartDoc, expiresAt, now time.Time, items []cartItemDoc) (cartDoc, bool, error) {
 	coll := r.store().coll(collCarts)
 	if _, err := coll.InsertOne(ctx, retiredCopy(doc)); err != nil && !mongo.IsDuplicateKeyError(err) {
-		return fmt.Errorf("mongo: retire cart %s: %w", doc.CartID, err)
+		return cartDoc{}, false, fmt.Errorf("mongo: retire cart %s: %w", doc.CartID, err)
 	}
 	fresh, err := newCart(doc.owner(), expiresAt, now)
 	if err != nil {
-		return err
+		return cartDoc{}, false, err
 	}
 	if items != nil {
 		fresh.Items = items
 	}
-	_, err = coll.ReplaceOne(ctx, slotCAS(doc), fresh)
+	res, err := coll.ReplaceOne(ctx, slotCAS(doc), fresh)
 	if err != nil {
-		return fmt.Errorf("mongo: start a new cart: %w", err)
+		return cartDoc{}, false, fmt.Errorf("mongo: start a new cart: %w", err)
 	}
-	return nil
+	return fresh, res.MatchedCount == 1, nil
 }
 
 // slotCAS matches the slot only while it still holds doc's cart.
@@ -248,7 +254,7 @@ func (r *carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now
 		}
 		fenced := doc
 		fenced.Status = string(cart.Abandoned)
-		if err := r.retire(ctx, fenced, expires, now, doc.Items); err != nil {
+		if _, _, err := r.retire(ctx, fenced, expires, now, doc.Items); err != nil {
 			return cart.Cart{}, err
 		}
 	}
@@ -284,15 +290,9 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	err := s.inTxn(ctx, func(ctx context.Context) error {
 		out = cart.MergeResult{} // the callback may run again: start clean
 		coll := s.coll(collCarts)
-		var g cartDoc
-		found, err := decodeOne(coll.FindOne(ctx, liveCartFilter(guest, now)), &g)
+		g, found, u, uFound, err := readMergeSlots(ctx, coll, guest, user, now)
 		if err != nil {
-			return fmt.Errorf("mongo: read guest cart: %w", err)
-		}
-		var u cartDoc
-		uFound, err := decodeOne(coll.FindOne(ctx, cartSlotFilter(user)), &u)
-		if err != nil {
-			return fmt.Errorf("mongo: read user cart: %w", err)
+			return err
 		}
 		if !found {
 			if !uFound || !u.live(now) {
@@ -355,6 +355,28 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 		return cart.MergeResult{}, err
 	}
 	return out, nil
+}
+
+// readMergeSlots reads the guest's live cart and the user's slot in one query (an $or of the two
+// filters, each by its _id): one round trip instead of two.
+func readMergeSlots(ctx context.Context, coll *mongo.Collection, guest, user cart.Owner, now time.Time) (g cartDoc, gFound bool, u cartDoc, uFound bool, err error) {
+	cur, err := coll.Find(ctx, d(e("$or", bson.A{liveCartFilter(guest, now), cartSlotFilter(user)})))
+	if err != nil {
+		return g, false, u, false, fmt.Errorf("mongo: read guest and user carts: %w", err)
+	}
+	var docs []cartDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return g, false, u, false, fmt.Errorf("mongo: read guest and user carts: %w", err)
+	}
+	for _, doc := range docs {
+		switch doc.ID {
+		case activeCartID(guest):
+			g, gFound = doc, true
+		case activeCartID(user):
+			u, uFound = doc, true
+		}
+	}
+	return g, gFound, u, uFound, nil
 }
 
 // MarkOrdered is CRT-6, idempotent: the slot if it still holds the cart, else its retired copy.
