@@ -67,6 +67,10 @@ const (
 	// MigrateDualTestPort: internal/cli's `migrate --to mongo` of a live embedded shop, a
 	// 3-member set (28450-28452).
 	MigrateDualTestPort = 28450
+	// RequestBenchPort: the hand-started 1-member set the request benchmarks of
+	// internal/store/mongostore ran on, both binaries of an A/B against one server
+	// (docs/evidence/mongodb.md).
+	RequestBenchPort = 28560
 )
 
 // FastFailoverParameters are the server parameters that shorten a failover after a primary

@@ -86,76 +86,95 @@ func labelled(h http.Handler) http.Handler {
 // includes its follow-ups' drain). A count above its budget fails: a round trip crept back in.
 // Every query a request sends is explained on the same data: none may scan a collection.
 // -v prints each request's commands (docs/evidence/mongodb.md's table).
-func TestCommandsPerRequest(t *testing.T) {
-	uri := mongostore.URIForTest(t)
+// testShop is the shop with every family on MongoDB, a fresh database, three products, and
+// its HTTP API.
+type testShop struct {
+	*shop.Shop
+	log *commandLog
+	srv *httptest.Server
+	db  string
+}
+
+func openTestShop(tb testing.TB, ctx context.Context) *testShop {
+	tb.Helper()
+	uri := mongostore.URIForTest(tb)
 	cfg, err := placement.Parse("orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	db := fmt.Sprintf("shardmart_cmds_%d", time.Now().UnixNano())
-	t.Cleanup(func() { dropDatabase(t, uri, db) })
+	tb.Cleanup(func() { dropDatabase(tb, uri, db) })
 	log := newCommandLog()
 	sh, err := shop.Open(ctx, shop.Config{Placement: cfg, Backends: placement.Options{MongoURI: uri, MongoDatabase: db,
 		MongoCommandMonitor: log.monitor()}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer sh.Close()
+	tb.Cleanup(func() { _ = sh.Close() })
 	// As serve runs it: the card cache follows the outbox, so catalog reads may be answered
 	// from it.
 	follow, stop := context.WithCancel(ctx)
-	defer stop()
+	tb.Cleanup(stop)
 	go sh.FollowChanges(follow)
 	now := time.Now().UTC()
 	var products []catalog.Product
 	for i := range 3 {
 		products = append(products, catalog.Product{ID: fmt.Sprintf("books-%05d", i), Name: fmt.Sprintf("Book %d", i),
-			Category: "books", Price: money.MustParse("12.50"), Stock: map[string]int64{"eu-west": 100}, CreatedAt: now, UpdatedAt: now})
+			Category: "books", Price: money.MustParse("12.50"), Stock: map[string]int64{"eu-west": 1 << 40}, CreatedAt: now, UpdatedAt: now})
 	}
 	if err := sh.Stores.Products.CreateProducts(ctx, products); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(labelled(httpapi.New(httpapi.Deps{Services: sh.API(), AdminToken: "x", Logger: slog.New(slog.DiscardHandler)})))
-	defer srv.Close()
-
-	do := func(label, method, path, token string, body any, headers ...string) map[string]any {
-		t.Helper()
-		var rd *bytes.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		} else {
-			rd = bytes.NewReader(nil)
-		}
-		req, _ := http.NewRequestWithContext(ctx, method, srv.URL+path, rd)
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if label != "" {
-			req.Header.Set("X-Test-Label", label)
-		}
-		for i := 0; i+1 < len(headers); i += 2 {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&out)
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
-		}
-		return out
+		tb.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); sh.CacheFollowing() != nil; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the card cache does not follow the outbox: %v", sh.CacheFollowing())
+			tb.Fatalf("the card cache does not follow the outbox: %v", sh.CacheFollowing())
 		}
+	}
+	srv := httptest.NewServer(labelled(httpapi.New(httpapi.Deps{Services: sh.API(), AdminToken: "x", Logger: slog.New(slog.DiscardHandler)})))
+	tb.Cleanup(srv.Close)
+	return &testShop{Shop: sh, log: log, srv: srv, db: db}
+}
+
+// do sends one request (labelled when label is set) and decodes its JSON answer; any status
+// from 300 up fails tb.
+func (ts *testShop) do(tb testing.TB, ctx context.Context, label, method, path, token string, body any, headers ...string) map[string]any {
+	tb.Helper()
+	var b []byte
+	if body != nil {
+		b, _ = json.Marshal(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, ts.srv.URL+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if label != "" {
+		req.Header.Set("X-Test-Label", label)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	if resp.StatusCode >= 300 {
+		tb.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
+	}
+	return out
+}
+
+func TestCommandsPerRequest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ts := openTestShop(t, ctx)
+	sh, log, uri := ts.Shop, ts.log, mongostore.URIForTest(t)
+	do := func(label, method, path, token string, body any, headers ...string) map[string]any {
+		t.Helper()
+		return ts.do(t, ctx, label, method, path, token, body, headers...)
 	}
 	guest := do("", "POST", "/v1/sessions", "", nil)["token"].(string)
 	do("", "POST", "/v1/users", guest, map[string]string{"email": "ann@example.com", "password": "correct horse"})
@@ -208,7 +227,7 @@ func TestCommandsPerRequest(t *testing.T) {
 		if len(cmds) > s.budget {
 			t.Errorf("%s: %d commands, budget %d: %s", s.label, len(cmds), s.budget, strings.Join(cmds, ", "))
 		}
-		explainAll(ctx, t, uri, db, s.label, raw)
+		explainAll(ctx, t, uri, ts.db, s.label, raw)
 	}
 	t.Logf("%d commands explained, none scans a collection", explained)
 }
@@ -255,4 +274,42 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// BenchmarkRequests times the requests whose MongoDB commands TestCommandsPerRequest counts,
+// one after another through the HTTP API (ns/op is one request's latency): a guest's cart edit
+// into an existing cart, a checkout of a one-line cart (its cart edit not timed), and a login
+// that merges a one-line guest cart (the new guest session and its edit not timed).
+func BenchmarkRequests(b *testing.B) {
+	ctx := context.Background()
+	ts := openTestShop(b, ctx)
+	guest := ts.do(b, ctx, "", "POST", "/v1/sessions", "", nil)["token"].(string)
+	ts.do(b, ctx, "", "POST", "/v1/users", guest, map[string]string{"email": "bench@example.com", "password": "correct horse"})
+	login := func(token string) string {
+		return ts.do(b, ctx, "", "POST", "/v1/login", token, map[string]string{"email": "bench@example.com", "password": "correct horse"})["token"].(string)
+	}
+	b.Run("cart_edit", func(b *testing.B) {
+		ts.do(b, ctx, "", "PUT", "/v1/cart/items/books-00000", guest, map[string]int{"quantity": 1})
+		for i := 0; b.Loop(); i++ {
+			ts.do(b, ctx, "", "PUT", "/v1/cart/items/books-00001", guest, map[string]int{"quantity": 1 + i%5})
+		}
+	})
+	b.Run("checkout", func(b *testing.B) {
+		user := login(ts.do(b, ctx, "", "POST", "/v1/sessions", "", nil)["token"].(string))
+		for i := 0; b.Loop(); i++ {
+			b.StopTimer()
+			ts.do(b, ctx, "", "PUT", "/v1/cart/items/books-00002", user, map[string]int{"quantity": 1})
+			b.StartTimer()
+			ts.do(b, ctx, "", "POST", "/v1/orders", user, map[string]string{"zone": "eu-west"}, "Idempotency-Key", fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i))
+		}
+	})
+	b.Run("login", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			g := ts.do(b, ctx, "", "POST", "/v1/sessions", "", nil)["token"].(string)
+			ts.do(b, ctx, "", "PUT", "/v1/cart/items/books-00000", g, map[string]int{"quantity": 1})
+			b.StartTimer()
+			login(g)
+		}
+	})
 }
