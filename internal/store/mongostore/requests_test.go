@@ -177,6 +177,7 @@ func TestCommandsPerRequest(t *testing.T) {
 		return ts.do(t, ctx, label, method, path, token, body, headers...)
 	}
 	guest := do("", "POST", "/v1/sessions", "", nil)["token"].(string)
+	newcomer := do("", "POST", "/v1/sessions", "", nil)["token"].(string)
 	do("", "POST", "/v1/users", guest, map[string]string{"email": "ann@example.com", "password": "correct horse"})
 	do("", "PUT", "/v1/cart/items/books-00000", guest, map[string]int{"quantity": 1})
 	// The catalog's outbox events are applied: the checkout's drain then has only its own order.
@@ -192,6 +193,9 @@ func TestCommandsPerRequest(t *testing.T) {
 	}
 	var user, orderID string
 	steps := []step{
+		{"cart edit (guest, first line: new cart)", 4, func(l string) {
+			do(l, "PUT", "/v1/cart/items/books-00001", newcomer, map[string]int{"quantity": 2})
+		}},
 		{"cart edit (guest, existing cart)", 5, func(l string) {
 			do(l, "PUT", "/v1/cart/items/books-00001", guest, map[string]int{"quantity": 2})
 		}},
