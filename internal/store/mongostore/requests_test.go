@@ -215,6 +215,9 @@ func TestCommandsPerRequest(t *testing.T) {
 		{"cart edit (user, new cart after checkout)", 7, func(l string) {
 			do(l, "PUT", "/v1/cart/items/books-00000", user, map[string]int{"quantity": 1})
 		}},
+		{"checkout (the cart started after the first)", 17, func(l string) {
+			do(l, "POST", "/v1/orders", user, map[string]string{"zone": "eu-west"}, "Idempotency-Key", "k2")
+		}},
 		{"order view", 2, func(l string) { do(l, "GET", "/v1/orders/"+orderID, user, nil) }},
 		{"product read", 1, func(l string) { do(l, "GET", "/v1/products/books-00001", "", nil) }},
 		{"browse", 1, func(l string) {
