@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	mongoevent "go.mongodb.org/mongo-driver/v2/event"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardmart/shardmart/internal/account"
@@ -278,6 +279,9 @@ type Options struct {
 	// ObserveStatement, when set, receives the backend-specific detail below the operations:
 	// each Cassandra statement ("select.user_carts") and MongoDB wire command ("find").
 	ObserveStatement func(backend, statement string, d time.Duration, err error)
+	// MongoCommandMonitor, when set, also receives the MongoDB driver's command events with each
+	// operation's context (tests count the commands a request sends).
+	MongoCommandMonitor *mongoevent.CommandMonitor
 	// Tracer, when set, traces the requests it samples: a span per repository operation and,
 	// through each driver's hooks, per statement or wire command. Nil: nothing is traced.
 	Tracer trace.Tracer

@@ -31,7 +31,7 @@ func (b mongoBackend) SharedRateLimits() RateLimiter { return b.RateLimits() }
 
 func openMongoStore(ctx context.Context, o Options) (*mongostore.Store, error) {
 	s, err := mongostore.Open(ctx, mongostore.Options{URI: o.MongoURI, Database: o.MongoDatabase, ObserveCommand: o.statements(Mongo),
-		Tracer: o.Tracer, Metrics: o.MongoMetrics})
+		Tracer: o.Tracer, Metrics: o.MongoMetrics, Monitor: o.MongoCommandMonitor})
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,10 @@ const (
 	// BenchSmokePort: the set `shardmart bench --placement mongo` is tried against by hand
 	// while bench itself changes (docs/evidence/benchmarks.md), 1 member.
 	BenchSmokePort = 28500
+	// RequestBenchPort: the hand-started 1-member set the request benchmarks of
+	// internal/store/mongostore ran on, both binaries of an A/B against one server
+	// (docs/evidence/mongodb.md).
+	RequestBenchPort = 28560
 )
 
 // FastFailoverParameters are the server parameters that shorten a failover after a primary

@@ -48,70 +48,70 @@ func (r *carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time)
 	return doc.cart(), nil
 }
 
-// PutItem is CRT-1 and CRT-3 without a transaction: read the slot, then make exactly one
-// conditional write: set the quantity of a line the live cart holds, or push a new line while
-// there is room (each one atomic findAndModify on the editable slot), or create the cart, or
-// retire a finished one; a write that no longer matches (the cart changed since the read) tries
-// again. Concurrent puts of different products are separate atomic updates of one document, so
-// none is lost.
+// PutItem is CRT-1 and CRT-3 without a transaction, and on the common path in one command: a
+// findAndModify with upsert on the editable slot that sets the line's quantity if the cart
+// holds it and otherwise appends it while there is room (one update pipeline, atomic on the
+// document), or, when the slot is empty, inserts the new cart holding the line. It returns the
+// cart as written. A slot that exists but takes no edit (a checkout holds it, it is full, it
+// was ordered, abandoned or expired) makes the upsert's insert collide on _id: only then is the
+// slot read to say why, or retired and the put tried again. Concurrent puts of different
+// products are separate atomic updates of one document, so none is lost.
 //
-// The read comes first because every write waits for a majority, even one that matches
-// nothing: guessing "replace" then "add" cost up to three majority waits for a put into a new
-// cart. Right after a failover the majority commit point moves in steps of a heartbeat round
-// (2 s here), so each extra wait kept the shop's writes stalled seconds after the set took
-// majority writes again. Cost: one primary read before the write on every put.
+// Every write waits for a majority, even one that fails: after a failover, when the majority
+// commit point moves in steps of a heartbeat round, each wait costs. The common puts (into a
+// live cart or into none) make one write and no read; only the rare slot that takes no edit
+// pays a failed write before the read.
 func (r *carts) PutItem(ctx context.Context, owner cart.Owner, it cart.Item, expiresAt, now time.Time) (cart.Cart, error) {
 	s := r.store()
 	coll := s.coll(collCarts)
+	line := cartItemDoc{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
 	for attempt := 0; attempt < maxSlotAttempts; attempt++ {
+		fresh, err := newCart(owner, expiresAt, now)
+		if err != nil {
+			return cart.Cart{}, err
+		}
 		var doc cartDoc
-		found, err := decodeOne(coll.FindOne(ctx, cartSlotFilter(owner)), &doc)
+		found, err := decodeOne(coll.FindOneAndUpdate(ctx, putLineFilter(owner, it.ProductID, now),
+			putLineUpdate(line, fresh, now), upsertAfter), &doc)
+		if err == nil && found {
+			return doc.cart(), nil
+		}
+		if err != nil && !mongo.IsDuplicateKeyError(err) {
+			return cart.Cart{}, fmt.Errorf("mongo: put cart line: %w", err)
+		}
+		// The slot holds a cart that takes no edit: read it to learn why.
+		found, err = decodeOne(coll.FindOne(ctx, cartSlotFilter(owner)), &doc)
 		if err != nil {
 			return cart.Cart{}, fmt.Errorf("mongo: read cart slot: %w", err)
 		}
 		switch {
 		case !found:
-			fresh, err := newCart(owner, expiresAt, now)
-			if err != nil {
-				return cart.Cart{}, err
-			}
-			fresh.Items = append(fresh.Items, cartItemDoc{ProductID: it.ProductID, Category: it.Category,
-				Quantity: it.Quantity, AddedAt: it.AddedAt})
-			if _, err := coll.InsertOne(ctx, fresh); err == nil {
-				return fresh.cart(), nil
-			} else if !mongo.IsDuplicateKeyError(err) {
-				return cart.Cart{}, fmt.Errorf("mongo: create cart: %w", err)
-			}
-			// Another put created the cart first: add to it.
+			// Removed since the write: try again.
 		case doc.live(now):
 			if err := doc.cart().Editable(now); err != nil {
 				return cart.Cart{}, err
 			}
-			filter, update, what := replaceLineFilter(owner, it.ProductID, now), replaceLineUpdate(it.Quantity, now), "replace cart line"
-			if !holds(doc, it.ProductID) {
-				if len(doc.Items) >= cart.MaxItems {
-					return cart.Cart{}, cart.ErrTooManyItems
-				}
-				filter, update, what = addLineFilter(owner, it.ProductID, now), addLineUpdate(it, now), "add cart line"
+			if !holds(doc, it.ProductID) && len(doc.Items) >= cart.MaxItems {
+				return cart.Cart{}, cart.ErrTooManyItems
 			}
-			found, err := decodeOne(coll.FindOneAndUpdate(ctx, filter, update, returnAfter), &doc)
-			if err != nil {
-				return cart.Cart{}, fmt.Errorf("mongo: %s: %w", what, err)
-			}
-			if found {
-				return doc.cart(), nil
-			}
-			// The line, the room or the checkout changed between the read and the update: try again.
+			// The checkout or the lines changed between the write and the read: try again.
 		case mergedGuest(doc, now):
 			return cart.Cart{}, cart.ErrGuestMerged
 		default:
-			if err := r.retire(ctx, doc, expiresAt, now, nil); err != nil {
+			// The new cart starts with the line: no second write to add it.
+			fresh, took, err := r.retire(ctx, doc, expiresAt, now, []cartItemDoc{line})
+			if err != nil {
 				return cart.Cart{}, err
+			}
+			if took {
+				return fresh.cart(), nil
 			}
 		}
 	}
 	return cart.Cart{}, fmt.Errorf("mongo: cart of %s: too much contention, gave up after %d attempts", owner.Key(), maxSlotAttempts)
 }
+
+var upsertAfter = options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)
 
 func holds(doc cartDoc, productID string) bool {
 	for _, it := range doc.Items {
@@ -148,24 +148,25 @@ func mergedGuest(doc cartDoc, now time.Time) bool {
 }
 
 // retire copies a finished cart to _id = cart_id and puts a fresh cart holding items in the
-// slot, compare-and-set on the old cart_id so that of two racing writers one replaces it.
-func (r *carts) retire(ctx context.Context, doc cartDoc, expiresAt, now time.Time, items []cartItemDoc) error {
+// slot, compare-and-set on the old cart_id so that of two racing writers one replaces it. It
+// returns the fresh cart and whether it took the slot.
+func (r *carts) retire(ctx context.Context, doc cartDoc, expiresAt, now time.Time, items []cartItemDoc) (cartDoc, bool, error) {
 	coll := r.store().coll(collCarts)
 	if _, err := coll.InsertOne(ctx, retiredCopy(doc)); err != nil && !mongo.IsDuplicateKeyError(err) {
-		return fmt.Errorf("mongo: retire cart %s: %w", doc.CartID, err)
+		return cartDoc{}, false, fmt.Errorf("mongo: retire cart %s: %w", doc.CartID, err)
 	}
 	fresh, err := newCart(doc.owner(), expiresAt, now)
 	if err != nil {
-		return err
+		return cartDoc{}, false, err
 	}
 	if items != nil {
 		fresh.Items = items
 	}
-	_, err = coll.ReplaceOne(ctx, slotCAS(doc), fresh)
+	res, err := coll.ReplaceOne(ctx, slotCAS(doc), fresh)
 	if err != nil {
-		return fmt.Errorf("mongo: start a new cart: %w", err)
+		return cartDoc{}, false, fmt.Errorf("mongo: start a new cart: %w", err)
 	}
-	return nil
+	return fresh, res.MatchedCount == 1, nil
 }
 
 // slotCAS matches the slot only while it still holds doc's cart.
@@ -253,7 +254,7 @@ func (r *carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now
 		}
 		fenced := doc
 		fenced.Status = string(cart.Abandoned)
-		if err := r.retire(ctx, fenced, expires, now, doc.Items); err != nil {
+		if _, _, err := r.retire(ctx, fenced, expires, now, doc.Items); err != nil {
 			return cart.Cart{}, err
 		}
 	}
@@ -289,15 +290,9 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	err := s.inTxn(ctx, func(ctx context.Context) error {
 		out = cart.MergeResult{} // the callback may run again: start clean
 		coll := s.coll(collCarts)
-		var g cartDoc
-		found, err := decodeOne(coll.FindOne(ctx, liveCartFilter(guest, now)), &g)
+		g, found, u, uFound, err := readMergeSlots(ctx, coll, guest, user, now)
 		if err != nil {
-			return fmt.Errorf("mongo: read guest cart: %w", err)
-		}
-		var u cartDoc
-		uFound, err := decodeOne(coll.FindOne(ctx, cartSlotFilter(user)), &u)
-		if err != nil {
-			return fmt.Errorf("mongo: read user cart: %w", err)
+			return err
 		}
 		if !found {
 			if !uFound || !u.live(now) {
@@ -360,6 +355,28 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 		return cart.MergeResult{}, err
 	}
 	return out, nil
+}
+
+// readMergeSlots reads the guest's live cart and the user's slot in one query (an $or of the two
+// filters, each by its _id): one round trip instead of two.
+func readMergeSlots(ctx context.Context, coll *mongo.Collection, guest, user cart.Owner, now time.Time) (g cartDoc, gFound bool, u cartDoc, uFound bool, err error) {
+	cur, err := coll.Find(ctx, d(e("$or", bson.A{liveCartFilter(guest, now), cartSlotFilter(user)})))
+	if err != nil {
+		return g, false, u, false, fmt.Errorf("mongo: read guest and user carts: %w", err)
+	}
+	var docs []cartDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return g, false, u, false, fmt.Errorf("mongo: read guest and user carts: %w", err)
+	}
+	for _, doc := range docs {
+		switch doc.ID {
+		case activeCartID(guest):
+			g, gFound = doc, true
+		case activeCartID(user):
+			u, uFound = doc, true
+		}
+	}
+	return g, gFound, u, uFound, nil
 }
 
 // MarkOrdered is CRT-6, idempotent: the slot if it still holds the cart, else its retired copy.

@@ -145,26 +145,42 @@ func editableCartFilter(o cart.Owner, now time.Time) bson.D {
 	return append(liveCartFilter(o, now), e("checkout_order", d(e("$exists", false))))
 }
 
-// replaceLineFilter/Update set the quantity of a line the cart already holds (CRT-3 replace).
-func replaceLineFilter(o cart.Owner, productID string, now time.Time) bson.D {
-	return append(editableCartFilter(o, now), e("items.product_id", productID))
+// putLineFilter matches the editable slot that can take productID: it holds the line, or it has
+// room for one more ("items.<MaxItems-1>" does not exist exactly when the array is shorter).
+func putLineFilter(o cart.Owner, productID string, now time.Time) bson.D {
+	return append(editableCartFilter(o, now), e("$and", bson.A{d(e("$or", bson.A{
+		d(e("items.product_id", productID)),
+		d(e(fmt.Sprintf("items.%d", cart.MaxItems-1), d(e("$exists", false)))),
+	}))}))
 }
 
-func replaceLineUpdate(qty int64, now time.Time) bson.D {
-	return d(e("$set", d(e("items.$.quantity", qty), e("updated_at", now))))
-}
-
-// addLineFilter/Update append a new line while the cart holds fewer than cart.MaxItems lines:
-// "items.<MaxItems-1>" does not exist exactly when the array is shorter than MaxItems.
-func addLineFilter(o cart.Owner, productID string, now time.Time) bson.D {
-	return append(editableCartFilter(o, now),
-		e("items.product_id", d(e("$ne", productID))),
-		e(fmt.Sprintf("items.%d", cart.MaxItems-1), d(e("$exists", false))))
-}
-
-func addLineUpdate(it cart.Item, now time.Time) bson.D {
-	line := cartItemDoc{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
-	return d(e("$push", d(e("items", line))), e("$set", d(e("updated_at", now))))
+// putLineUpdate is the update pipeline of a put (CRT-3): the line's quantity if the cart holds
+// it, else the line appended; on an upsert's insert every other field comes from fresh, an
+// empty new cart in the slot. Values are $literal so that no stored string reads as a path.
+func putLineUpdate(line cartItemDoc, fresh cartDoc, now time.Time) bson.A {
+	lit := func(v any) bson.D { return d(e("$literal", v)) }
+	pid := lit(line.ProductID)
+	items := d(e("$ifNull", bson.A{"$items", bson.A{}}))
+	set := d(
+		e("items", d(e("$cond", bson.A{
+			d(e("$in", bson.A{pid, d(e("$ifNull", bson.A{"$items.product_id", bson.A{}}))})),
+			d(e("$map", d(e("input", items), e("as", "l"), e("in", d(e("$cond", bson.A{
+				d(e("$eq", bson.A{"$$l.product_id", pid})),
+				d(e("$mergeObjects", bson.A{"$$l", d(e("quantity", line.Quantity))})),
+				"$$l",
+			})))))),
+			d(e("$concatArrays", bson.A{items, bson.A{lit(line)}})),
+		}))),
+		e("updated_at", now),
+		e("cart_id", d(e("$ifNull", bson.A{"$cart_id", lit(fresh.CartID)}))),
+		e("user_id", d(e("$ifNull", bson.A{"$user_id", lit(fresh.UserID)}))),
+		e("session_id", d(e("$ifNull", bson.A{"$session_id", lit(fresh.SessionID)}))),
+		e("created_at", d(e("$ifNull", bson.A{"$created_at", fresh.CreatedAt}))),
+	)
+	if fresh.ExpiresAt != nil {
+		set = append(set, e("expires_at", d(e("$ifNull", bson.A{"$expires_at", *fresh.ExpiresAt}))))
+	}
+	return bson.A{d(e("$set", set))}
 }
 
 // removeLineUpdate pulls one line (CRT-4); pulling an absent line changes nothing.

@@ -56,8 +56,8 @@ func TestTargetedFiltersCarryTheShardKey(t *testing.T) {
 		{"order status compare-and-set", collOrders, orderStatusFilter("alice", "o1", "created")},
 		{"active user cart (CRT-2)", collCarts, liveCartFilter(user, now)},
 		{"active guest cart (CRT-2)", collCarts, liveCartFilter(guest, now)},
-		{"replace line (CRT-3)", collCarts, replaceLineFilter(user, "p1", now)},
-		{"add line (CRT-3)", collCarts, addLineFilter(guest, "p1", now)},
+		{"put line, user (CRT-3)", collCarts, putLineFilter(user, "p1", now)},
+		{"put line, guest (CRT-3)", collCarts, putLineFilter(guest, "p1", now)},
 		{"mark ordered (CRT-6)", collCarts, markOrderedFilter(user, "cart1")},
 		{"retired cart", collCarts, retiredCartFilter(user, "cart1")},
 		{"cart slot", collCarts, cartSlotFilter(guest)},
@@ -155,18 +155,15 @@ func TestStockFilterAndUpdate(t *testing.T) {
 
 func TestCartLineFilters(t *testing.T) {
 	u := cart.User("alice")
-	add := addLineFilter(u, "p1", now)
-	if v, ok := equalityOn(add, fmt.Sprintf("items.%d", cart.MaxItems-1)); ok || v != nil {
-		t.Errorf("add guard must be an operator")
+	put := putLineFilter(u, "p1", now)
+	if v, ok := equalityOn(put, fmt.Sprintf("items.%d", cart.MaxItems-1)); ok || v != nil {
+		t.Errorf("room guard must be an operator")
 	}
-	found := false
-	for _, el := range add {
-		if el.Key == "items.99" {
-			found = fmt.Sprint(el.Value) == fmt.Sprint(bson.D{{Key: "$exists", Value: false}})
-		}
-	}
-	if !found {
-		t.Errorf("add line filter lacks items.99 $exists false: %v", add)
+	// The line is taken when the cart holds it, or when there is room for one more.
+	want := fmt.Sprint(bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "items.product_id", Value: "p1"}},
+		bson.D{{Key: "items.99", Value: bson.D{{Key: "$exists", Value: false}}}}}}})
+	if got := fmt.Sprint(put); !strings.Contains(got, want) || !strings.Contains(got, `"checkout_order"`) {
+		t.Errorf("put line filter %v lacks %v or the checkout guard", put, want)
 	}
 	live := liveCartFilter(cart.Guest("s1"), now)
 	if got := fmt.Sprint(live); !strings.Contains(got, `"status":"active"`) || !strings.Contains(got, `"$gt"`) {

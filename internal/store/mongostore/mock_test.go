@@ -350,10 +350,10 @@ func TestGetOrderConfirmsCreatedOnPrimary(t *testing.T) {
 	}
 }
 
-// A put reads the slot and then makes exactly one write, addressed by the owner's slot: every
-// write waits for a majority, even one that matches nothing, so a guessed write that misses
-// costs a majority wait (seconds right after a failover).
-func TestPutItemMakesOneWriteBySlot(t *testing.T) {
+// A put is one findAndModify with upsert, addressed by the owner's slot and returning the cart
+// written: no read before it and none after, whether the slot is empty, holds the line or
+// holds other lines.
+func TestPutItemIsOneUpsertBySlot(t *testing.T) {
 	now := placeReq.At
 	owner := cart.User("alice")
 	holding := func(ids ...string) cartDoc {
@@ -364,46 +364,31 @@ func TestPutItemMakesOneWriteBySlot(t *testing.T) {
 		return c
 	}
 	for _, tc := range []struct {
-		name    string
-		replies []bson.D
-		want    []string
-		check   func(t *testing.T, write bson.Raw)
+		name  string
+		reply cartDoc
 	}{
-		{"no cart yet", []bson.D{batch(collCarts), inserted(1)}, []string{"find", "insert"}, func(t *testing.T, w bson.Raw) {
-			doc := lookup(t, w, "documents").Array().Index(0).Document()
-			if doc.Lookup("_id").StringValue() != "active:u:alice" {
-				t.Errorf("new cart not created in the owner's slot: %s", doc)
-			}
-		}},
-		{"line held", []bson.D{batch(collCarts, holding("p2")), modified(holding("p2"))}, []string{"find", "findAndModify"}, func(t *testing.T, w bson.Raw) {
-			if got := lookup(t, w, "query", "items.product_id").StringValue(); got != "p2" {
-				t.Errorf("replace must match the line p2, matched %q", got)
-			}
-		}},
-		{"new line", []bson.D{batch(collCarts, holding("p1")), modified(holding("p1", "p2"))}, []string{"find", "findAndModify"}, func(t *testing.T, w bson.Raw) {
-			if lookup(t, w, "query", "items.99", "$exists").Boolean() {
-				t.Error("add-line guard must require items.99 to be absent")
-			}
-		}},
+		{"no cart yet", holding("p2")},
+		{"line held", holding("p2")},
+		{"new line", holding("p1", "p2")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, rec := mockStore(t, Options{}, tc.replies...)
+			s, rec := mockStore(t, Options{}, modified(tc.reply))
 			got, err := s.Carts().PutItem(context.Background(), owner, cart.Item{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}, time.Time{}, now)
 			if err != nil || got.Owner != owner || !slices.ContainsFunc(got.Items, func(it cart.Item) bool { return it.ProductID == "p2" }) {
 				t.Fatalf("put: %+v, %v", got, err)
 			}
-			wantNames(t, rec, tc.want...)
-			read := lookup(t, rec.cmd(0), "filter").Document()
-			if read.Lookup("_id").StringValue() != "active:u:alice" || read.Lookup("user_id").StringValue() != "alice" {
-				t.Errorf("slot read not addressed by the owner's slot: %s", read)
+			wantNames(t, rec, "findAndModify")
+			w := rec.cmd(0)
+			q := lookup(t, w, "query").Document()
+			if q.Lookup("_id").StringValue() != "active:u:alice" || q.Lookup("user_id").StringValue() != "alice" {
+				t.Errorf("cart write not addressed by the owner's slot: %s", q)
 			}
-			if tc.want[1] == "findAndModify" {
-				q := lookup(t, rec.cmd(1), "query").Document()
-				if q.Lookup("_id").StringValue() != "active:u:alice" || q.Lookup("user_id").StringValue() != "alice" {
-					t.Errorf("cart update not addressed by the owner's slot: %s", q)
-				}
+			if !lookup(t, w, "upsert").Boolean() || !lookup(t, w, "new").Boolean() {
+				t.Errorf("put must upsert and return the cart written: %s", w)
 			}
-			tc.check(t, rec.cmd(1))
+			if lookup(t, w, "update").Type != bson.TypeArray {
+				t.Errorf("put's update is not a pipeline: %s", lookup(t, w, "update"))
+			}
 		})
 	}
 }
@@ -442,33 +427,36 @@ func TestTransientCommitErrorRerunsTheTransaction(t *testing.T) {
 	}
 }
 
+// A slot that takes no edit makes the upsert collide on _id; only then is the slot read, and an
+// ordered cart is retired with the new cart starting with the line.
 func TestPutItemRetiresAnOrderedCart(t *testing.T) {
 	now := placeReq.At
 	owner := cart.User("alice")
 	ordered := newCartDoc(owner, "cart-old", time.Time{}, now)
 	ordered.Status = string(cart.Ordered)
 	ordered.OrderID = "o1"
-	next := newCartDoc(owner, "cart-new", time.Time{}, now)
-	next.Items = []cartItemDoc{{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}}
 	s, rec := mockStore(t, Options{},
-		batch(collCarts, ordered), // the slot holds the ordered cart
-		inserted(1),               // retired copy
-		d(e("ok", 1), e("n", int32(1)), e("nModified", int32(1))),         // slot replaced
-		batch(collCarts, newCartDoc(owner, "cart-new", time.Time{}, now)), // the fresh slot
-		modified(next),
+		labelled(11000, "DuplicateKey"), // the upsert's insert collides with the ordered cart
+		batch(collCarts, ordered),       // the slot holds the ordered cart
+		inserted(1),                     // retired copy
+		d(e("ok", 1), e("n", int32(1)), e("nModified", int32(1))), // slot replaced
 	)
 	got, err := s.Carts().PutItem(context.Background(), owner, cart.Item{ProductID: "p2", Category: "tools", Quantity: 1, AddedAt: now}, time.Time{}, now)
-	if err != nil || got.ID != "cart-new" {
+	if err != nil || got.ID == "cart-old" || got.Status != cart.Active || len(got.Items) != 1 || got.Items[0].ProductID != "p2" {
 		t.Fatalf("put after order: %+v, %v", got, err)
 	}
-	wantNames(t, rec, "find", "insert", "update", "find", "findAndModify")
-	retired := lookup(t, rec.cmd(1), "documents").Array().Index(0).Document()
+	wantNames(t, rec, "findAndModify", "find", "insert", "update")
+	retired := lookup(t, rec.cmd(2), "documents").Array().Index(0).Document()
 	if retired.Lookup("_id").StringValue() != "cart-old" || retired.Lookup("status").StringValue() != "ordered" {
 		t.Errorf("retired copy: %s", retired)
 	}
-	q := lookup(t, rec.cmd(2), "updates").Array().Index(0).Document().Lookup("q").Document()
+	u := lookup(t, rec.cmd(3), "updates").Array().Index(0).Document()
+	q := u.Lookup("q").Document()
 	if q.Lookup("_id").StringValue() != "active:u:alice" || q.Lookup("cart_id").StringValue() != "cart-old" {
 		t.Errorf("slot replace must compare-and-set on the old cart: %s", q)
+	}
+	if line := u.Lookup("u", "items").Array().Index(0).Document(); line.Lookup("product_id").StringValue() != "p2" {
+		t.Errorf("the new cart does not start with the line: %s", u)
 	}
 }
 

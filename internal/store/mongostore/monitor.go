@@ -10,11 +10,11 @@ import (
 	"github.com/shardmart/shardmart/internal/tracing"
 )
 
-// commandMonitor is the driver's command monitor feeding the command metric (obs) and the
-// traces (tr), either of which may be nil; nil when both are.
-func commandMonitor(obs func(command string, d time.Duration, err error), tr trace.Tracer) *mongoevent.CommandMonitor {
+// commandMonitor is the driver's command monitor feeding the command metric (obs), the traces
+// (tr) and another monitor (extra), any of which may be nil; nil when all are.
+func commandMonitor(obs func(command string, d time.Duration, err error), tr trace.Tracer, extra *mongoevent.CommandMonitor) *mongoevent.CommandMonitor {
 	if obs == nil && tr == nil {
-		return nil
+		return extra
 	}
 	done := func(ctx context.Context, name string, d time.Duration, err error) {
 		if obs != nil {
@@ -26,7 +26,7 @@ func commandMonitor(obs func(command string, d time.Duration, err error), tr tra
 			tracing.Statement(ctx, tr, "mongodb", name, end.Add(-d), end, err)
 		}
 	}
-	return &mongoevent.CommandMonitor{
+	m := &mongoevent.CommandMonitor{
 		Succeeded: func(ctx context.Context, e *mongoevent.CommandSucceededEvent) {
 			done(ctx, e.CommandName, e.Duration, nil)
 		},
@@ -34,4 +34,20 @@ func commandMonitor(obs func(command string, d time.Duration, err error), tr tra
 			done(ctx, e.CommandName, e.Duration, e.Failure)
 		},
 	}
+	if extra != nil {
+		m.Started = extra.Started
+		if extra.Succeeded != nil {
+			m.Succeeded = func(ctx context.Context, e *mongoevent.CommandSucceededEvent) {
+				done(ctx, e.CommandName, e.Duration, nil)
+				extra.Succeeded(ctx, e)
+			}
+		}
+		if extra.Failed != nil {
+			m.Failed = func(ctx context.Context, e *mongoevent.CommandFailedEvent) {
+				done(ctx, e.CommandName, e.Duration, e.Failure)
+				extra.Failed(ctx, e)
+			}
+		}
+	}
+	return m
 }

@@ -161,9 +161,23 @@ func orderByKey(ctx context.Context, claims, orders *mongo.Collection, userID, k
 	return loadOrder(ctx, orders, c.UserID, c.OrderID)
 }
 
-// orderByID resolves the order-id claim (the user is not known from the id), then reads the
-// order targeted: two single-shard reads instead of a broadcast on _id.
-func orderByID(ctx context.Context, claims, orders *mongo.Collection, id string) (order.Order, error) {
+// orderByID reads an order by its id alone. Behind a mongos it resolves the order-id claim (the
+// user, the shard key, is not known from the id), then reads the order targeted: two
+// single-shard reads instead of a broadcast on _id. A replica set has one copy of orders and a
+// unique _id index: the order is read by _id in one round trip (the claim and the order commit
+// in one transaction, so either both exist or neither).
+func (s *Store) orderByID(ctx context.Context, claims, orders *mongo.Collection, id string) (order.Order, error) {
+	if s.unsharded {
+		var doc orderDoc
+		found, err := decodeOne(orders.FindOne(ctx, d(e("_id", id))), &doc)
+		if err != nil {
+			return order.Order{}, fmt.Errorf("mongo: read order %s: %w", id, err)
+		}
+		if !found {
+			return order.Order{}, order.ErrNotFound
+		}
+		return doc.order(), nil
+	}
 	var c claimDoc
 	found, err := decodeOne(claims.FindOne(ctx, d(e("_id", orderClaimID(id)))), &c)
 	if err != nil {
@@ -195,9 +209,9 @@ func (r *orders) GetOrder(ctx context.Context, id string) (order.Order, error) {
 	s := r.store()
 	claims, dec := s.reader(collClaims, readrouting.OpOrderStatus)
 	ords := s.routed(collOrders, dec)
-	o, err := orderByID(ctx, claims, ords, id)
+	o, err := s.orderByID(ctx, claims, ords, id)
 	if dec.Target == readrouting.Secondary && needsPrimary(o, err) {
-		return orderByID(ctx, s.coll(collClaims), s.coll(collOrders), id)
+		return s.orderByID(ctx, s.coll(collClaims), s.coll(collOrders), id)
 	}
 	return o, err
 }
@@ -224,7 +238,7 @@ func (r *orders) Transition(ctx context.Context, id string, to order.Status, at 
 	var o order.Order
 	err := s.inTxn(ctx, func(ctx context.Context) error {
 		var err error
-		o, err = orderByID(ctx, s.coll(collClaims), s.coll(collOrders), id)
+		o, err = s.orderByID(ctx, s.coll(collClaims), s.coll(collOrders), id)
 		if err != nil {
 			return err
 		}

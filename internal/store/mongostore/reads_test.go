@@ -2,6 +2,7 @@ package mongostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/money"
+	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
 )
 
@@ -119,6 +121,63 @@ func TestProductReadByIDOnAReplicaSet(t *testing.T) {
 		}
 		if _, _, err := count(func() (catalog.Product, error) { return s.Products().GetProduct(ctx, "no-such-product") }); err != catalog.ErrNotFound {
 			t.Errorf("%s: missing product: %v, want catalog.ErrNotFound", path.name, err)
+		}
+	}
+}
+
+// On a replica set an order is read by its _id in one command; the claim path (behind a mongos)
+// reads the order-id claim first. Both find the same order, and both say not found alike.
+func TestOrderReadByIDOnAReplicaSet(t *testing.T) {
+	var mu sync.Mutex
+	var finds int
+	s, sharded := liveStoreWith(t, Options{ObserveCommand: func(command string, _ time.Duration, _ error) {
+		if command == "find" {
+			mu.Lock()
+			finds++
+			mu.Unlock()
+		}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Now().UTC()
+	p := catalog.Product{ID: "p-order-read", Name: "Lamp", Category: "home", Price: money.MustParse("12.50"),
+		Stock: map[string]int64{"eu-west": 3}, CreatedAt: now, UpdatedAt: now}
+	if err := s.Products().CreateProduct(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	placed, created, err := s.Orders().Place(ctx, order.Placement{OrderID: "o-read-by-id", UserID: "u1", CartID: "c1",
+		CartOwner: "u:u1", Zone: "eu-west", IdempotencyKey: "k1", Lines: []order.Line{{ProductID: p.ID, Category: p.Category, Quantity: 1}}, At: now})
+	if err != nil || !created {
+		t.Fatalf("place: created %v, %v", created, err)
+	}
+	count := func(id string) (int, order.Order, error) {
+		mu.Lock()
+		finds = 0
+		mu.Unlock()
+		got, err := s.Orders().GetOrder(ctx, id)
+		mu.Lock()
+		defer mu.Unlock()
+		return finds, got, err
+	}
+	wantFinds := 1
+	if sharded {
+		wantFinds = 2
+	}
+	for _, path := range []struct {
+		name      string
+		unsharded bool
+		finds     int
+	}{{"as opened", s.unsharded, wantFinds}, {"claim first", false, 2}} {
+		s.unsharded = path.unsharded
+		n, got, err := count(placed.ID)
+		if err != nil || got.ID != placed.ID || got.UserID != "u1" || got.Total != placed.Total || len(got.Items) != 1 {
+			t.Errorf("%s: read %+v, %v; want %+v", path.name, got, err, placed)
+		}
+		if n != path.finds {
+			t.Errorf("%s: %d find commands, want %d", path.name, n, path.finds)
+		}
+		if _, _, err := count("no-such-order"); !errors.Is(err, order.ErrNotFound) {
+			t.Errorf("%s: missing order: %v, want order.ErrNotFound", path.name, err)
 		}
 	}
 }

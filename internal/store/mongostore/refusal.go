@@ -34,7 +34,7 @@ func (s *Store) linearizable(name string) *mongo.Collection {
 
 // confirmIllegal confirms an illegal status move of order id.
 func (s *Store) confirmIllegal(ctx context.Context, id string, to order.Status, at time.Time, refusal error) error {
-	o, err := orderByID(ctx, s.linearizable(collClaims), s.linearizable(collOrders), id)
+	o, err := s.orderByID(ctx, s.linearizable(collClaims), s.linearizable(collOrders), id)
 	if err != nil {
 		return unconfirmed(refusal, err)
 	}

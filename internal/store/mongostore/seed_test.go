@@ -33,7 +33,7 @@ func TestDemoSeedIsCompleteAndFast(t *testing.T) {
 	}
 }
 
-func dropDatabase(t *testing.T, uri, db string) {
+func dropDatabase(t testing.TB, uri, db string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := mongo.Connect(options.Client().ApplyURI(uri))

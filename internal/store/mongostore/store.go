@@ -28,6 +28,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	mongoevent "go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
@@ -102,6 +103,9 @@ type Options struct {
 	ObserveCommand func(command string, d time.Duration, err error)
 	// Tracer, when set, adds a span per wire command to the traced request that sent it.
 	Tracer trace.Tracer
+	// Monitor, when set, also receives the driver's command events, with the context of the
+	// operation that sent each command (tests count a request's commands with it).
+	Monitor *mongoevent.CommandMonitor
 	// OnRoute, when set, receives every routing decision a read makes (tests, logs, metrics).
 	OnRoute func(readrouting.Decision)
 	// Metrics, when set, receives the read routing's metrics (readrouting.Metrics): every
@@ -138,7 +142,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Database = sharding.DefaultDatabase
 	}
 	copts := ClientOptions(o.URI)
-	if m := commandMonitor(o.ObserveCommand, o.Tracer); m != nil {
+	if m := commandMonitor(o.ObserveCommand, o.Tracer, o.Monitor); m != nil {
 		copts.SetMonitor(m)
 	}
 	client, err := mongo.Connect(copts)
