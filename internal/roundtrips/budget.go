@@ -21,7 +21,7 @@ var Budgets = []Budget{
 
 	{Cassandra, Session, 1},
 	{Cassandra, Browse, 8},
-	{Cassandra, Search, 0},
+	{Cassandra, Search, 8},
 	{Cassandra, Product, 1},
 	{Cassandra, Register, 5},
 	{Cassandra, CartEdit, 6},
