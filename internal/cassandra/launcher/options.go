@@ -15,6 +15,9 @@ type Options struct {
 	BaseAddr string // first node's address, default 127.0.0.1; node i gets BaseAddr+i
 	Name     string // cluster_name, default "shardmart"
 	HeapMB   int    // per node, default 384
+	// Sizing is the nodes' memtable space, request threads and GC pause goal; zero fields take
+	// SmallHost's.
+	Sizing   Sizing
 	Version  string // Cassandra version, default DefaultVersion
 	CacheDir string // jar cache, default DefaultCacheDir()
 	// DieWithParent asks the kernel to SIGKILL each JVM when the starting process dies
@@ -105,6 +108,7 @@ func (o *Options) defaults() error {
 	if o.HeapMB == 0 {
 		o.HeapMB = 384
 	}
+	o.Sizing = o.Sizing.orSmallHost()
 	if o.Version == "" {
 		o.Version = DefaultVersion
 	}
@@ -121,4 +125,37 @@ func (o *Options) defaults() error {
 		o.Logger = slog.Default()
 	}
 	return nil
+}
+
+// Sizing is what a node is given of memory and threads. Cassandra's own defaults are for
+// servers of 8 cores and more; docs/production.md says what to set there.
+type Sizing struct {
+	MemtableMiB      int // memtable_heap_space and memtable_offheap_space
+	ConcurrentReads  int // concurrent_reads
+	ConcurrentWrites int // concurrent_writes and concurrent_counter_writes
+	TransportThreads int // native_transport_max_threads
+	MaxGCPauseMillis int // G1's pause goal, -XX:MaxGCPauseMillis
+}
+
+// SmallHost is the sizing for a node sharing a host of 2 cores, chosen by interleaved
+// measurements on a one-node cluster (docs/evidence/cassandra.md, "Small-host settings").
+var SmallHost = Sizing{MemtableMiB: 64, ConcurrentReads: 32, ConcurrentWrites: 32, TransportThreads: 128, MaxGCPauseMillis: 200}
+
+// CassandraDefaults is what Cassandra 5.0 and G1 take when nothing is set (memtable space
+// as this launcher set it before): the baseline the small-host values were measured against.
+var CassandraDefaults = Sizing{MemtableMiB: 64, ConcurrentReads: 32, ConcurrentWrites: 32, TransportThreads: 128, MaxGCPauseMillis: 200}
+
+// orSmallHost fills s's zero fields from SmallHost.
+func (s Sizing) orSmallHost() Sizing {
+	for _, f := range []struct {
+		v *int
+		d int
+	}{{&s.MemtableMiB, SmallHost.MemtableMiB}, {&s.ConcurrentReads, SmallHost.ConcurrentReads},
+		{&s.ConcurrentWrites, SmallHost.ConcurrentWrites}, {&s.TransportThreads, SmallHost.TransportThreads},
+		{&s.MaxGCPauseMillis, SmallHost.MaxGCPauseMillis}} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+	return s
 }

@@ -35,6 +35,9 @@ type Config struct {
 	Connection
 	Timeout  time.Duration // per attempt of a statement, default attemptTimeout
 	NumConns int           // connections per host, default 2
+	// WriteCoalesce is how long a connection waits for more frames before writing them in one
+	// system call; 0 is DefaultWriteCoalesce, negative writes each frame at once.
+	WriteCoalesce time.Duration
 	// ObserveStatement, when set, receives every statement's latency as "<verb>.<table>"
 	// (statementName): the detail below a repository operation (store metrics).
 	ObserveStatement func(statement string, d time.Duration, err error)
@@ -48,6 +51,10 @@ type Config struct {
 	// Metrics, when set, receives the client's per-host metrics (clientmetrics.go).
 	Metrics prometheus.Registerer
 }
+
+// DefaultWriteCoalesce is the driver's own default (200 µs), until measured otherwise
+// (docs/evidence/cassandra.md, "Write coalescing").
+const DefaultWriteCoalesce = 200 * time.Microsecond
 
 // DefaultKeyspace is used when Config.Keyspace is empty.
 const DefaultKeyspace = "shardmart"
@@ -84,6 +91,12 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, *policy, error) {
 	c.NumConns = cfg.NumConns
 	if c.NumConns == 0 {
 		c.NumConns = 2
+	}
+	switch c.WriteCoalesceWaitTime = cfg.WriteCoalesce; {
+	case cfg.WriteCoalesce == 0:
+		c.WriteCoalesceWaitTime = DefaultWriteCoalesce
+	case cfg.WriteCoalesce < 0:
+		c.WriteCoalesceWaitTime = 0
 	}
 	cl := cfg.Connection.Levels()
 	p := &policy{health: newHostHealth(), latency: newRecentP99(), cl: cl}
