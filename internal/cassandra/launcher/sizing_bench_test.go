@@ -55,8 +55,15 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// cartLoad runs the cart workload on st for warm, then measures it for run.
+// cartLoad runs the cart workload on st for warm, then measures it for run: loadClients
+// clients, half edits and half reads.
 func cartLoad(ctx context.Context, st *cassandrastore.Store, warm, run time.Duration) loadResult {
+	return cartClients(ctx, st, loadClients, true, warm, run)
+}
+
+// cartClients is cartLoad with clients clients, editing half the time when edits is set and
+// only reading otherwise.
+func cartClients(ctx context.Context, st *cassandrastore.Store, clients int, edits bool, warm, run time.Duration) loadResult {
 	repo := st.Carts()
 	res := loadResult{load: loadavg()}
 	var mu sync.Mutex
@@ -64,7 +71,7 @@ func cartLoad(ctx context.Context, st *cassandrastore.Store, warm, run time.Dura
 	start := time.Now()
 	measureFrom, end := start.Add(warm), start.Add(warm+run)
 	var wg sync.WaitGroup
-	for w := range loadClients {
+	for w := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -76,7 +83,7 @@ func cartLoad(ctx context.Context, st *cassandrastore.Store, warm, run time.Dura
 				}
 				owner := cart.User(fmt.Sprintf("u%d", rng.IntN(loadUsers)))
 				var err error
-				if rng.IntN(2) == 0 {
+				if edits && rng.IntN(2) == 0 {
 					item := cart.Item{ProductID: fmt.Sprintf("p%d", rng.IntN(30)), Category: "c", Quantity: int64(1 + rng.IntN(3)), AddedAt: now}
 					_, err = repo.PutItem(ctx, owner, item, time.Time{}, now)
 				} else if _, err = repo.ActiveCart(ctx, owner, now); err == cart.ErrNotFound {
@@ -153,13 +160,14 @@ func summarize(b *testing.B, name string, a, bb []loadResult) {
 	ops := func(r loadResult) float64 { return r.perSec }
 	p50 := func(r loadResult) float64 { return float64(r.p50) / 1e6 }
 	p99 := func(r loadResult) float64 { return float64(r.p99) / 1e6 }
-	b.Logf("%s: B/A throughput %.2f, p50 %.2f, p99 %.2f (A %.1f ops/s p50 %.1f ms p99 %.1f ms; B %.1f ops/s p50 %.1f ms p99 %.1f ms)",
+	fmt.Fprintf(os.Stderr, "%s: B/A throughput %.2f, p50 %.2f, p99 %.2f (A %.1f ops/s p50 %.1f ms p99 %.1f ms; B %.1f ops/s p50 %.1f ms p99 %.1f ms)\n",
 		name, mean(bb, ops)/mean(a, ops), mean(bb, p50)/mean(a, p50), mean(bb, p99)/mean(a, p99),
 		mean(a, ops), mean(a, p50), mean(a, p99), mean(bb, ops), mean(bb, p50), mean(bb, p99))
 }
 
 // BenchmarkSmallHostSizing measures each small-host setting alone against Cassandra's default
-// (launcher.CassandraDefaults), a fresh node per run.
+// (launcher.CassandraDefaults), a fresh node per run, in rounds of A, then each B in turn. Each
+// run is printed as it ends (a long benchmark's log would come only at its end).
 func BenchmarkSmallHostSizing(b *testing.B) {
 	ctx := context.Background()
 	with := func(f func(*launcher.Sizing)) launcher.Sizing {
@@ -171,38 +179,27 @@ func BenchmarkSmallHostSizing(b *testing.B) {
 		name string
 		z    launcher.Sizing
 	}{
+		{"A: Cassandra's defaults", launcher.CassandraDefaults},
 		{"memtable space 64 -> 128 MiB", with(func(z *launcher.Sizing) { z.MemtableMiB = 128 })},
 		{"concurrent reads/writes 32 -> 8", with(func(z *launcher.Sizing) { z.ConcurrentReads, z.ConcurrentWrites = 8, 8 })},
 		{"transport threads 128 -> 16", with(func(z *launcher.Sizing) { z.TransportThreads = 16 })},
 		{"GC pause goal 200 -> 50 ms", with(func(z *launcher.Sizing) { z.MaxGCPauseMillis = 50 })},
 	}
-	if only := os.Getenv("SHARDMART_SIZING_ONLY"); only != "" {
-		variants = slices.DeleteFunc(variants, func(v struct {
-			name string
-			z    launcher.Sizing
-		}) bool {
-			return !strings.Contains(v.name, only)
-		})
-	}
 	for range b.N {
-		for _, v := range variants {
-			var as, bs []loadResult
-			for round := range abRounds {
-				for side, z := range []launcher.Sizing{launcher.CassandraDefaults, v.z} {
-					hosts, stop := oneNode(ctx, b, z)
-					st := openStore(ctx, b, hosts, 0)
-					r := cartLoad(ctx, st, loadWarm, loadRun)
-					st.Close()
-					stop()
-					b.Logf("%s round %d %s: %s", v.name, round+1, "AB"[side:side+1], r)
-					if side == 0 {
-						as = append(as, r)
-					} else {
-						bs = append(bs, r)
-					}
-				}
+		results := make([][]loadResult, len(variants))
+		for round := range abRounds {
+			for i, v := range variants {
+				hosts, stop := oneNode(ctx, b, v.z)
+				st := openStore(ctx, b, hosts, 0)
+				r := cartLoad(ctx, st, loadWarm, loadRun)
+				st.Close()
+				stop()
+				results[i] = append(results[i], r)
+				fmt.Fprintf(os.Stderr, "sizing: %s round %d: %s\n", v.name, round+1, r)
 			}
-			summarize(b, v.name, as, bs)
+		}
+		for i, v := range variants[1:] {
+			summarize(b, v.name, results[0], results[i+1])
 		}
 	}
 }
@@ -235,5 +232,33 @@ func BenchmarkWriteCoalesce(b *testing.B) {
 			}
 			summarize(b, name, as, bs)
 		}
+	}
+}
+
+// BenchmarkWriteCoalesceLatency is BenchmarkWriteCoalesce for the latency of one client alone,
+// cart reads only: the case where a frame has nothing to be coalesced with and only waits.
+func BenchmarkWriteCoalesceLatency(b *testing.B) {
+	ctx := context.Background()
+	for range b.N {
+		hosts, stop := oneNode(ctx, b, launcher.Sizing{})
+		defer stop()
+		seed := openStore(ctx, b, hosts, 0)
+		cartLoad(ctx, seed, 0, 3*time.Second) // carts to read
+		seed.Close()
+		var as, bs []loadResult
+		for round := range 3 {
+			for side, d := range []time.Duration{200 * time.Microsecond, -1} {
+				st := openStore(ctx, b, hosts, d)
+				r := cartClients(ctx, st, 1, false, 2*time.Second, 8*time.Second)
+				st.Close()
+				fmt.Fprintf(os.Stderr, "one client, reads: write coalescing 200 µs -> off round %d %s: %s\n", round+1, "AB"[side:side+1], r)
+				if side == 0 {
+					as = append(as, r)
+				} else {
+					bs = append(bs, r)
+				}
+			}
+		}
+		summarize(b, "one client, reads: write coalescing 200 µs -> off", as, bs)
 	}
 }
