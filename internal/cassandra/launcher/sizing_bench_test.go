@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -185,13 +186,33 @@ func BenchmarkSmallHostSizing(b *testing.B) {
 		{"transport threads 128 -> 16", with(func(z *launcher.Sizing) { z.TransportThreads = 16 })},
 		{"GC pause goal 200 -> 50 ms", with(func(z *launcher.Sizing) { z.MaxGCPauseMillis = 50 })},
 	}
+	clients := loadClients
+	if n, err := strconv.Atoi(os.Getenv("SHARDMART_SIZING_CLIENTS")); err == nil && n > 0 {
+		clients = n // fewer clients: less of the machine's load in each run's figures
+	}
+	rounds := abRounds
+	if n, err := strconv.Atoi(os.Getenv("SHARDMART_SIZING_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	// Reversed, A runs last in each round: a load that falls or rises through a run then
+	// favours the other side, which tells a trend from an effect.
+	reverse := os.Getenv("SHARDMART_SIZING_REVERSE") != ""
+	only := os.Getenv("SHARDMART_SIZING_ONLY") // a comma-separated list of names to keep (A always runs)
 	for range b.N {
 		results := make([][]loadResult, len(variants))
-		for round := range abRounds {
-			for i, v := range variants {
+		for round := range rounds {
+			for j := range variants {
+				i := j
+				if reverse {
+					i = len(variants) - 1 - j
+				}
+				v := variants[i]
+				if i > 0 && only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(o string) bool { return strings.Contains(v.name, o) }) {
+					continue
+				}
 				hosts, stop := oneNode(ctx, b, v.z)
 				st := openStore(ctx, b, hosts, 0)
-				r := cartLoad(ctx, st, loadWarm, loadRun)
+				r := cartClients(ctx, st, clients, true, loadWarm, loadRun)
 				st.Close()
 				stop()
 				results[i] = append(results[i], r)
@@ -199,7 +220,9 @@ func BenchmarkSmallHostSizing(b *testing.B) {
 			}
 		}
 		for i, v := range variants[1:] {
-			summarize(b, v.name, results[0], results[i+1])
+			if len(results[i+1]) > 0 {
+				summarize(b, v.name, results[0], results[i+1])
+			}
 		}
 	}
 }

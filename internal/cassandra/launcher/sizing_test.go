@@ -8,16 +8,24 @@ import (
 )
 
 // A node's sizing is what its cassandra.yaml and JVM arguments say: SmallHost's values when
-// none is asked for, each asked-for value otherwise, and the fields left zero from SmallHost.
+// none is asked for (the memtable space at most a quarter of the heap), each asked-for value
+// otherwise, and the fields left zero from SmallHost.
 func TestSizingInConfig(t *testing.T) {
+	with := func(f func(*Sizing)) Sizing {
+		z := SmallHost
+		f(&z)
+		return z
+	}
 	for _, tc := range []struct {
+		heapMB      int
 		asked, want Sizing
 	}{
-		{Sizing{}, SmallHost},
-		{CassandraDefaults, CassandraDefaults},
-		{Sizing{ConcurrentReads: 48}, func() Sizing { z := SmallHost; z.ConcurrentReads = 48; return z }()},
+		{512, Sizing{}, SmallHost},
+		{384, Sizing{}, with(func(z *Sizing) { z.MemtableMiB = 96 })},
+		{384, CassandraDefaults, CassandraDefaults},
+		{512, Sizing{ConcurrentReads: 48}, with(func(z *Sizing) { z.ConcurrentReads = 48 })},
 	} {
-		c, err := New(Options{Dir: t.TempDir(), Sizing: tc.asked})
+		c, err := New(Options{Dir: t.TempDir(), HeapMB: tc.heapMB, Sizing: tc.asked})
 		if err != nil {
 			t.Fatal(err)
 		}
