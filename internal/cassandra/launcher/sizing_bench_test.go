@@ -185,7 +185,8 @@ func BenchmarkSmallHostSizing(b *testing.B) {
 		{"concurrent reads/writes 32 -> 8", with(func(z *launcher.Sizing) { z.ConcurrentReads, z.ConcurrentWrites = 8, 8 })},
 		{"transport threads 128 -> 16", with(func(z *launcher.Sizing) { z.TransportThreads = 16 })},
 		{"GC pause goal 200 -> 50 ms", with(func(z *launcher.Sizing) { z.MaxGCPauseMillis = 50 })},
-		{"small host: all chosen", launcher.SmallHost},
+		{"small host: memtable 128 MiB and pause goal 50 ms", launcher.Sizing{MemtableMiB: 128, ConcurrentReads: 32,
+			ConcurrentWrites: 32, TransportThreads: 128, MaxGCPauseMillis: 50}},
 	}
 	clients := loadClients
 	if n, err := strconv.Atoi(os.Getenv("SHARDMART_SIZING_CLIENTS")); err == nil && n > 0 {

@@ -21,8 +21,9 @@ func TestSizingInConfig(t *testing.T) {
 		asked, want Sizing
 	}{
 		{512, Sizing{}, SmallHost},
-		{384, Sizing{}, with(func(z *Sizing) { z.MemtableMiB = 96 })},
+		{128, Sizing{}, with(func(z *Sizing) { z.MemtableMiB = 32 })},
 		{384, CassandraDefaults, CassandraDefaults},
+		{512, Sizing{MemtableMiB: 128, MaxGCPauseMillis: 50}, with(func(z *Sizing) { z.MemtableMiB, z.MaxGCPauseMillis = 128, 50 })},
 		{512, Sizing{ConcurrentReads: 48}, with(func(z *Sizing) { z.ConcurrentReads = 48 })},
 	} {
 		c, err := New(Options{Dir: t.TempDir(), HeapMB: tc.heapMB, Sizing: tc.asked})
