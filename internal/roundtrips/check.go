@@ -1,7 +1,6 @@
 package roundtrips
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +28,7 @@ func Check(t testing.TB, tb Table) {
 	}
 	for _, c := range tb.Counts {
 		if b, ok := budgetOf(tb.Placement, c.Request); ok && c.Max < b {
-			t.Log(fmt.Sprintf("%s: %d statements, below its budget of %d: lower the budget", c.Request, c.Max, b))
+			t.Logf("%s: %d statements, below its budget of %d: lower the budget", c.Request, c.Max, b)
 		}
 	}
 }
