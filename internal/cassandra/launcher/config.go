@@ -122,7 +122,7 @@ func token(i, n int) string {
 // cassandraYAML renders a node's cassandra.yaml. 5.0 rejects unknown keys and uses the
 // unit-suffixed names (max_hint_window: 3h).
 func cassandraYAML(c *Cluster, n Node) string {
-	d := n.DataDir()
+	d, z := n.DataDir(), c.opts.Sizing
 	return fmt.Sprintf(`# Written by shardmart's launcher; rewritten on every start.
 cluster_name: %q
 num_tokens: 1
@@ -156,8 +156,12 @@ hinted_handoff_enabled: true
 max_hint_window: 3h
 hints_flush_period: 1000ms
 concurrent_compactors: 1
-memtable_heap_space: 64MiB
-memtable_offheap_space: 64MiB
+memtable_heap_space: %dMiB
+memtable_offheap_space: %dMiB
+concurrent_reads: %d
+concurrent_writes: %d
+concurrent_counter_writes: %d
+native_transport_max_threads: %d
 key_cache_size: 8MiB
 auto_snapshot: false
 # Loaded 2-core test machines: give replicas time before a write counts as failed.
@@ -167,7 +171,9 @@ range_request_timeout: 10000ms
 request_timeout: 20000ms
 `, c.opts.Name, n.Token, seeds(c), n.Addr, n.Addr, StoragePort, CQLPort, !n.HasData(),
 		filepath.Join(d, "data"), filepath.Join(d, "commitlog"), filepath.Join(d, "saved_caches"),
-		filepath.Join(d, "hints"), filepath.Join(d, "cdc_raw")) + paxosYAML(c) + securityYAML(c)
+		filepath.Join(d, "hints"), filepath.Join(d, "cdc_raw"),
+		z.MemtableMiB, z.MemtableMiB, z.ConcurrentReads, z.ConcurrentWrites, z.ConcurrentWrites, z.TransportThreads,
+	) + paxosYAML(c) + securityYAML(c)
 }
 
 // paxosYAML is the paxos_variant line when Options.PaxosVariant chooses one.
@@ -256,7 +262,7 @@ func serverArgs(c *Cluster, n Node) []string {
 	heap := fmt.Sprintf("%dm", c.opts.HeapMB)
 	args := []string{
 		"-Xms" + heap, "-Xmx" + heap,
-		"-XX:+UseG1GC", "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1",
+		"-XX:+UseG1GC", "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1", fmt.Sprintf("-XX:MaxGCPauseMillis=%d", c.opts.Sizing.MaxGCPauseMillis),
 		"-XX:+ExitOnOutOfMemoryError", "-XX:+PerfDisableSharedMem",
 	}
 	if c.opts.C1Only {

@@ -50,6 +50,9 @@ const (
 	BenchSmokeAddr = "127.0.0.201"
 	// CDSTrainAddr: the one-node training run that makes the class-data sharing archive
 	// (EnsureCDS), once per machine; CDSTestTrainAddr: this package's test of that run.
+	// SizingBenchAddr: this package's benchmark of the small-host sizing and the client's write
+	// coalescing, one node at a time.
+	SizingBenchAddr  = "127.0.0.221"
 	CDSTrainAddr     = "127.0.0.250"
 	CDSTestTrainAddr = "127.0.0.33"
 )

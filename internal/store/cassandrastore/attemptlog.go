@@ -73,17 +73,14 @@ func withCounts(ctx context.Context) (context.Context, *stmtCounts) {
 }
 
 // logAttempt reports one attempt to ctx's log, if any.
-func (w attemptWatch) logAttempt(ctx context.Context, stmt string, cl gocql.Consistency, lwt bool, host *gocql.HostInfo,
+func (w attemptWatch) logAttempt(ctx context.Context, name string, cl gocql.Consistency, lwt bool, host *gocql.HostInfo,
 	start, end time.Time, n int, err error) {
 	fn := attemptLog(ctx)
 	if fn == nil {
 		return
 	}
-	a := Attempt{Statement: statementName(stmt), Consistency: cl.String(), LWT: lwt, Host: hostKey(host),
+	a := Attempt{Statement: name, Consistency: cl.String(), LWT: lwt, Host: hostKey(host),
 		Start: start, End: end, Err: err, N: n}
-	if stmt == "batch" {
-		a.Statement = "batch"
-	}
 	if c, ok := ctx.Value(stmtCountsKey{}).(*stmtCounts); ok {
 		a.Speculative, a.Retries = int(c.speculative.Load()), int(c.retries.Load())
 	}

@@ -3,7 +3,7 @@ package cassandrastore
 import (
 	"context"
 	"errors"
-	"slices"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,42 +105,42 @@ func (w attemptWatch) record(ctx context.Context, host *gocql.HostInfo, err erro
 
 func (w attemptWatch) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	w.record(ctx, q.Host, q.Err)
-	if q.Query != nil {
-		w.logAttempt(ctx, q.Statement, q.Query.GetConsistency(), tracing.IsConditional(q.Statement), q.Host, q.Start, q.End, q.Attempt, q.Err)
+	in := infoOf(q.Statement)
+	cl, known := gocql.Consistency(0), q.Query != nil
+	if known {
+		cl = q.Query.GetConsistency()
 	}
-	if q.Err == nil && w.latency != nil && q.Query != nil {
-		w.latency.observe(kindOf(q.Statement, q.Query.GetConsistency()), q.End.Sub(q.Start))
-	}
-	if w.stmt != nil {
-		w.stmt.ObserveQuery(ctx, q)
-	}
-	if w.tracer != nil {
-		attrs := []attribute.KeyValue{tracing.KeyRows.Int(q.Rows), tracing.KeyAttempt.Int(q.Attempt),
-			tracing.KeyLWT.Bool(tracing.IsConditional(q.Statement))}
-		if q.Query != nil {
-			attrs = append(attrs, tracing.KeyConsistency.String(q.Query.GetConsistency().String()))
-		}
-		tracing.Statement(ctx, w.tracer, "cassandra", statementName(q.Statement), q.Start, q.End, q.Err, attrs...)
-	}
+	w.attempt(ctx, in.name, in.lwt, cl, known, q.Host, q.Start, q.End, q.Attempt, q.Err, tracing.KeyRows.Int(q.Rows))
 }
 
 func (w attemptWatch) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
 	w.record(ctx, b.Host, b.Err)
-	if b.Batch != nil {
-		w.logAttempt(ctx, "batch", b.Batch.GetConsistency(), slices.ContainsFunc(b.Statements, tracing.IsConditional), b.Host, b.Start, b.End, b.Attempt, b.Err)
+	cl, known := gocql.Consistency(0), b.Batch != nil
+	if known {
+		cl = b.Batch.GetConsistency()
 	}
-	if b.Err == nil && w.latency != nil && b.Batch != nil {
-		w.latency.observe(kindOf("batch", b.Batch.GetConsistency()), b.End.Sub(b.Start))
+	w.attempt(ctx, "batch", anyLWT(b.Statements), cl, known, b.Host, b.Start, b.End, b.Attempt, b.Err)
+}
+
+// attempt feeds one attempt of the statement named name, at consistency cl (known: the driver
+// gave its statement), to the attempt log, the speculative delay, the statement metric and the
+// trace.
+func (w attemptWatch) attempt(ctx context.Context, name string, lwt bool, cl gocql.Consistency, known bool, host *gocql.HostInfo,
+	start, end time.Time, n int, err error, attrs ...attribute.KeyValue) {
+	if known {
+		w.logAttempt(ctx, name, cl, lwt, host, start, end, n, err)
+		if err == nil && w.latency != nil {
+			w.latency.observe(stmtKind{name, cl}, end.Sub(start))
+		}
 	}
 	if w.stmt != nil {
-		w.stmt.ObserveBatch(ctx, b)
+		w.stmt(name, end.Sub(start), err)
 	}
 	if w.tracer != nil {
-		lwt := slices.ContainsFunc(b.Statements, tracing.IsConditional)
-		attrs := []attribute.KeyValue{tracing.KeyAttempt.Int(b.Attempt), tracing.KeyLWT.Bool(lwt)}
-		if b.Batch != nil {
-			attrs = append(attrs, tracing.KeyConsistency.String(b.Batch.GetConsistency().String()))
+		attrs = append(attrs, tracing.KeyAttempt.Int(n), tracing.KeyLWT.Bool(lwt))
+		if known {
+			attrs = append(attrs, tracing.KeyConsistency.String(cl.String()))
 		}
-		tracing.Statement(ctx, w.tracer, "cassandra", "batch", b.Start, b.End, b.Err, attrs...)
+		tracing.Statement(ctx, w.tracer, "cassandra", name, start, end, err, attrs...)
 	}
 }

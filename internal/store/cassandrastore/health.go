@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,11 +23,15 @@ import (
 //
 // Suspect hosts are tried after the healthy ones (host tier 1), never excluded: when every host
 // is suspect the order is the usual one.
+//
+// Every statement reads and writes this record (a stream started, a response, an attempt, a
+// coordinator choice), so there is no lock over all hosts: each host's record has its own, the
+// waiting flag none, and the host list a read lock taken only to count or list hosts.
 type hostHealth struct {
 	now   func() time.Time
-	mu    sync.Mutex
-	hosts map[string]*hostState // by host address
-	known map[string]*gocql.HostInfo
+	hosts sync.Map // hostID -> *hostState
+	mu    sync.RWMutex
+	known map[hostID]*gocql.HostInfo
 }
 
 // The values are chosen in docs/cassandra.md ("Client policy").
@@ -53,16 +58,34 @@ const (
 )
 
 type hostState struct {
-	// pendingSince is the first request sent after the last answer (zero: none waiting). No
-	// in-flight count: the driver does not end every stream it starts (a request cancelled
-	// before it is written), and a leaked count would mark a healthy host frozen forever.
-	pendingSince time.Time
-	fails, total float64 // decayed counts of attempts
+	// pendingSince is the first request sent after the last answer, in Unix nanoseconds (0:
+	// none waiting). No in-flight count: the driver does not end every stream it starts (a
+	// request cancelled before it is written), and a leaked count would mark a healthy host
+	// frozen forever.
+	pendingSince atomic.Int64
+	mu           sync.Mutex // guards the decayed counts
+	fails, total float64    // decayed counts of attempts
 	decayedAt    time.Time
 }
 
 func newHostHealth() *hostHealth {
-	return &hostHealth{now: time.Now, hosts: map[string]*hostState{}, known: map[string]*gocql.HostInfo{}}
+	return &hostHealth{now: time.Now, known: map[hostID]*gocql.HostInfo{}}
+}
+
+// hostID identifies a host without allocating: its address, or its host id when it has none.
+type hostID struct {
+	addr netip.Addr
+	id   string
+}
+
+func idOf(h *gocql.HostInfo) hostID {
+	if h == nil {
+		return hostID{}
+	}
+	if a, ok := netip.AddrFromSlice(h.ConnectAddress()); ok {
+		return hostID{addr: a.Unmap()}
+	}
+	return hostID{id: h.HostID()}
 }
 
 func hostKey(h *gocql.HostInfo) string {
@@ -75,16 +98,25 @@ func hostKey(h *gocql.HostInfo) string {
 	return h.HostID()
 }
 
-// state returns the host's record; h.mu must be held.
-func (h *hostHealth) state(key string) *hostState {
-	s := h.hosts[key]
-	if s == nil {
-		s = &hostState{}
-		h.hosts[key] = s
+// state returns the host's record, made on first use.
+func (h *hostHealth) state(host *gocql.HostInfo) *hostState {
+	id := idOf(host)
+	if s, ok := h.hosts.Load(id); ok {
+		return s.(*hostState)
 	}
-	return s
+	s, _ := h.hosts.LoadOrStore(id, &hostState{})
+	return s.(*hostState)
 }
 
+// lookup returns the host's record, nil when it has none.
+func (h *hostHealth) lookup(host *gocql.HostInfo) *hostState {
+	if s, ok := h.hosts.Load(idOf(host)); ok {
+		return s.(*hostState)
+	}
+	return nil
+}
+
+// decay ages the counts to now; s.mu must be held.
 func (s *hostState) decay(now time.Time) {
 	if !s.decayedAt.IsZero() {
 		f := math.Exp2(-float64(now.Sub(s.decayedAt)) / float64(failHalfLife))
@@ -94,29 +126,33 @@ func (s *hostState) decay(now time.Time) {
 	s.decayedAt = now
 }
 
+// waitedSince is when the oldest unanswered request was sent, and whether one waits.
+func (s *hostState) waitedSince() (time.Time, bool) {
+	ns := s.pendingSince.Load()
+	return time.Unix(0, ns), ns != 0
+}
+
 // sent records a request written to host (heartbeats included).
 func (h *hostHealth) sent(host *gocql.HostInfo) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.state(hostKey(host))
-	if s.pendingSince.IsZero() {
-		s.pendingSince = h.now()
+	s := h.state(host)
+	if s.pendingSince.Load() == 0 {
+		s.pendingSince.CompareAndSwap(0, h.now().UnixNano())
 	}
 }
 
 // answered records a response from host, whatever it said.
 func (h *hostHealth) answered(host *gocql.HostInfo) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.state(hostKey(host))
-	s.pendingSince = time.Time{}
+	s := h.state(host)
+	if s.pendingSince.Load() != 0 {
+		s.pendingSince.Store(0)
+	}
 }
 
 // attempt records the outcome of one attempt of a statement on host.
 func (h *hostHealth) attempt(host *gocql.HostInfo, bad bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.state(hostKey(host))
+	s := h.state(host)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.decay(h.now())
 	s.total++
 	if bad {
@@ -126,10 +162,12 @@ func (h *hostHealth) attempt(host *gocql.HostInfo, bad bool) {
 
 // stalled reports whether host has had a request waiting for longer than after with no answer.
 func (h *hostHealth) stalled(host *gocql.HostInfo, after time.Duration) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.hosts[hostKey(host)]
-	return s != nil && !s.pendingSince.IsZero() && h.now().Sub(s.pendingSince) > after
+	s := h.lookup(host)
+	if s == nil {
+		return false
+	}
+	since, waiting := s.waitedSince()
+	return waiting && h.now().Sub(since) > after
 }
 
 // sentTo records the host an attempt was written to (runCAS puts one in the attempt's
@@ -163,14 +201,15 @@ func (h *hostHealth) abandonIfStalled(sent *sentTo, cancel context.CancelFunc, d
 
 // healthyBesides reports whether a host other than host is up and not suspect.
 func (h *hostHealth) healthyBesides(host *gocql.HostInfo) bool {
-	h.mu.Lock()
+	self := idOf(host)
+	h.mu.RLock()
 	var others []*gocql.HostInfo
 	for k, hi := range h.known {
-		if k != hostKey(host) && hi.IsUp() {
+		if k != self && hi.IsUp() {
 			others = append(others, hi)
 		}
 	}
-	h.mu.Unlock()
+	h.mu.RUnlock()
 	for _, o := range others {
 		if !h.suspect(o) {
 			return true
@@ -181,24 +220,24 @@ func (h *hostHealth) healthyBesides(host *gocql.HostInfo) bool {
 
 // suspect reports whether host should be tried only after the healthy ones.
 func (h *hostHealth) suspect(host *gocql.HostInfo) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.hosts[hostKey(host)]
+	s := h.lookup(host)
 	if s == nil {
 		return false
 	}
 	now := h.now()
-	if !s.pendingSince.IsZero() && now.Sub(s.pendingSince) > stallAfter {
+	if since, waiting := s.waitedSince(); waiting && now.Sub(since) > stallAfter {
 		return true
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.decay(now)
 	return s.fails >= failMin && s.fails >= failShare*s.total
 }
 
 // upHosts counts the hosts the driver considers up.
 func (h *hostHealth) upHosts() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	n := 0
 	for _, hi := range h.known {
 		if hi.IsUp() {
@@ -210,18 +249,14 @@ func (h *hostHealth) upHosts() int {
 
 // each lists the addresses of the suspect hosts among the known ones, for the gauge.
 func (h *hostHealth) each(fn func(addr string, suspect bool)) {
-	h.mu.Lock()
-	keys := make([]string, 0, len(h.known))
-	for k := range h.known {
-		keys = append(keys, k)
+	h.mu.RLock()
+	hosts := make([]*gocql.HostInfo, 0, len(h.known))
+	for _, hi := range h.known {
+		hosts = append(hosts, hi)
 	}
-	hosts := make([]*gocql.HostInfo, len(keys))
-	for i, k := range keys {
-		hosts[i] = h.known[k]
-	}
-	h.mu.Unlock()
-	for i, k := range keys {
-		fn(k, h.suspect(hosts[i]))
+	h.mu.RUnlock()
+	for _, hi := range hosts {
+		fn(hostKey(hi), h.suspect(hi))
 	}
 }
 
@@ -336,21 +371,21 @@ func (h *hostHealth) deferSuspect(next gocql.NextHost) gocql.NextHost {
 
 func (p *tieredHosts) AddHost(host *gocql.HostInfo) {
 	p.health.mu.Lock()
-	p.health.known[hostKey(host)] = host
+	p.health.known[idOf(host)] = host
 	p.health.mu.Unlock()
 	p.HostSelectionPolicy.AddHost(host)
 }
 
 func (p *tieredHosts) RemoveHost(host *gocql.HostInfo) {
 	p.health.mu.Lock()
-	delete(p.health.known, hostKey(host))
+	delete(p.health.known, idOf(host))
 	p.health.mu.Unlock()
 	p.HostSelectionPolicy.RemoveHost(host)
 }
 
 func (p *tieredHosts) HostUp(host *gocql.HostInfo) {
 	p.health.mu.Lock()
-	p.health.known[hostKey(host)] = host
+	p.health.known[idOf(host)] = host
 	p.health.mu.Unlock()
 	p.HostSelectionPolicy.HostUp(host)
 }

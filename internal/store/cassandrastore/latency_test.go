@@ -13,8 +13,11 @@ import (
 func TestRecentP99Delay(t *testing.T) {
 	r := newRecentP99()
 	read, write := kindOf("SELECT x FROM user_carts WHERE k = ?", gocql.Serial), kindOf("INSERT INTO sessions (k) VALUES (?)", gocql.One)
-	if read != "select.user_carts/SERIAL" || write != "insert.sessions/ONE" {
-		t.Fatalf("kinds %q, %q", read, write)
+	if want := (stmtKind{"select.user_carts", gocql.Serial}); read != want {
+		t.Fatalf("kind %+v, want %+v", read, want)
+	}
+	if want := (stmtKind{"insert.sessions", gocql.One}); write != want {
+		t.Fatalf("kind %+v, want %+v", write, want)
 	}
 	if got := r.delay(read); got != specDefault {
 		t.Fatalf("delay before samples = %s, want %s", got, specDefault)

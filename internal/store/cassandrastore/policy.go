@@ -74,7 +74,7 @@ func (p *policy) idempotentBatch(ctx context.Context, b *gocql.Batch) *gocql.Bat
 
 // counts, when not nil, receives the statement's speculative executions and retries for its
 // attempt log.
-func (p *policy) speculation(kind string, counts *stmtCounts) gocql.SpeculativeExecutionPolicy {
+func (p *policy) speculation(kind stmtKind, counts *stmtCounts) gocql.SpeculativeExecutionPolicy {
 	if p == nil || p.health == nil {
 		return gocql.NonSpeculativeExecution{}
 	}
@@ -101,7 +101,7 @@ func (p *policy) retry(ctx context.Context, counts *stmtCounts) gocql.RetryPolic
 // once before speculating, once before waiting, and once more after each execution it starts.
 type speculation struct {
 	p      *policy
-	kind   string
+	kind   stmtKind
 	calls  atomic.Int32
 	counts *stmtCounts
 }
