@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/event"
@@ -198,4 +202,112 @@ func BenchmarkEvents(b *testing.B) {
 			return iter.Close()
 		})
 	})
+}
+
+// BenchmarkCartReadByKey compares the cart reads of a returning customer (three earlier
+// orders of 5 lines behind a 5-line active cart) with and without the remembered active cart
+// id: "head" reads the partition's head (24 rows), "key" the active cart by its exact key (6
+// rows). Both run on one session, interleaved operation by operation (even head, odd key),
+// each on its own owners, and report p50 and p99 per side and p50 key/head.
+//
+//	go test ./internal/store/cassandrastore -run '^$' -bench CartReadByKey -benchtime 2000x -count 3
+func BenchmarkCartReadByKey(b *testing.B) {
+	st := store(b)
+	sides := [2]*carts{(*carts)(&Store{s: st.s, p: st.p}), otherProcess(st)}
+	ctx := context.Background()
+	now := time.Now().UTC()
+	const owners = 128 // per side
+	var users [2][]cart.Owner
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for side, r := range sides {
+		for i := 0; i < owners; i++ {
+			u := cart.User(fmt.Sprintf("bench-key-%d-%d-%d", now.UnixNano(), side, i))
+			users[side] = append(users[side], u)
+			g.Go(func() error { return returningCustomer(gctx, r, u, now) })
+		}
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("put", func(b *testing.B) {
+		benchHeadVersusKey(b, func(ctx context.Context, side int, i int64) error {
+			_, err := sides[side].PutItem(ctx, users[side][i%owners], cart.Item{ProductID: fmt.Sprintf("p%d", i%5), Category: "c", Quantity: i%9 + 1, AddedAt: now}, time.Time{}, now)
+			return err
+		})
+	})
+	// A checkout's cart side: the freeze (a read, the LWT, a SERIAL read) and the release.
+	b.Run("checkout", func(b *testing.B) {
+		benchHeadVersusKey(b, func(ctx context.Context, side int, i int64) error {
+			r, u, o := sides[side], users[side][i%owners], fmt.Sprintf("o-%d-%d", side, i)
+			c, err := r.BeginCheckout(ctx, u, o, now.Add(time.Minute), now)
+			if err != nil {
+				return err
+			}
+			return r.EndCheckout(ctx, u, c.ID, o, now)
+		})
+	})
+}
+
+// returningCustomer gives u three ordered carts and an active one, of 5 lines each.
+func returningCustomer(ctx context.Context, r *carts, u cart.Owner, now time.Time) error {
+	for k := 0; k < 4; k++ {
+		var c cart.Cart
+		var err error
+		for j := 0; j < 5; j++ {
+			if c, err = r.PutItem(ctx, u, cart.Item{ProductID: fmt.Sprintf("p%d", j), Category: "c", Quantity: 1, AddedAt: now}, time.Time{}, now); err != nil {
+				return err
+			}
+		}
+		if k < 3 {
+			if err := r.MarkOrdered(ctx, u, c.ID, fmt.Sprintf("o%d", k), now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// benchHeadVersusKey runs b.N operations from benchParallelism×GOMAXPROCS goroutines,
+// alternating side 0 (head) and side 1 (key) operation by operation, so both meet the same
+// server and the same machine noise. Each side's owners are used by 1/owners of its
+// operations at a time, so two checkouts of one cart meet only if a worker stalls for 128.
+func benchHeadVersusKey(b *testing.B, op func(ctx context.Context, side int, i int64) error) {
+	var (
+		n    atomic.Int64
+		mu   sync.Mutex
+		lats [2][]time.Duration
+	)
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var local [2][]time.Duration
+		for pb.Next() {
+			i := n.Add(1)
+			side := int(i % 2)
+			t0 := time.Now()
+			if err := op(context.Background(), side, i/2); err != nil {
+				b.Error(err)
+				return
+			}
+			local[side] = append(local[side], time.Since(t0))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		lats[0] = append(lats[0], local[0]...)
+		lats[1] = append(lats[1], local[1]...)
+	})
+	b.StopTimer()
+	if len(lats[0]) == 0 || len(lats[1]) == 0 {
+		return
+	}
+	var p50 [2]float64
+	for side, name := range []string{"head", "key"} {
+		l := lats[side]
+		slices.Sort(l)
+		p50[side] = float64(l[len(l)/2].Microseconds()) / 1000
+		b.ReportMetric(p50[side], name+"-p50-ms")
+		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
+	}
+	b.ReportMetric(p50[1]/p50[0], "p50-key/head")
 }
