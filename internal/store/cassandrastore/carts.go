@@ -46,6 +46,11 @@ import (
 //
 // A timeout of an LWT leaves its outcome unknown; every LWT here runs in casLoop, which re-reads
 // the partition (at SERIAL) and decides again, so the statement itself is never blindly retried.
+//
+// Reads: the active cart by the exact key of the id this process last saw it under, checked
+// against the partition's active_cart in the same read (loadActive); else the partition's head.
+// Why the edits' fence stays a Paxos round and is not a plain QUORUM write followed by a read
+// of the freeze: docs/cassandra.md, "Why an edit is still a Paxos round".
 type carts Store
 
 // merging is the status of a guest cart whose lines a login is moving into merge_into's cart.

@@ -49,12 +49,15 @@ func TestCartHistoriesLinearizableOnThreeNodes(t *testing.T) {
 }
 
 const (
-	cartModelOwners   = 3               // carts recorded at once, each its own history
-	cartModelEditors  = 3               // processes editing and reading each cart
-	cartModelDuration = 4 * time.Second // of recording, per phase
+	cartModelOwners  = 3 // carts recorded at once, each its own history
+	cartModelEditors = 3 // processes editing and reading each cart
+	cartModelOrders  = 4 // checkouts per cart: a history ends after them
+	// cartModelLimit bounds a history's recording: a machine short of CPU slows every
+	// operation, so histories end on a count of checkouts rather than after a fixed time.
+	cartModelLimit = 60 * time.Second
 )
 
-// checkCartHistories records cartModelOwners histories for cartModelDuration and checks each.
+// checkCartHistories records cartModelOwners histories and checks each.
 func checkCartHistories(t *testing.T, st *Store) {
 	prefix := rid("model")
 	var wg sync.WaitGroup
@@ -63,12 +66,13 @@ func checkCartHistories(t *testing.T, st *Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hists[o] = recordCart(st, cart.User(fmt.Sprintf("%s-%d", prefix, o)), time.Now().Add(cartModelDuration))
+			hists[o] = recordCart(st, cart.User(fmt.Sprintf("%s-%d", prefix, o)), time.Now().Add(cartModelLimit))
 		}()
 	}
 	wg.Wait()
-	var refused, frozen int
+	var refused, frozen, ops int
 	for o, hist := range hists {
+		ops += len(hist)
 		for _, op := range hist {
 			out := op.Output.(cartOut)
 			switch in := op.Input.(cartIn); {
@@ -88,10 +92,10 @@ func checkCartHistories(t *testing.T, st *Store) {
 		}
 	}
 	// The check means something only if edits met checkouts.
-	if frozen < cartModelOwners || refused == 0 {
+	if frozen < cartModelOwners*cartModelOrders || refused == 0 {
 		t.Errorf("%d checkouts froze a cart and %d edits were refused by one: the workload did not race them", frozen, refused)
 	}
-	t.Logf("%d histories checked: %d checkouts froze a cart, %d edits refused during one", len(hists), frozen, refused)
+	t.Logf("%d histories of %d operations checked: %d checkouts froze a cart, %d edits refused during one", len(hists), ops, frozen, refused)
 }
 
 type cartOpKind int
@@ -153,7 +157,8 @@ func outOf(err error) cartOut {
 }
 
 // recordCart runs cartModelEditors editing processes and one checkout process on owner's cart
-// until end, and returns what each call asked and answered, with its start and end.
+// until the checkout process has ordered cartModelOrders carts (or end), and returns what each
+// call asked and answered, with its start and end.
 func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operation {
 	var (
 		mu   sync.Mutex
@@ -169,12 +174,21 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 		return out
 	}
 	ctx := context.Background()
+	checkoutsDone := make(chan struct{})
+	running := func() bool {
+		select {
+		case <-checkoutsDone:
+			return false
+		default:
+			return time.Now().Before(end)
+		}
+	}
 	for client := 0; client < cartModelEditors; client++ {
 		r := otherProcess(st)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(end) {
+			for running() {
 				p := fmt.Sprintf("p%d", rand.IntN(4))
 				switch n := rand.IntN(10); {
 				case n < 3:
@@ -199,16 +213,17 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 			}
 		}()
 	}
-	// The checkout process: every 150-350 ms it freezes the cart and orders it. After an
-	// unknown outcome it stops (the cart may stay frozen: edits are then refused).
+	// The checkout process: every 50-150 ms it freezes the cart and, 20 ms later (the order
+	// being placed), orders it. After an unknown outcome it stops (the cart may stay frozen:
+	// edits are then refused).
 	r := otherProcess(st)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer close(checkoutsDone)
 		client := cartModelEditors
-		for n := 0; time.Now().Before(end); n++ {
-			pause := time.NewTimer(time.Duration(150+rand.IntN(200)) * time.Millisecond)
-			<-pause.C
+		for n, ordered := 0, 0; ordered < cartModelOrders && time.Now().Before(end); n++ {
+			time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond) // the shopper's pace
 			orderID := fmt.Sprintf("o%d", n)
 			var frozen cart.Cart
 			out := call(client, cartIn{kind: cartFreeze}, func() cartOut {
@@ -226,11 +241,13 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 			default:
 				return
 			}
+			time.Sleep(20 * time.Millisecond) // the order placed in the order store
 			if out := call(client, cartIn{kind: cartOrder}, func() cartOut {
 				return outOf(r.MarkOrdered(ctx, owner, frozen.ID, orderID, time.Now()))
 			}); out.kind != outOK {
 				return
 			}
+			ordered++
 		}
 	}()
 	wg.Wait()
