@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,21 +203,23 @@ func BenchmarkEvents(b *testing.B) {
 
 // BenchmarkCartReadByKey compares the cart reads of a returning customer (three earlier
 // orders of 5 lines behind a 5-line active cart) with and without the remembered active cart
-// id: "head" reads the partition's head (24 rows), "key" the active cart by its exact key (6
-// rows). Both run on one session, interleaved operation by operation (even head, odd key),
-// each on its own owners, and report p50 and p99 per side and p50 key/head.
+// id: "raw" reads the partition's head (24 rows), "repo" the active cart by its exact key (6
+// rows). Both run on one session, interleaved operation by operation (runPair), each side on
+// its own owners; p50 exact/head is repo-p50-ms over raw-p50-ms.
 //
 //	go test ./internal/store/cassandrastore -run '^$' -bench CartReadByKey -benchtime 2000x -count 3
 func BenchmarkCartReadByKey(b *testing.B) {
 	st := store(b)
-	sides := [2]*carts{(*carts)(&Store{s: st.s, p: st.p}), otherProcess(st)}
+	head, key := (*carts)(&Store{s: st.s, p: st.p}), otherProcess(st)
 	ctx := context.Background()
 	now := time.Now().UTC()
-	const owners = 128 // per side
+	// Each side's owners; a checkout of one owner meets another of the same owner only if a
+	// worker stalls for 128 operations.
+	const owners = 128
 	var users [2][]cart.Owner
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
-	for side, r := range sides {
+	for side, r := range []*carts{key, head} {
 		for i := 0; i < owners; i++ {
 			u := cart.User(fmt.Sprintf("bench-key-%d-%d-%d", now.UnixNano(), side, i))
 			users[side] = append(users[side], u)
@@ -230,23 +229,25 @@ func BenchmarkCartReadByKey(b *testing.B) {
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("put", func(b *testing.B) {
-		benchHeadVersusKey(b, func(ctx context.Context, side int, i int64) error {
-			_, err := sides[side].PutItem(ctx, users[side][i%owners], cart.Item{ProductID: fmt.Sprintf("p%d", i%5), Category: "c", Quantity: i%9 + 1, AddedAt: now}, time.Time{}, now)
+	put := func(r *carts, side int) opFunc {
+		return func(ctx context.Context, i int64) error {
+			_, err := r.PutItem(ctx, users[side][i%owners], cart.Item{ProductID: fmt.Sprintf("p%d", i%5), Category: "c", Quantity: i%9 + 1, AddedAt: now}, time.Time{}, now)
 			return err
-		})
-	})
+		}
+	}
+	b.Run("put", func(b *testing.B) { runPair(b, put(key, 0), put(head, 1)) })
 	// A checkout's cart side: the freeze (a read, the LWT, a SERIAL read) and the release.
-	b.Run("checkout", func(b *testing.B) {
-		benchHeadVersusKey(b, func(ctx context.Context, side int, i int64) error {
-			r, u, o := sides[side], users[side][i%owners], fmt.Sprintf("o-%d-%d", side, i)
+	checkout := func(r *carts, side int) opFunc {
+		return func(ctx context.Context, i int64) error {
+			u, o := users[side][i%owners], fmt.Sprintf("o-%d-%d", side, i)
 			c, err := r.BeginCheckout(ctx, u, o, now.Add(time.Minute), now)
 			if err != nil {
 				return err
 			}
 			return r.EndCheckout(ctx, u, c.ID, o, now)
-		})
-	})
+		}
+	}
+	b.Run("checkout", func(b *testing.B) { runPair(b, checkout(key, 0), checkout(head, 1)) })
 }
 
 // returningCustomer gives u three ordered carts and an active one, of 5 lines each.
@@ -266,48 +267,4 @@ func returningCustomer(ctx context.Context, r *carts, u cart.Owner, now time.Tim
 		}
 	}
 	return nil
-}
-
-// benchHeadVersusKey runs b.N operations from benchParallelism×GOMAXPROCS goroutines,
-// alternating side 0 (head) and side 1 (key) operation by operation, so both meet the same
-// server and the same machine noise. Each side's owners are used by 1/owners of its
-// operations at a time, so two checkouts of one cart meet only if a worker stalls for 128.
-func benchHeadVersusKey(b *testing.B, op func(ctx context.Context, side int, i int64) error) {
-	var (
-		n    atomic.Int64
-		mu   sync.Mutex
-		lats [2][]time.Duration
-	)
-	b.SetParallelism(benchParallelism)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		var local [2][]time.Duration
-		for pb.Next() {
-			i := n.Add(1)
-			side := int(i % 2)
-			t0 := time.Now()
-			if err := op(context.Background(), side, i/2); err != nil {
-				b.Error(err)
-				return
-			}
-			local[side] = append(local[side], time.Since(t0))
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		lats[0] = append(lats[0], local[0]...)
-		lats[1] = append(lats[1], local[1]...)
-	})
-	b.StopTimer()
-	if len(lats[0]) == 0 || len(lats[1]) == 0 {
-		return
-	}
-	var p50 [2]float64
-	for side, name := range []string{"head", "key"} {
-		l := lats[side]
-		slices.Sort(l)
-		p50[side] = float64(l[len(l)/2].Microseconds()) / 1000
-		b.ReportMetric(p50[side], name+"-p50-ms")
-		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
-	}
-	b.ReportMetric(p50[1]/p50[0], "p50-key/head")
 }

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,10 +103,28 @@ const (
 	cartOrder                    // MarkOrdered of the cart the freeze returned
 )
 
+// cartModelProducts is how many products the histories edit, p0 to p3: few, so edits of
+// one line meet.
+const cartModelProducts = 4
+
+// cartLines are a cart's quantities of p0..p3 (0: no line).
+type cartLines [cartModelProducts]int64
+
+func linesOf(c cart.Cart) cartLines {
+	var l cartLines
+	for _, it := range c.Items {
+		var p int
+		if _, err := fmt.Sscanf(it.ProductID, "p%d", &p); err == nil && p >= 0 && p < cartModelProducts {
+			l[p] = it.Quantity
+		}
+	}
+	return l
+}
+
 type cartIn struct {
 	kind    cartOpKind
-	product string
-	qty     int64
+	product int
+	qty     int64 // an edit's; 0 removes the line
 }
 
 type outKind int
@@ -124,23 +138,7 @@ const (
 
 type cartOut struct {
 	kind  outKind
-	lines string // ActiveCart's and BeginCheckout's lines (renderCart)
-}
-
-func renderCart(c cart.Cart) string {
-	m := map[string]int64{}
-	for _, it := range c.Items {
-		m[it.ProductID] = it.Quantity
-	}
-	return renderCartLines(m)
-}
-
-func renderCartLines(m map[string]int64) string {
-	parts := make([]string, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, k+"="+strconv.FormatInt(m[k], 10))
-	}
-	return strings.Join(parts, ",")
+	lines cartLines // ActiveCart's and BeginCheckout's
 }
 
 func outOf(err error) cartOut {
@@ -189,23 +187,24 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 		go func() {
 			defer wg.Done()
 			for running() {
-				p := fmt.Sprintf("p%d", rand.IntN(4))
-				switch n := rand.IntN(10); {
-				case n < 3:
+				n := rand.IntN(cartModelProducts)
+				p := fmt.Sprintf("p%d", n)
+				switch k := rand.IntN(10); {
+				case k < 3:
 					call(client, cartIn{kind: cartGet}, func() cartOut {
 						c, err := r.ActiveCart(ctx, owner, time.Now())
 						out := outOf(err)
-						out.lines = renderCart(c)
+						out.lines = linesOf(c)
 						return out
 					})
-				case n < 5:
-					call(client, cartIn{kind: cartEdit, product: p}, func() cartOut {
+				case k < 5:
+					call(client, cartIn{kind: cartEdit, product: n}, func() cartOut {
 						_, err := r.RemoveItem(ctx, owner, p, time.Now())
 						return outOf(err)
 					})
 				default:
 					q := int64(1 + rand.IntN(3))
-					call(client, cartIn{kind: cartEdit, product: p, qty: q}, func() cartOut {
+					call(client, cartIn{kind: cartEdit, product: n, qty: q}, func() cartOut {
 						_, err := r.PutItem(ctx, owner, cart.Item{ProductID: p, Category: "c", Quantity: q}, time.Time{}, time.Now())
 						return outOf(err)
 					})
@@ -231,7 +230,7 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 				var err error
 				frozen, err = r.BeginCheckout(ctx, owner, orderID, now.Add(time.Minute), now)
 				out := outOf(err)
-				out.lines = renderCart(frozen)
+				out.lines = linesOf(frozen)
 				return out
 			})
 			switch out.kind {
@@ -254,27 +253,10 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 	return hist
 }
 
-// cartModelState is the model's state: the cart's lines (renderCartLines) and whether a checkout
-// holds it.
+// cartModelState is the model's state: the cart's lines and whether a checkout holds it.
 type cartModelState struct {
-	lines  string
+	lines  cartLines
 	frozen bool
-}
-
-func applyCartEdit(lines string, in cartIn) string {
-	m := map[string]int64{}
-	if lines != "" {
-		for _, l := range strings.Split(lines, ",") {
-			p, q, _ := strings.Cut(l, "=")
-			m[p], _ = strconv.ParseInt(q, 10, 64)
-		}
-	}
-	if in.qty == 0 {
-		delete(m, in.product)
-	} else {
-		m[in.product] = in.qty
-	}
-	return renderCartLines(m)
 }
 
 // cartModel is one owner's active cart. An edit applies unless a checkout holds the cart, and
@@ -288,7 +270,8 @@ func cartModel() porcupine.Model {
 			s, in, out := state.(cartModelState), input.(cartIn), output.(cartOut)
 			switch in.kind {
 			case cartEdit:
-				next := cartModelState{lines: applyCartEdit(s.lines, in)}
+				next := cartModelState{lines: s.lines}
+				next.lines[in.product] = in.qty
 				switch {
 				case out.kind == outUnknown && !s.frozen:
 					return []any{s, next}
@@ -303,7 +286,7 @@ func cartModel() porcupine.Model {
 				switch {
 				case out.kind == outUnknown,
 					out.kind == outOK && out.lines == s.lines,
-					out.kind == outNotFound && s.lines == "":
+					out.kind == outNotFound && s.lines == cartLines{}:
 					return []any{s}
 				}
 			case cartFreeze:
@@ -313,7 +296,7 @@ func cartModel() porcupine.Model {
 					return []any{s, frozen}
 				case out.kind == outOK && !s.frozen && out.lines == s.lines:
 					return []any{frozen}
-				case out.kind == outNotFound && !s.frozen && s.lines == "":
+				case out.kind == outNotFound && !s.frozen && s.lines == cartLines{}:
 					return []any{s}
 				}
 			case cartOrder:
@@ -331,19 +314,19 @@ func cartModel() porcupine.Model {
 			in, out := input.(cartIn), output.(cartOut)
 			what := [...]string{"edit", "get", "freeze", "order"}[in.kind]
 			if in.kind == cartEdit {
-				what = fmt.Sprintf("put %s=%d", in.product, in.qty)
+				what = fmt.Sprintf("put p%d=%d", in.product, in.qty)
 				if in.qty == 0 {
-					what = "remove " + in.product
+					what = fmt.Sprintf("remove p%d", in.product)
 				}
 			}
-			return fmt.Sprintf("%s → %s %s", what, [...]string{"ok", "refused", "not found", "unknown"}[out.kind], out.lines)
+			return fmt.Sprintf("%s → %s %v", what, [...]string{"ok", "refused", "not found", "unknown"}[out.kind], out.lines)
 		},
 		DescribeState: func(state any) string {
 			s := state.(cartModelState)
 			if s.frozen {
-				return "frozen: " + s.lines
+				return fmt.Sprintf("frozen: %v", s.lines)
 			}
-			return s.lines
+			return fmt.Sprint(s.lines)
 		},
 	}
 	return m.ToModel()
