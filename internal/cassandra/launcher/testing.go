@@ -40,6 +40,9 @@ const (
 	RobustnessTestAddr = "127.0.0.151"
 	// RepairTestAddr: internal/cassandra/repair, the repairer against 3 nodes (.191-.193).
 	RepairTestAddr = "127.0.0.191"
+	// CartModelTestAddr: internal/store/cassandrastore's cart histories checked against a
+	// model, 3 nodes (.211-.213; .215 reserved for a 1-node cluster of the same tests).
+	CartModelTestAddr = "127.0.0.211"
 	// Backup tests (internal/cassandra/snapshot): the 3-node source (.171-.173), a 1-node
 	// restore target (.175) and a fresh 3-node restore target (.181-.183).
 	BackupSourceTestAddr   = "127.0.0.171"

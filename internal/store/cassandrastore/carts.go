@@ -8,6 +8,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/shardmart/shardmart/internal/cart"
 )
@@ -45,6 +46,11 @@ import (
 //
 // A timeout of an LWT leaves its outcome unknown; every LWT here runs in casLoop, which re-reads
 // the partition (at SERIAL) and decides again, so the statement itself is never blindly retried.
+//
+// Reads: the active cart by the exact key of the id this process last saw it under, checked
+// against the partition's active_cart in the same read (loadActive); else the partition's head.
+// Why the edits' fence stays a Paxos round and is not a plain QUORUM write followed by a read
+// of the freeze: docs/cassandra.md, "Why an edit is still a Paxos round".
 type carts Store
 
 // merging is the status of a guest cart whose lines a login is moving into merge_into's cart.
@@ -207,13 +213,28 @@ func (r *carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency
 	// The active cart is not the newest prefix only if clocks went backwards between two
 	// carts, or the LIMIT cut it: read it by id.
 	if len(mine) == 0 || len(mine) == len(rows) && len(rows) == cart.MaxItems+11 {
-		mine, err = scanCartRows(r.p.idempotent(ctx, r.s.Query(t.stmts.readCart, key, st.active).Consistency(cl)).Iter())
-		if err != nil {
-			return st, fmt.Errorf("read %s cart: %w", owner.Key(), err)
+		if mine, err = r.readCart(ctx, owner, st.active, cl); err != nil {
+			return st, err
 		}
 	}
-	st.c = cart.Cart{ID: st.active.String(), Owner: owner}
-	for _, row := range mine {
+	st.fill(mine)
+	r.remember(st)
+	return st, nil
+}
+
+func (r *carts) readCart(ctx context.Context, owner cart.Owner, id gocql.UUID, cl gocql.Consistency) ([]cartRow, error) {
+	t, key := tableFor(owner)
+	rows, err := scanCartRows(r.p.idempotent(ctx, r.s.Query(t.stmts.readCart, key, id).Consistency(cl)).Iter())
+	if err != nil {
+		return nil, fmt.Errorf("read %s cart: %w", owner.Key(), err)
+	}
+	return rows, nil
+}
+
+// fill sets st's cart from the rows of its active cart.
+func (st *cartState) fill(rows []cartRow) {
+	st.c = cart.Cart{ID: st.active.String(), Owner: st.owner}
+	for _, row := range rows {
 		if row.addTo(&st.c) {
 			st.header = true
 			st.merged = map[string]bool{}
@@ -224,7 +245,60 @@ func (r *carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency
 		}
 	}
 	sortItems(st.c.Items)
-	return st, nil
+}
+
+// activeCartsSize bounds the owners whose active cart id a process remembers (about 100 B
+// each): the shoppers active in the last minutes of a busy shop.
+const activeCartsSize = 1 << 16
+
+func newActiveCarts() *lru.Cache[string, gocql.UUID] {
+	c, err := lru.New[string, gocql.UUID](activeCartsSize)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return c
+}
+
+// remember notes st's active cart as the owner's, for loadActive.
+func (r *carts) remember(st cartState) {
+	if r.activeCarts != nil && st.hasActive() {
+		r.activeCarts.Add(st.owner.Key(), st.active)
+	}
+}
+
+// forget drops owner's remembered active cart once this process ended it.
+func (r *carts) forget(owner cart.Owner) {
+	if r.activeCarts != nil {
+		r.activeCarts.Remove(owner.Key())
+	}
+}
+
+// loadActive is load for callers that use only a live active cart (ActiveCart, edits,
+// BeginCheckout). A partition holds every earlier cart of its owner behind the active one,
+// so load's read of its head returns up to 111 rows of them; with the id of the active cart
+// this process last saw, loadActive reads that cart's rows alone, by exact key. Every row
+// carries the partition's static active_cart as it is now, read at the same level and in
+// the same read, so the hint is checked, not trusted: only a live cart that is still the
+// owner's active one is returned (the state load would return for it, newest = that cart,
+// which no caller of a live cart uses). Anything else (no hint, another process ended or
+// replaced the cart, an expired guest cart, a merge) is load's to decide.
+func (r *carts) loadActive(ctx context.Context, owner cart.Owner, cl gocql.Consistency, now time.Time) (cartState, error) {
+	if r.activeCarts != nil {
+		if id, ok := r.activeCarts.Get(owner.Key()); ok {
+			rows, err := r.readCart(ctx, owner, id, cl)
+			if err != nil {
+				return cartState{owner: owner}, err
+			}
+			if len(rows) > 0 && rows[0].active == id {
+				st := cartState{owner: owner, active: id, newest: id}
+				st.fill(rows)
+				if st.live(now) {
+					return st, nil
+				}
+			}
+		}
+	}
+	return r.load(ctx, owner, cl)
 }
 
 func sortItems(items []cart.Item) {
@@ -239,7 +313,7 @@ func sortItems(items []cart.Item) {
 func (r *carts) ActiveCart(ctx context.Context, owner cart.Owner, now time.Time) (cart.Cart, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	st, err := r.load(ctx, owner, r.p.levels().Carts)
+	st, err := r.loadActive(ctx, owner, r.p.levels().Carts, now)
 	if err != nil {
 		return cart.Cart{}, err
 	}
@@ -272,7 +346,7 @@ func (r *carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, n
 		if a.n > 0 {
 			cl = a.cl
 		}
-		st, err := r.load(ctx, owner, cl)
+		st, err := r.loadActive(ctx, owner, cl, now)
 		if err != nil || st.live(now) {
 			return st, nil, err
 		}
@@ -288,8 +362,10 @@ func (r *carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, n
 		n := now.UTC().Truncate(time.Millisecond)
 		q := r.query(ctx, t.stmts.create, ttlUntil(expiresAt, time.Now()), id, n, n, ts(expiresAt), key, id, prev)
 		return st, &casOp[cartState]{query: q, applied: func() cartState {
-			return cartState{owner: owner, active: id, newest: id, header: true, merged: map[string]bool{},
+			created := cartState{owner: owner, active: id, newest: id, header: true, merged: map[string]bool{},
 				c: cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, CreatedAt: n, UpdatedAt: n, ExpiresAt: expiresAt.UTC().Truncate(time.Millisecond)}}
+			r.remember(created)
+			return created
 		}}, nil
 	})
 }
@@ -365,7 +441,7 @@ func (r *carts) RemoveItem(ctx context.Context, owner cart.Owner, productID stri
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	return casLoop(ctx, r.p, fmt.Sprintf("remove item from %s cart", owner.Key()), func(ctx context.Context, a casAttempt) (cart.Cart, *casOp[cart.Cart], error) {
-		st, err := r.load(ctx, owner, a.cl)
+		st, err := r.loadActive(ctx, owner, a.cl, now)
 		if err != nil {
 			return cart.Cart{}, nil, err
 		}

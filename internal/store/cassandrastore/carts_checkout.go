@@ -15,7 +15,7 @@ func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 	defer cancel()
 	t, key := tableFor(owner)
 	_, err := casLoop(ctx, r.p, fmt.Sprintf("freeze %s cart for order %s", owner.Key(), orderID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
-		st, err := r.load(ctx, owner, a.cl)
+		st, err := r.loadActive(ctx, owner, a.cl, now)
 		if err != nil {
 			return struct{}{}, nil, err
 		}
@@ -36,7 +36,7 @@ func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 	}
 	// The lines the order will hold: read at SERIAL after the freeze, they include every edit
 	// applied before it, and no edit can apply after it.
-	st, err := r.load(ctx, owner, r.p.levels().Serial)
+	st, err := r.loadActive(ctx, owner, r.p.levels().Serial, now)
 	if err != nil {
 		return cart.Cart{}, err
 	}
@@ -104,6 +104,7 @@ func (r *carts) Reopen(ctx context.Context, owner cart.Owner, cartID string, now
 			b.Query(t.stmts.putNew, ttl, it.Category, it.Quantity, ts(it.AddedAt), key, id, it.ProductID)
 		}
 		return cart.Cart{}, &casOp[cart.Cart]{batch: b, applied: func() cart.Cart {
+			r.forget(owner) // the next read finds the copy by the partition's head
 			return cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, Items: st.c.Items,
 				CreatedAt: n, UpdatedAt: n, ExpiresAt: st.c.ExpiresAt}
 		}}, nil
@@ -119,6 +120,7 @@ func (r *carts) MarkOrdered(ctx context.Context, owner cart.Owner, cartID, order
 	defer cancel()
 	t, key := tableFor(owner)
 	n := now.UTC().Truncate(time.Millisecond)
+	r.forget(owner) // ended below, or by another process already
 	_, err = casLoop(ctx, r.p, fmt.Sprintf("mark %s cart %s ordered", owner.Key(), cartID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
 		if a.n == 0 && !owner.IsGuest() {
 			// The condition is the whole invariant, and a user's cart never expires (no TTL

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
@@ -140,6 +141,9 @@ type Store struct {
 	// eventRetention is how long after the event's time its row lives (USING TTL), 90 days
 	// unless configured: the table's default_time_to_live counts from the write instead.
 	eventRetention time.Duration
+	// activeCarts remembers the active cart id last seen per owner, so a cart is read by its
+	// exact key (carts.loadActive); nil reads every cart with the partition's head.
+	activeCarts *lru.Cache[string, gocql.UUID]
 }
 
 // Open connects to the cluster and checks that the schema has been applied
@@ -156,7 +160,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{s: s, p: p, owned: true, eventRetention: cfg.EventRetention}
+	st := &Store{s: s, p: p, owned: true, eventRetention: cfg.EventRetention, activeCarts: newActiveCarts()}
 	if err := st.checkSchema(ctx); err != nil {
 		s.Close()
 		if perr := permissionError(cfg, "read "+cc.Keyspace+".schema_migrations", err); perr != nil {

@@ -18,9 +18,9 @@ type PairOp func(ctx context.Context, k int64) error
 const pairWarmup = int64(1) << 35
 
 // BenchPair runs b.N operations from parallelism×GOMAXPROCS goroutines, alternating repo (the
-// repository) and raw (the same statements through the driver), and reports each side's ops/s
-// and p99 and the overhead ratio repo/raw: the interleaved-pairs method docs/evidence/benchmarks.md
-// describes. key maps a side (0 repo, 1 raw) and an operation index to the key that side uses,
+// repository) and raw (the same statements through the driver), and reports each side's ops/s,
+// p50 and p99 and the overhead ratio repo/raw of the mean latencies: the interleaved-pairs
+// method docs/evidence/benchmarks.md describes. key maps a side (0 repo, 1 raw) and an operation index to the key that side uses,
 // so a backend decides whether the two sides may share keys.
 func BenchPair(b *testing.B, parallelism int, repo, raw PairOp, key func(side int, i int64) int64) {
 	b.Helper()
@@ -68,6 +68,7 @@ func BenchPair(b *testing.B, parallelism int, repo, raw PairOp, key func(side in
 		}
 		mean[side] = sum.Seconds() / float64(len(l))
 		b.ReportMetric(w/mean[side], name+"-ops/s")
+		b.ReportMetric(float64(l[len(l)/2].Microseconds())/1000, name+"-p50-ms")
 		b.ReportMetric(float64(l[(len(l)*99)/100].Microseconds())/1000, name+"-p99-ms")
 	}
 	b.ReportMetric(mean[0]/mean[1], "overhead")
