@@ -17,8 +17,10 @@
 // Every copy runs in a context of its own, bounded by copyTimeout (copy).
 //
 // The wrappers' methods are generated (wrap_gen.go, by wrapgen) from the repository
-// interfaces, each method's treatment read from its //dualwrite: directive; the families'
-// files hold the hooks the generated writes call, and the few methods written by hand.
+// interfaces, each method's treatment read from its //dualwrite: directive, and so is each
+// family's wiring (newStores, repoWrapper, readsKeysBack) from its wrapgen entry; the
+// families' files hold the hooks the generated writes call, and the few methods written by
+// hand.
 package dualwrite
 
 //go:generate go run ./wrapgen -o wrap_gen.go
