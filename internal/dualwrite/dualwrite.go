@@ -17,8 +17,10 @@
 // Every copy runs in a context of its own, bounded by copyTimeout (copy).
 //
 // The wrappers' methods are generated (wrap_gen.go, by wrapgen) from the repository
-// interfaces, each method's treatment read from its //dualwrite: directive; the families'
-// files hold the hooks the generated writes call, and the few methods written by hand.
+// interfaces, each method's treatment read from its //dualwrite: directive, and so is each
+// family's wiring (newStores, repoWrapper, readsKeysBack) from its wrapgen entry; the
+// families' files hold the hooks the generated writes call, and the few methods written by
+// hand.
 package dualwrite
 
 //go:generate go run ./wrapgen -o wrap_gen.go
@@ -30,12 +32,9 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
-	"github.com/shardmart/shardmart/internal/event"
 	"github.com/shardmart/shardmart/internal/family"
-	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/migrate"
 	"github.com/shardmart/shardmart/internal/placement"
-	"github.com/shardmart/shardmart/internal/session"
 	"github.com/shardmart/shardmart/internal/store/cassandrastore"
 )
 
@@ -172,8 +171,7 @@ func Wrap(ctx context.Context, s *placement.Stores, cfg placement.Config, o plac
 		ph := &familyPhase{}
 		m.phases[f] = ph
 		fm := m
-		if f == family.Sessions || f == family.Carts || f == family.Events {
-			// These copy by reading keys back from the old store.
+		if readsKeysBack[f] {
 			mr, err := mirrorFor(cfg[f])
 			if err != nil {
 				return nil, err
@@ -201,42 +199,29 @@ func (m *Layer) applyFirst(ctx context.Context) error {
 	return nil
 }
 
-// newStores is what a new store (Cassandra or MongoDB) hands the dual-write wrappers: the
-// repositories of the families both take with dual writes.
-type newStores interface {
-	Carts() cart.Repository
-	Sessions() session.Repository
-	Events() event.Repository
-	History() history.Repository
-}
-
-// repoWrapper puts family f's repository under the layer, its new side from the new store.
-func repoWrapper[S newStores](f family.Name) func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {
-	return func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {
-		switch f {
-		case family.Carts:
-			s.Carts = &dualWriteCarts{pair[cart.Repository]{old: s.Carts, neu: neu.Carts(), m: m, ph: ph}}
-		case family.Sessions:
-			s.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: neu.Sessions(), m: m, ph: ph}}
-		case family.Events:
-			s.Events = &dualWriteEvents{pair[event.Repository]{old: s.Events, neu: neu.Events(), m: m, ph: ph}}
-		case family.History:
-			s.History = &dualWriteHistory{pair[history.Repository]{old: s.History, neu: neu.History(), m: m, ph: ph}}
-		default:
-			panic("dualwrite: no repository wrapper for family " + string(f))
-		}
-	}
-}
+// wrapFunc puts one family's repositories under the layer, their new side from neu.
+type wrapFunc[S any] func(s *placement.Stores, neu S, m *Layer, ph *familyPhase)
 
 // wrappers put each family's repositories under the layer, one per family that moves to
-// Cassandra (a test holds them equal to internal/family's list).
-var wrappers = map[family.Name]func(s *placement.Stores, cst *cassandrastore.Store, m *Layer, ph *familyPhase){
-	family.Carts:    repoWrapper[*cassandrastore.Store](family.Carts),
-	family.Sessions: repoWrapper[*cassandrastore.Store](family.Sessions),
-	family.Events:   repoWrapper[*cassandrastore.Store](family.Events),
-	family.History:  repoWrapper[*cassandrastore.Store](family.History),
+// Cassandra (a test holds them equal to internal/family's list): the generated repoWrapper,
+// and the catalog's by hand, since it also sets the sink.
+var wrappers = wrappersFor(family.ToCassandra(), map[family.Name]wrapFunc[*cassandrastore.Store]{
 	family.Catalog: func(s *placement.Stores, cst *cassandrastore.Store, _ *Layer, ph *familyPhase) {
 		s.Catalog = &dualWriteCatalog{pair[catalog.Reader]{old: s.Catalog, neu: cst.Catalog(), ph: ph}}
 		s.CatalogSink = &catalogSink{neu: cst.Catalog(), ph: ph}
 	},
+})
+
+// wrappersFor is the wrapper of each of fams: byHand's, else the generated one (none: the
+// family is left out, which the tests of the maps catch).
+func wrappersFor[S newStores](fams []family.Name, byHand map[family.Name]wrapFunc[S]) map[family.Name]wrapFunc[S] {
+	out := map[family.Name]wrapFunc[S]{}
+	for _, f := range fams {
+		if w, ok := byHand[f]; ok {
+			out[f] = w
+		} else if w := repoWrapper[S](f); w != nil {
+			out[f] = w
+		}
+	}
+	return out
 }

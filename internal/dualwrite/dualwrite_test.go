@@ -180,15 +180,26 @@ func cassandraPID(t *testing.T, c *launcher.Cluster) int {
 	return pid
 }
 
-// The layer wraps exactly the families internal/family says move to Cassandra.
+// The layer wraps exactly the families internal/family says move to Cassandra, and to
+// MongoDB with dual writes: a family without a wrapgen entry (or a hand-written wrapper) is
+// missing here.
 func TestEveryMigratingFamilyHasAWrapper(t *testing.T) {
-	want := family.ToCassandra()
-	if len(wrappers) != len(want) {
-		t.Errorf("%d wrappers for %d migrating families", len(wrappers), len(want))
-	}
-	for _, f := range want {
-		if wrappers[f] == nil {
-			t.Errorf("family %s migrates but has no dual-write wrapper", f)
+	for _, tc := range []struct {
+		to   string
+		want []family.Name
+		got  int
+		has  func(family.Name) bool
+	}{
+		{"cassandra", family.ToCassandra(), len(wrappers), func(f family.Name) bool { return wrappers[f] != nil }},
+		{"mongo", family.ToMongoDualWrite(), len(mongoWrappers), func(f family.Name) bool { return mongoWrappers[f] != nil }},
+	} {
+		if tc.got != len(tc.want) {
+			t.Errorf("%d wrappers for %d families migrating to %s", tc.got, len(tc.want), tc.to)
+		}
+		for _, f := range tc.want {
+			if !tc.has(f) {
+				t.Errorf("family %s migrates to %s but has no dual-write wrapper", f, tc.to)
+			}
 		}
 	}
 }

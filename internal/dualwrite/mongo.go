@@ -52,9 +52,4 @@ func WrapMongo(ctx context.Context, s *placement.Stores, cfg placement.Config, o
 }
 
 // mongoWrappers put each family that moves to MongoDB with dual writes under the layer.
-var mongoWrappers = map[family.Name]func(s *placement.Stores, st *mongostore.Store, m *Layer, ph *familyPhase){
-	family.Carts:    repoWrapper[*mongostore.Store](family.Carts),
-	family.Sessions: repoWrapper[*mongostore.Store](family.Sessions),
-	family.Events:   repoWrapper[*mongostore.Store](family.Events),
-	family.History:  repoWrapper[*mongostore.Store](family.History),
-}
+var mongoWrappers = wrappersFor[*mongostore.Store](migrate.MongoFamilies, nil)

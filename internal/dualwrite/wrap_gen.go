@@ -9,8 +9,10 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/event"
+	"github.com/shardmart/shardmart/internal/family"
 	"github.com/shardmart/shardmart/internal/history"
 	"github.com/shardmart/shardmart/internal/paging"
+	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/session"
 )
 
@@ -187,4 +189,45 @@ func (d *dualWriteCatalog) SearchProducts(ctx context.Context, q catalog.Search)
 	r, _, done := d.pick()
 	defer done()
 	return r.SearchProducts(ctx, q)
+}
+
+// newStores is what a new store (Cassandra or MongoDB) hands the dual-write wrappers: the
+// repositories of the families both take with dual writes.
+type newStores interface {
+	Sessions() session.Repository
+	Carts() cart.Repository
+	Events() event.Repository
+	History() history.Repository
+}
+
+// repoWrapper puts family f's repository under the layer, its new side from the new store;
+// nil for a family without a generated wrapper.
+func repoWrapper[S newStores](f family.Name) wrapFunc[S] {
+	switch f {
+	case family.Sessions:
+		return func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {
+			s.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: neu.Sessions(), m: m, ph: ph}}
+		}
+	case family.Carts:
+		return func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {
+			s.Carts = &dualWriteCarts{pair[cart.Repository]{old: s.Carts, neu: neu.Carts(), m: m, ph: ph}}
+		}
+	case family.Events:
+		return func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {
+			s.Events = &dualWriteEvents{pair[event.Repository]{old: s.Events, neu: neu.Events(), m: m, ph: ph}}
+		}
+	case family.History:
+		return func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {
+			s.History = &dualWriteHistory{pair[history.Repository]{old: s.History, neu: neu.History(), m: m, ph: ph}}
+		}
+	}
+	return nil
+}
+
+// readsKeysBack are the families whose hooks copy a change by reading its keys back from the
+// old store.
+var readsKeysBack = map[family.Name]bool{
+	family.Sessions: true,
+	family.Carts:    true,
+	family.Events:   true,
 }

@@ -13,6 +13,12 @@
 //   - //dualwrite:custom       written by hand in internal/dualwrite (a write whose copy the
 //     rule cannot derive from its signature).
 //
+// For a family's repository (an entry naming its family and accessor) it also writes the
+// family's wiring: its accessor in newStores (what a new store, Cassandra or MongoDB, hands
+// the layer), its case in repoWrapper, and, when its hooks copy by reading the changed keys
+// back from the old store, its entry in readsKeysBack (the layer then gives it a mirror of the
+// old store). A new family's dual-write wiring is its entry below and its hooks.
+//
 // A method without a directive, or a write whose keys its signature does not name, stops the
 // generator with an error naming it. A new method is wrapped by running
 // `go generate ./internal/dualwrite`; TestWrapGenIsCurrent fails until it is run.
@@ -32,15 +38,23 @@ import (
 // wrapper is one generated type: the interface it wraps and how its writes are copied.
 type wrapper struct {
 	typ, iface string
+	// family is the family's constant in internal/family ("Sessions") and accessor the
+	// placement.Stores field and the new stores' method holding its repository ("Sessions"):
+	// with them the family's wiring is generated. Both empty: the type is wired by hand.
+	family, accessor string
+	// readsKeysBack: the family's hooks copy a change by reading its keys back from the old
+	// store (Layer.mirror, Layer.carts), so the layer gives them a mirror of that store.
+	readsKeysBack bool
 	// write renders a write's body from its call (nil: the interface has no writes).
 	write func(c call) (string, error)
 }
 
 var wrappers = []wrapper{
-	{typ: "dualWriteSessions", iface: "internal/session.Repository", write: sessionWrite},
-	{typ: "dualWriteCarts", iface: "internal/cart.Repository", write: cartWrite},
-	{typ: "dualWriteEvents", iface: "internal/event.Repository", write: recordWrite("internal/event.Event", "ID")},
-	{typ: "dualWriteHistory", iface: "internal/history.Repository", write: recordWrite("internal/history.Entry", "OrderID")},
+	{typ: "dualWriteSessions", iface: "internal/session.Repository", family: "Sessions", accessor: "Sessions", readsKeysBack: true, write: sessionWrite},
+	{typ: "dualWriteCarts", iface: "internal/cart.Repository", family: "Carts", accessor: "Carts", readsKeysBack: true, write: cartWrite},
+	{typ: "dualWriteEvents", iface: "internal/event.Repository", family: "Events", accessor: "Events", readsKeysBack: true, write: recordWrite("internal/event.Event", "ID")},
+	{typ: "dualWriteHistory", iface: "internal/history.Repository", family: "History", accessor: "History", write: recordWrite("internal/history.Entry", "OrderID")},
+	// The catalog is wired by hand (internal/dualwrite's wrappers): it also sets the sink.
 	{typ: "dualWriteCatalog", iface: "internal/catalog.Reader"},
 }
 
@@ -59,8 +73,18 @@ func Generate() ([]byte, error) {
 }
 
 func generate(ws []wrapper, ifaces []ifacegen.Interface) ([]byte, error) {
-	f := ifacegen.NewFile()
+	var wiringImports []string
+	for _, w := range ws {
+		if w.family != "" {
+			// What the generated wiring refers to.
+			wiringImports = []string{ifacegen.Module + "internal/family", ifacegen.Module + "internal/placement"}
+		}
+	}
+	f := ifacegen.NewFile(wiringImports...)
 	for i, w := range ws {
+		if (w.family == "") != (w.accessor == "") || (w.readsKeysBack && w.family == "") {
+			return nil, fmt.Errorf("%s: a wrapper names both its family and its accessor (and reads keys back only then), or neither and is wired by hand", w.typ)
+		}
 		t := f.Type(ifaces[i].Type)
 		f.Printf("// %s is %s under the dual-write layer.\ntype %s struct{ pair[%s] }\n\n", w.typ, t, w.typ, t)
 		for _, m := range ifaces[i].Methods {
@@ -69,7 +93,47 @@ func generate(ws []wrapper, ifaces []ifacegen.Interface) ([]byte, error) {
 			}
 		}
 	}
+	wiring(f, ws, ifaces)
 	return f.Source("wrapgen", "dualwrite")
+}
+
+// wiring renders what puts the families' repositories under the layer: newStores,
+// repoWrapper and readsKeysBack, from the wrappers that name their family.
+func wiring(f *ifacegen.File, ws []wrapper, ifaces []ifacegen.Interface) {
+	var stores, cases, readBack strings.Builder
+	for i, w := range ws {
+		if w.family == "" {
+			continue
+		}
+		t := f.Type(ifaces[i].Type)
+		fmt.Fprintf(&stores, "\t%s() %s\n", w.accessor, t)
+		fmt.Fprintf(&cases, "\tcase family.%s:\n\t\treturn func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {\n\t\t\ts.%s = &%s{pair[%s]{old: s.%s, neu: neu.%s(), m: m, ph: ph}}\n\t\t}\n",
+			w.family, w.accessor, w.typ, t, w.accessor, w.accessor)
+		if w.readsKeysBack {
+			fmt.Fprintf(&readBack, "\tfamily.%s: true,\n", w.family)
+		}
+	}
+	if cases.Len() == 0 {
+		return
+	}
+	f.Printf(`// newStores is what a new store (Cassandra or MongoDB) hands the dual-write wrappers: the
+// repositories of the families both take with dual writes.
+type newStores interface {
+%s}
+
+// repoWrapper puts family f's repository under the layer, its new side from the new store;
+// nil for a family without a generated wrapper.
+func repoWrapper[S newStores](f family.Name) wrapFunc[S] {
+	switch f {
+%s	}
+	return nil
+}
+
+// readsKeysBack are the families whose hooks copy a change by reading its keys back from the
+// old store.
+var readsKeysBack = map[family.Name]bool{
+%s}
+`, stores.String(), cases.String(), readBack.String())
 }
 
 // call is one method as a generated body sees it.

@@ -89,3 +89,39 @@ func TestGenerateFollowsDirectives(t *testing.T) {
 		t.Errorf("a custom method was generated:\n%s", got)
 	}
 }
+
+// An entry naming its family and accessor gets the family's wiring generated: its accessor in
+// newStores, its case in repoWrapper and, when it reads keys back, its readsKeysBack entry;
+// one naming only one of them is refused.
+func TestGenerateWiresFamilies(t *testing.T) {
+	repo := sessionRepo(t, "\t//dualwrite:read\n\tGet(ctx context.Context, id string) (Session, error)\n")
+	w := wrapper{typ: "dualWriteSessions", iface: "internal/session.Repository", family: "Sessions", accessor: "Sessions", readsKeysBack: true, write: sessionWrite}
+	src, err := generate([]wrapper{w}, []ifacegen.Interface{repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(src)
+	for _, want := range []string{
+		"type newStores interface {\n\tSessions() session.Repository\n}",
+		"case family.Sessions:\n\t\treturn func(s *placement.Stores, neu S, m *Layer, ph *familyPhase) {\n\t\t\ts.Sessions = &dualWriteSessions{pair[session.Repository]{old: s.Sessions, neu: neu.Sessions(), m: m, ph: ph}}",
+		"var readsKeysBack = map[family.Name]bool{\n\tfamily.Sessions: true,\n}",
+		`"github.com/shardmart/shardmart/internal/placement"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("generated source lacks\n%s\n---- got:\n%s", want, got)
+		}
+	}
+
+	w.readsKeysBack = false
+	if src, err = generate([]wrapper{w}, []ifacegen.Interface{repo}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(src), "family.Sessions: true") {
+		t.Errorf("a family that does not read keys back is in readsKeysBack:\n%s", src)
+	}
+
+	w.accessor = ""
+	if _, err := generate([]wrapper{w}, []ifacegen.Interface{repo}); err == nil || !strings.Contains(err.Error(), "names both its family and its accessor") {
+		t.Fatalf("generate with a family and no accessor: %v, want a refusal", err)
+	}
+}
