@@ -62,37 +62,38 @@ func staleViews(nodes []Node, views map[int]map[string]bool) []StaleView {
 // faults. A node's gossip can keep a restarted peer DOWN long after the other nodes saw it come
 // back (seen at load 30: for six minutes and more, while the third node saw it UN within
 // seconds); Cassandra does not retry that node's check of the peer, and an operator cures it
-// by restarting the node with the stale view. This waits up to stuck for the ring to
-// converge; if it has not and some views lag behind others', it restarts each lagging observer
-// once (SIGTERM, then StartNode), reports that through logf, and waits again with
-// WaitConverged's own bound.
+// by restarting the node with the stale view. This waits for the ring to converge in rounds of
+// stuck; after each round that ends unconverged it compares the views again (a lag may show
+// only after a peer that was itself still starting is up) and restarts each lagging observer
+// (SIGTERM, then StartNode), at most once per node, reporting that through logf, until ctx ends.
 func (c *Cluster) WaitConvergedRestartingStale(ctx context.Context, stuck time.Duration, logf func(format string, args ...any)) error {
-	first, cancel := context.WithTimeout(ctx, stuck)
-	err := c.WaitConverged(first)
-	cancel()
-	if err == nil || ctx.Err() != nil {
-		return err
-	}
-	stale, verr := c.StaleViews(ctx)
-	if verr != nil {
-		return errors.Join(err, verr)
-	}
-	if len(stale) == 0 {
-		return c.WaitConverged(ctx)
-	}
 	restarted := map[int]bool{}
-	for _, s := range stale {
-		if restarted[s.Observer] {
-			continue
-		}
-		restarted[s.Observer] = true
-		logf("ring not converged after %s: %s; restarting node %d", stuck, s, s.Observer+1)
-		if err := c.StopNode(ctx, s.Observer); err != nil {
+	for {
+		round, cancel := context.WithTimeout(ctx, stuck)
+		err := c.WaitConverged(round)
+		cancel()
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		if err := c.StartNode(ctx, s.Observer); err != nil {
-			return err
+		stale, verr := c.StaleViews(ctx)
+		if verr != nil {
+			if ctx.Err() != nil {
+				return errors.Join(err, verr)
+			}
+			continue // a node mid-start answers no status: ask again after the next round
+		}
+		for _, s := range stale {
+			if restarted[s.Observer] {
+				continue
+			}
+			restarted[s.Observer] = true
+			logf("ring not converged after %s: %s; restarting node %d", stuck, s, s.Observer+1)
+			if err := c.StopNode(ctx, s.Observer); err != nil {
+				return err
+			}
+			if err := c.StartNode(ctx, s.Observer); err != nil {
+				return err
+			}
 		}
 	}
-	return c.WaitConverged(ctx)
 }
