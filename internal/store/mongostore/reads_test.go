@@ -74,15 +74,7 @@ func TestOutboxPositionsAgreeWithPartitions(t *testing.T) {
 // On a replica set a product is read by its _id in one command; the claim path (behind a
 // mongos) reads the claim first. Both find the same product, and both say not found alike.
 func TestProductReadByIDOnAReplicaSet(t *testing.T) {
-	var mu sync.Mutex
-	var finds int
-	s, sharded := liveStoreWith(t, Options{ObserveCommand: func(command string, _ time.Duration, _ error) {
-		if command == "find" {
-			mu.Lock()
-			finds++
-			mu.Unlock()
-		}
-	}})
+	s, sharded, findsOf := liveStoreCountingFinds(t)
 	if sharded != !s.unsharded {
 		t.Fatalf("behind a mongos: %v, but the store says unsharded=%v", sharded, s.unsharded)
 	}
@@ -93,14 +85,9 @@ func TestProductReadByIDOnAReplicaSet(t *testing.T) {
 	if err := s.Products().CreateProduct(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	count := func(read func() (catalog.Product, error)) (int, catalog.Product, error) {
-		mu.Lock()
-		finds = 0
-		mu.Unlock()
-		got, err := read()
-		mu.Lock()
-		defer mu.Unlock()
-		return finds, got, err
+	count := func(read func() (catalog.Product, error)) (n int, got catalog.Product, err error) {
+		n = findsOf(func() { got, err = read() })
+		return n, got, err
 	}
 	wantFinds := 1
 	if sharded {
@@ -128,15 +115,7 @@ func TestProductReadByIDOnAReplicaSet(t *testing.T) {
 // On a replica set an order is read by its _id in one command; the claim path (behind a mongos)
 // reads the order-id claim first. Both find the same order, and both say not found alike.
 func TestOrderReadByIDOnAReplicaSet(t *testing.T) {
-	var mu sync.Mutex
-	var finds int
-	s, sharded := liveStoreWith(t, Options{ObserveCommand: func(command string, _ time.Duration, _ error) {
-		if command == "find" {
-			mu.Lock()
-			finds++
-			mu.Unlock()
-		}
-	}})
+	s, sharded, findsOf := liveStoreCountingFinds(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := time.Now().UTC()
@@ -150,14 +129,9 @@ func TestOrderReadByIDOnAReplicaSet(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("place: created %v, %v", created, err)
 	}
-	count := func(id string) (int, order.Order, error) {
-		mu.Lock()
-		finds = 0
-		mu.Unlock()
-		got, err := s.Orders().GetOrder(ctx, id)
-		mu.Lock()
-		defer mu.Unlock()
-		return finds, got, err
+	count := func(id string) (n int, got order.Order, err error) {
+		n = findsOf(func() { got, err = s.Orders().GetOrder(ctx, id) })
+		return n, got, err
 	}
 	wantFinds := 1
 	if sharded {
@@ -179,5 +153,29 @@ func TestOrderReadByIDOnAReplicaSet(t *testing.T) {
 		if _, _, err := count("no-such-order"); !errors.Is(err, order.ErrNotFound) {
 			t.Errorf("%s: missing order: %v, want order.ErrNotFound", path.name, err)
 		}
+	}
+}
+
+// liveStoreCountingFinds opens the live store with an observer of its find commands; findsOf
+// runs read and returns how many find commands it sent.
+func liveStoreCountingFinds(t *testing.T) (s *Store, sharded bool, findsOf func(read func()) int) {
+	t.Helper()
+	var mu sync.Mutex
+	var finds int
+	s, sharded = liveStoreWith(t, Options{ObserveCommand: func(command string, _ time.Duration, _ error) {
+		if command == "find" {
+			mu.Lock()
+			finds++
+			mu.Unlock()
+		}
+	}})
+	return s, sharded, func(read func()) int {
+		mu.Lock()
+		finds = 0
+		mu.Unlock()
+		read()
+		mu.Lock()
+		defer mu.Unlock()
+		return finds
 	}
 }
