@@ -57,10 +57,13 @@ const (
 type Config map[Family]string
 
 // Embedded is the one-machine default: everything in SQLite.
-func Embedded() Config {
+func Embedded() Config { return All(SQLite) }
+
+// All puts every family on backend.
+func All(backend string) Config {
 	c := Config{}
 	for _, f := range Families {
-		c[f] = SQLite
+		c[f] = backend
 	}
 	return c
 }

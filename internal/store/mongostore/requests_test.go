@@ -99,10 +99,7 @@ type testShop struct {
 func openTestShop(tb testing.TB, ctx context.Context) *testShop {
 	tb.Helper()
 	uri := mongostore.URIForTest(tb)
-	cfg, err := placement.Parse("orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	cfg := placement.All(placement.Mongo)
 	db := fmt.Sprintf("shardmart_cmds_%d", time.Now().UnixNano())
 	tb.Cleanup(func() { dropDatabase(tb, uri, db) })
 	log := newCommandLog()

@@ -19,10 +19,7 @@ import (
 // of wire commands, counted through the driver's command monitor (roundtrips.Budgets).
 func TestRoundTripBudget(t *testing.T) {
 	uri := mongostore.URIForTest(t)
-	cfg, err := placement.Parse("orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := placement.All(placement.Mongo)
 	db := fmt.Sprintf("roundtrips_%d", time.Now().UnixNano())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

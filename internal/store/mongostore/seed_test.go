@@ -19,10 +19,7 @@ import (
 // replica set, as `serve` does on a first start, and proves all of it readable.
 func TestDemoSeedIsCompleteAndFast(t *testing.T) {
 	uri := mongostore.URIForTest(t)
-	cfg, err := placement.Parse("orders=mongo,carts=mongo,sessions=mongo,events=mongo,history=mongo,catalog=mongo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := placement.All(placement.Mongo)
 	took := demotest.SeedAndVerify(t, func(t *testing.T) shop.Config {
 		db := fmt.Sprintf("shardmart_seed_%d", time.Now().UnixNano())
 		t.Cleanup(func() { dropDatabase(t, uri, db) })
