@@ -52,7 +52,11 @@ type ProductSource interface {
 	GetProduct(ctx context.Context, id string) (catalog.Product, error)
 }
 
-// Register installs the handlers on p.
+// Register installs the handlers on p. The cart and the history are what the buyer reads back:
+// entry handlers, applied once per order event by the order's own request (Inline) or, if it
+// did not finish, by the background drain. The catalog read model and the cards are refresh
+// handlers: applied by the request too (another process's product page shows the stock taken
+// once the order answered), and again by the drain, which serialises them across processes.
 func Register(p *outbox.Projector, t Targets) {
 	p.Handle(outbox.TopicOrderPlaced, func(ctx context.Context, m outbox.Message) error {
 		o, err := decodeOrder(m)
@@ -83,11 +87,39 @@ func Register(p *outbox.Projector, t Targets) {
 		return t.History.UpsertEntry(ctx, history.FromOrder(o))
 	})
 	if t.Catalog != nil {
-		RegisterCatalog(p, t.Catalog, t.Products)
+		RegisterCatalog(p.Refreshers(), t.Catalog, t.Products)
 	}
 	if t.Cards != nil {
-		RegisterCards(p, t.Cards)
+		RegisterCards(p.Refreshers(), t.Cards)
 	}
+}
+
+// Inline applies an order's own follow-ups right after its commit (order.FollowUps): the
+// outbox message it committed, applied by the request instead of waiting for a drain of
+// everyone's. Sync waits for a drain of everything committed (the demo seed's catch-up).
+type Inline struct{ P *outbox.Projector }
+
+// Placed applies the follow-ups of o's placement.
+func (a Inline) Placed(ctx context.Context, o order.Order) error {
+	return a.apply(ctx, outbox.TopicOrderPlaced, o)
+}
+
+// StatusChanged applies the follow-ups of o's status change.
+func (a Inline) StatusChanged(ctx context.Context, o order.Order) error {
+	return a.apply(ctx, outbox.TopicOrderStatus, o)
+}
+
+// Sync waits for a drain of every message committed before the call.
+func (a Inline) Sync(ctx context.Context) error { return a.P.Sync(ctx) }
+
+// apply rebuilds the message the order store committed (the same JSON of the same order, under
+// the order's id) so the drain knows it for applied.
+func (a Inline) apply(ctx context.Context, topic string, o order.Order) error {
+	payload, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("encode order %s: %w", o.ID, err)
+	}
+	return a.P.Apply(ctx, outbox.Message{Topic: topic, Key: o.ID, Payload: payload, At: o.UpdatedAt})
 }
 
 // RegisterCatalog feeds a catalog read model: product changes as they come, and the products
@@ -112,7 +144,7 @@ func RegisterCatalog(p Handlers, sink CatalogSink, source ProductSource) {
 		})
 		return
 	}
-	r := &refresher{sink: sink, source: source, held: map[string]*productLock{}}
+	r := &refresher{sink: sink, source: source, held: map[string]*productRefresh{}}
 	p.Handle(outbox.TopicProductChanged, func(ctx context.Context, m outbox.Message) error {
 		var pr catalog.Product
 		if err := json.Unmarshal(m.Payload, &pr); err != nil {
@@ -151,39 +183,84 @@ func RegisterCatalog(p Handlers, sink CatalogSink, source ProductSource) {
 // refreshParallel caps one order's concurrent refreshes (an order has up to cart.MaxItems lines).
 const refreshParallel = 8
 
-// refresher copies products from the store of record to the read model, one product at a
-// time: two refreshes of one product overlapping could write their reads in the other order.
+// refresher copies products from the store of record to the read model, one refresh of a
+// product at a time: two overlapping could write their reads in the other order. Refreshes of
+// one product asked for while one runs are coalesced: they share the next one, which reads
+// after all of them were asked for, so a burst of orders of one product costs two refreshes,
+// not one per order.
 type refresher struct {
 	sink   CatalogSink
 	source ProductSource
 
 	mu   sync.Mutex
-	held map[string]*productLock // products being refreshed, dropped when nobody waits
+	held map[string]*productRefresh // products being refreshed, dropped when none is pending
 }
 
-type productLock struct {
-	sync.Mutex
-	users int // guarded by refresher.mu
+// productRefresh is one product's refreshes: next is the one the callers arriving now share.
+type productRefresh struct {
+	next *refreshRound // guarded by refresher.mu
 }
+
+type refreshRound struct {
+	done    chan struct{}
+	err     error
+	decided bool // a drain shares it (or a caller that is no request): not a provisional copy
+}
+
+// refreshFor bounds a refresh, which runs for every caller sharing it, not under one caller's ctx.
+const refreshFor = 10 * time.Second
 
 func (r *refresher) refresh(ctx context.Context, id string) error {
 	r.mu.Lock()
-	l := r.held[id]
-	if l == nil {
-		l = &productLock{}
-		r.held[id] = l
+	pr := r.held[id]
+	start := pr == nil
+	if start {
+		pr = &productRefresh{}
+		r.held[id] = pr
 	}
-	l.users++
+	if pr.next == nil {
+		pr.next = &refreshRound{done: make(chan struct{})}
+	}
+	round := pr.next
+	round.decided = round.decided || !outbox.ByRequest(ctx)
 	r.mu.Unlock()
-	l.Lock()
-	defer func() {
-		l.Unlock()
+	if start {
+		go r.run(context.WithoutCancel(ctx), id, pr)
+	}
+	select {
+	case <-round.done:
+		return round.err
+	case <-ctx.Done():
+		return fmt.Errorf("refresh product %s: %w", id, ctx.Err())
+	}
+}
+
+// run refreshes id round after round until no caller waits for another.
+func (r *refresher) run(ctx context.Context, id string, pr *productRefresh) {
+	for {
 		r.mu.Lock()
-		if l.users--; l.users == 0 {
+		round := pr.next
+		if round == nil {
 			delete(r.held, id)
+			r.mu.Unlock()
+			return
 		}
+		pr.next = nil
+		decided := round.decided
 		r.mu.Unlock()
-	}()
+		rctx, cancel := context.WithTimeout(ctx, refreshFor)
+		if !decided {
+			// A request's copy: other processes' requests and drains copy the same product
+			// at the same time, in no order; the drain's copy decides (catalog.WithReadAt).
+			rctx = catalog.WithReadAt(rctx, time.Now())
+		}
+		round.err = r.copyProduct(rctx, id)
+		cancel()
+		close(round.done)
+	}
+}
+
+func (r *refresher) copyProduct(ctx context.Context, id string) error {
 	pr, err := r.source.GetProduct(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return nil // gone since: nothing to show
