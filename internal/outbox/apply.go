@@ -154,13 +154,20 @@ func (p *Projector) applyMessage(ctx context.Context, m Message, byDrain bool) e
 		ctx = context.WithValue(ctx, byRequestKey{}, true)
 	}
 	var refreshErr error
+	var refreshPanic any
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// A handler's panic reaches the goroutine that applies the message, as it would
+		// without this one: a crash stays a crash, and a caller that recovers sees it.
+		defer func() { refreshPanic = recover() }()
 		refreshErr = runHandlers(ctx, m, p.refresh[m.Topic])
 	}()
 	entryErr := p.applyEntry(ctx, m, byDrain)
 	<-done
+	if refreshPanic != nil {
+		panic(refreshPanic)
+	}
 	return errors.Join(entryErr, refreshErr)
 }
 

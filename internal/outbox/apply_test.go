@@ -187,3 +187,22 @@ func TestSyncAfterACutDrainStartsAnother(t *testing.T) {
 		t.Errorf("applied %d times in %d drains, want once, in the second", got, p.started)
 	}
 }
+
+// TestRefreshHandlerPanicReachesTheDrain: a refresh handler runs beside the entry handlers, in
+// a goroutine of its own, but its panic is the drain's, as a handler's panic was before: the
+// process crashes, and a caller that recovers (a supervisor, a test) sees it.
+func TestRefreshHandlerPanicReachesTheDrain(t *testing.T) {
+	log := &memLog{cp: map[string]int64{}}
+	p := NewProjector(log, "c", nil)
+	p.Handle("t", func(context.Context, Message) error { return nil })
+	p.Refresh("t", func(context.Context, Message) error { panic("refresh crashed") })
+	log.commitMsg("t", "k", "v")
+	got := func() (r any) {
+		defer func() { r = recover() }()
+		_, _ = p.Drain(context.Background())
+		return nil
+	}()
+	if got != "refresh crashed" {
+		t.Fatalf("the drain recovered %v, want the refresh handler's panic", got)
+	}
+}
