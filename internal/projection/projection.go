@@ -163,17 +163,33 @@ func RegisterCatalog(p Handlers, sink CatalogSink, source ProductSource) {
 		// An order's lines are different products, each refresh serialised per product on
 		// its own: they run at once, a round trip for the order rather than one per line.
 		errs := make([]error, len(o.Items))
-		var wg sync.WaitGroup
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			panicked any
+		)
 		sem := make(chan struct{}, refreshParallel)
 		for i, it := range o.Items {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
-				defer func() { <-sem; wg.Done() }()
+				defer func() {
+					// A refresh's panic is the handler's, as if it ran in the handler's goroutine.
+					if v := recover(); v != nil {
+						mu.Lock()
+						panicked = v
+						mu.Unlock()
+					}
+					<-sem
+					wg.Done()
+				}()
 				errs[i] = r.refresh(ctx, it.ProductID)
 			}()
 		}
 		wg.Wait()
+		if panicked != nil {
+			panic(panicked)
+		}
 		return errors.Join(errs...)
 	}
 	p.Handle(outbox.TopicOrderPlaced, restock)
@@ -202,9 +218,10 @@ type productRefresh struct {
 }
 
 type refreshRound struct {
-	done    chan struct{}
-	err     error
-	decided bool // a drain shares it (or a caller that is no request): not a provisional copy
+	done     chan struct{}
+	err      error
+	panicked any  // the copy's panic, raised again in every caller sharing the round
+	decided  bool // a drain shares it (or a caller that is no request): not a provisional copy
 }
 
 // refreshFor bounds a refresh, which runs for every caller sharing it, not under one caller's ctx.
@@ -229,6 +246,9 @@ func (r *refresher) refresh(ctx context.Context, id string) error {
 	}
 	select {
 	case <-round.done:
+		if round.panicked != nil {
+			panic(round.panicked)
+		}
 		return round.err
 	case <-ctx.Done():
 		return fmt.Errorf("refresh product %s: %w", id, ctx.Err())
@@ -254,10 +274,21 @@ func (r *refresher) run(ctx context.Context, id string, pr *productRefresh) {
 			// at the same time, in no order; the drain's copy decides (catalog.WithReadAt).
 			rctx = catalog.WithReadAt(rctx, time.Now())
 		}
-		round.err = r.copyProduct(rctx, id)
+		round.panicked, round.err = r.copyRecovering(rctx, id)
 		cancel()
 		close(round.done)
 	}
+}
+
+// copyRecovering is copyProduct with its panic returned: it runs in the refresher's goroutine,
+// where nobody could recover it, so the callers sharing the round raise it instead.
+func (r *refresher) copyRecovering(ctx context.Context, id string) (panicked any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = v
+		}
+	}()
+	return nil, r.copyProduct(ctx, id)
 }
 
 func (r *refresher) copyProduct(ctx context.Context, id string) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/projection"
 )
 
@@ -131,17 +132,40 @@ func TestCatalogStockConcurrentFollowUps(t *testing.T) {
 // TestProvisionalCatalogCopy: a request's own copy of a product (catalog.WithReadAt) is ordered
 // by when it read the store of record: a copy read before the projector's write loses to it,
 // one read after wins, and one that would move a search key (a price read stale) is left to
-// the projector.
+// the projector. A product the projector has not copied yet is written by the request (its
+// page shows it), without search rows, and the projector's copy wins over it.
 func TestProvisionalCatalogCopy(t *testing.T) {
 	ctx := context.Background()
 	placed := openPlaced(t)
 	id := fmt.Sprintf("prov%d", time.Now().UnixNano()%1e12)
 	now := time.Now()
-	p := catalog.Product{ID: id, Name: "Mug", Category: "mugs", Price: money.MustParse("12.50"),
+	p := catalog.Product{ID: id, Name: "Mug", Category: "mugs-" + id, Price: money.MustParse("12.50"),
 		Stock: map[string]int64{"eu-west": 90}, CreatedAt: now, UpdatedAt: now}
 	readBefore := time.Now()
+	inSearch := func() bool {
+		t.Helper()
+		page, err := placed.Catalog.SearchProducts(ctx, catalog.Search{Category: p.Category, Page: paging.Request{Limit: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Items) == 1 && page.Items[0].ID == id
+	}
+	first := p
+	first.Stock = map[string]int64{"eu-west": 95}
+	if err := placed.CatalogSink.UpsertProduct(catalog.WithReadAt(ctx, time.Now()), first); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := placed.Catalog.GetProduct(ctx, id); err != nil || m.Stock["eu-west"] != 95 {
+		t.Fatalf("product page after a request's copy of a product not in the read model: %+v, %v; want stock 95", m, err)
+	}
+	if inSearch() {
+		t.Error("a request's copy of a new product wrote its search rows, which are the projector's")
+	}
 	if err := placed.CatalogSink.UpsertProduct(ctx, p); err != nil { // the projector's copy
 		t.Fatal(err)
+	}
+	if !inSearch() {
+		t.Error("the projector's copy left the product out of search")
 	}
 	stockAndPrice := func() (int64, money.Amount) {
 		t.Helper()
