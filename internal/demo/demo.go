@@ -97,7 +97,8 @@ func Seed(ctx context.Context, s *placement.Stores, orders *order.Service, carts
 	// A catalog read model in another store gets every product through the projector, more
 	// than one drain applies within its bound: apply them all before the first order, whose
 	// checkout waits for its own follow-ups only (a cart stays frozen until they are applied).
-	if err := catchUp(ctx, orders.Projector); err != nil {
+	sy, _ := orders.FollowUps.(order.Syncer)
+	if err := catchUp(ctx, sy); err != nil {
 		return res, fmt.Errorf("demo: apply the products' follow-ups: %w", err)
 	}
 

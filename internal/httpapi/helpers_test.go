@@ -102,7 +102,7 @@ func wire(s *placement.Stores, adminToken string, logger *slog.Logger) (Deps, *o
 			Accounts: &account.Service{Users: s.Users, Sessions: sessions, Carts: carts, Now: time.Now},
 			Sessions: sessions,
 			Carts:    carts,
-			Orders:   &order.Service{Orders: s.Orders, Carts: carts, Projector: projector, Now: time.Now, Logger: logger},
+			Orders:   &order.Service{Orders: s.Orders, Carts: carts, FollowUps: projection.Inline{P: projector}, Now: time.Now, Logger: logger},
 			History:  s.History, Catalog: s.Catalog, Products: s.Products, Events: s.Events,
 		},
 		AdminToken: adminToken,

@@ -186,9 +186,9 @@ func TestTraceOfACartEdit(t *testing.T) {
 	}
 }
 
-// TestCheckoutTraceShowsProjectorSync: the order's read-your-writes Sync is a span of the
-// request, and so are the projector's statements it waits for.
-func TestCheckoutTraceShowsProjectorSync(t *testing.T) {
+// TestCheckoutTraceShowsProjectorApply: the order's own follow-ups (read-your-writes) are a
+// span of the request, and so are their statements.
+func TestCheckoutTraceShowsProjectorApply(t *testing.T) {
 	e, tr := newTracedEnv(t, 1)
 	e.product(t, "p1", "books", "9.99", 10)
 	token, _ := e.user(t)
@@ -201,10 +201,10 @@ func TestCheckoutTraceShowsProjectorSync(t *testing.T) {
 	for _, s := range spans {
 		byID[s.SpanID] = s
 	}
-	// underSync finds s's projector.sync ancestor, if any.
+	// underSync finds s's projector.apply ancestor, if any.
 	underSync := func(s tracing.Span) (tracing.Span, bool) {
 		for p, ok := byID[s.ParentID]; ok; p, ok = byID[p.ParentID] {
-			if p.Name == "projector.sync" && p.Attrs[string(tracing.KeyKind)] == tracing.KindSync {
+			if p.Name == "projector.apply" && p.Attrs[string(tracing.KeyKind)] == tracing.KindSync {
 				return p, true
 			}
 		}
@@ -227,12 +227,12 @@ func TestCheckoutTraceShowsProjectorSync(t *testing.T) {
 		if sync, ok := underSync(s); ok {
 			synced++
 			if s.Start.Before(sync.Start) || s.End.After(sync.End) {
-				t.Errorf("statement %s [%v, %v] outside projector.sync [%v, %v]", s.Name, s.Start, s.End, sync.Start, sync.End)
+				t.Errorf("statement %s [%v, %v] outside projector.apply [%v, %v]", s.Name, s.Start, s.End, sync.Start, sync.End)
 			}
 		}
 	}
 	if synced == 0 {
-		t.Error("no statement of the checkout ran under projector.sync: the projector's work it waits for is not in the trace")
+		t.Error("no statement of the checkout ran under projector.apply: the order's follow-ups are not in the trace")
 	}
 	for _, b := range tracing.Summarize(spans, nil) {
 		if b.Request == "POST /v1/orders" {

@@ -22,17 +22,24 @@ type Checkouts interface {
 	EndCheckout(ctx context.Context, owner cart.Owner, cartID, orderID string) error
 }
 
-// Syncer applies outbox follow-ups right after a commit so the caller reads its own writes;
-// the background projector is what guarantees they happen.
+// Syncer waits until every outbox follow-up committed before the call is applied.
 type Syncer interface {
 	Sync(ctx context.Context) error
+}
+
+// FollowUps applies the follow-ups of one order event the caller just committed (the cart
+// ordered, the buyer's history, the catalog's stock), that event's alone: an order never waits
+// on another user's. The background projector applies whatever a caller did not finish.
+type FollowUps interface {
+	Placed(ctx context.Context, o Order) error
+	StatusChanged(ctx context.Context, o Order) error
 }
 
 // Service places orders from carts (ORD-1).
 type Service struct {
 	Orders    Repository
 	Carts     Checkouts
-	Projector Syncer
+	FollowUps FollowUps
 	// SyncWait bounds how long an order or a status change waits for its follow-ups before it
 	// answers (they are committed with it, and the projector applies them in any case); 0 is
 	// DefaultSyncWait.
@@ -41,19 +48,22 @@ type Service struct {
 	Logger   *slog.Logger
 }
 
-// DefaultSyncWait: a drain takes milliseconds; seconds mean a follow-up's store is sick (a
+// DefaultSyncWait: follow-ups take milliseconds; seconds mean a follow-up's store is sick (a
 // node frozen or restarting), and the order, already placed, must not wait on it.
 const DefaultSyncWait = 1500 * time.Millisecond
 
-// sync applies the follow-ups of what the caller committed, waiting at most SyncWait.
-func (s *Service) sync(ctx context.Context) error {
+// followUp applies the follow-ups of the event the caller committed, waiting at most SyncWait;
+// past it, or on an error, the projector applies them.
+func (s *Service) followUp(ctx context.Context, what string, o Order, apply func(context.Context, Order) error) {
 	wait := s.SyncWait
 	if wait <= 0 {
 		wait = DefaultSyncWait
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	return s.Projector.Sync(ctx)
+	if err := apply(ctx, o); err != nil {
+		s.logger().Warn(what+" committed; follow-ups deferred to the projector", "order", o.ID, "err", err)
+	}
 }
 
 var keyPattern = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`)
@@ -139,10 +149,8 @@ func (s *Service) PlaceFromCart(ctx context.Context, userID, zone, key string) (
 	if !created { // a concurrent retry with the same key won the race
 		return replay(o, zone)
 	}
-	if s.Projector != nil {
-		if err := s.sync(ctx); err != nil {
-			s.logger().Warn("order committed; follow-ups deferred to the projector", "order", o.ID, "err", err)
-		}
+	if s.FollowUps != nil {
+		s.followUp(ctx, "order", o, s.FollowUps.Placed)
 	}
 	return o, created, nil
 }
@@ -185,10 +193,8 @@ func (s *Service) Transition(ctx context.Context, id string, to Status) (Order, 
 	if err != nil {
 		return Order{}, err
 	}
-	if s.Projector != nil {
-		if err := s.sync(ctx); err != nil {
-			s.logger().Warn("status committed; follow-ups deferred to the projector", "order", o.ID, "err", err)
-		}
+	if s.FollowUps != nil {
+		s.followUp(ctx, "status", o, s.FollowUps.StatusChanged)
 	}
 	return o, nil
 }

@@ -81,7 +81,9 @@ type Handler func(ctx context.Context, m Message) error
 type Projector struct {
 	log      Log
 	consumer string
-	handlers map[string][]Handler
+	handlers map[string][]Handler // entry handlers (apply.go)
+	refresh  map[string][]Handler // refresh handlers (apply.go)
+	claims   claims
 	logger   *slog.Logger
 	batch    int
 	// Workers is how many keys of a batch are applied at once (default 16), partitions being
@@ -99,6 +101,9 @@ type Projector struct {
 	started  uint64 // drains started by Sync
 	finished uint64 // the generation of the last finished Sync drain
 	syncErr  error  // its error
+	syncCut  bool   // it ran out of its time bound: its error says nothing of the waiters' messages
+	// drainLimit bounds each drain Sync or Run starts (RunDrainTimeout).
+	drainLimit time.Duration
 	// OnApplied, if set, observes every applied message (metrics, tests).
 	OnApplied func(m Message)
 
@@ -112,8 +117,9 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p := &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{},
-		logger: logger, batch: 256, Workers: 16, wake: make(chan struct{}, 1), holder: processHolder()}
+	p := &Projector{log: log, consumer: consumer, handlers: map[string][]Handler{}, refresh: map[string][]Handler{},
+		logger: logger, batch: 256, Workers: 16, wake: make(chan struct{}, 1), holder: processHolder(),
+		drainLimit: RunDrainTimeout}
 	return p
 }
 
@@ -123,7 +129,9 @@ func NewProjector(log Log, consumer string, logger *slog.Logger) *Projector {
 // The drain runs detached from the caller that started it, bounded by RunDrainTimeout: a
 // caller whose ctx ends returns ctx's error at once, whether it started the drain or waits on
 // another's, and the drain goes on for the others (a caller must never answer past its own
-// deadline, and one caller giving up must not cut the drain everyone waits on).
+// deadline, and one caller giving up must not cut the drain everyone waits on). A drain cut by
+// its own bound kept its progress but may not have reached the caller's messages: the caller
+// waits for another drain then, until its ctx ends.
 func (p *Projector) Sync(ctx context.Context) (err error) {
 	if sctx, sp := tracing.Child(ctx, "projector.sync", tracing.KindSync); sp != nil {
 		ctx = sctx
@@ -131,40 +139,52 @@ func (p *Projector) Sync(ctx context.Context) (err error) {
 	}
 	p.syncMu.Lock()
 	need := p.started + 1 // a drain already running may have read the outbox before our commit
-	for p.finished < need {
-		done := p.drained
-		if done == nil {
-			done = make(chan struct{})
-			p.drained = done
-			p.started++
-			gen := p.started
-			dctx := context.WithoutCancel(ctx)
-			go func() {
-				_, derr := p.drainAll(dctx, true, RunDrainTimeout)
-				p.syncMu.Lock()
-				p.drained, p.finished, p.syncErr = nil, gen, derr
-				p.syncMu.Unlock()
-				close(done)
-			}()
-		}
-		p.syncMu.Unlock()
-		endWait := tracing.Wait(ctx, "projector.wait_drain")
-		select {
-		case <-done:
-		case <-ctx.Done():
+	for {
+		for p.finished < need {
+			done := p.drained
+			if done == nil {
+				done = make(chan struct{})
+				p.drained = done
+				p.started++
+				gen := p.started
+				dctx := context.WithoutCancel(ctx)
+				go func() {
+					_, derr := p.drainAll(dctx, true, p.drainLimit)
+					p.syncMu.Lock()
+					p.drained, p.finished, p.syncErr = nil, gen, derr
+					p.syncCut = errors.Is(derr, errDrainCut)
+					p.syncMu.Unlock()
+					close(done)
+				}()
+			}
+			p.syncMu.Unlock()
+			endWait := tracing.Wait(ctx, "projector.wait_drain")
+			select {
+			case <-done:
+			case <-ctx.Done():
+				endWait()
+				return fmt.Errorf("outbox: waiting for a drain: %w", ctx.Err())
+			}
 			endWait()
-			return fmt.Errorf("outbox: waiting for a drain: %w", ctx.Err())
+			p.syncMu.Lock()
 		}
-		endWait()
-		p.syncMu.Lock()
+		if !p.syncCut {
+			break
+		}
+		// Only one Sync drain runs at a time: the next one starts after this one finished,
+		// after the caller's commit.
+		need = p.finished + 1
 	}
 	err = p.syncErr
 	p.syncMu.Unlock()
 	return err
 }
 
-// Handle registers h for topic; several handlers of one topic run in registration order.
-// Register everything before Run or Drain.
+// errDrainCut marks the error of a drain that ran out of its own time bound.
+var errDrainCut = errors.New("outbox: drain ran out of its time bound")
+
+// Handle registers h for topic as an entry handler (see Apply); several handlers of one topic
+// run in registration order. Register everything before Run, Drain or Apply.
 func (p *Projector) Handle(topic string, h Handler) { p.handlers[topic] = append(p.handlers[topic], h) }
 
 // Drain applies every message after the checkpoint of every partition and returns how many it
@@ -179,15 +199,21 @@ func (p *Projector) Drain(ctx context.Context) (int, error) { return p.drainAll(
 // drainAll is Drain; with wait it waits for the lease instead of leaving the work to its
 // holder: Sync must know its own commit is applied. A limit > 0 bounds the drain from when it
 // holds the projector: time spent waiting behind a Sync's drain is not the drain's.
-func (p *Projector) drainAll(ctx context.Context, wait bool, limit time.Duration) (int, error) {
+func (p *Projector) drainAll(ctx context.Context, wait bool, limit time.Duration) (n int, err error) {
 	endWait := tracing.Wait(ctx, "projector.wait_drain_lock")
 	p.mu.Lock()
 	endWait()
 	defer p.mu.Unlock()
 	if limit > 0 {
+		parent := ctx
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
+		defer func() {
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
+				err = fmt.Errorf("%w: %w", errDrainCut, err)
+			}
+		}()
 	}
 	var ls *lease
 	if l, ok := p.log.(Leaser); ok {
@@ -395,11 +421,9 @@ func (p *Projector) applyBatch(ctx context.Context, msgs []Message) (int, error)
 			}()
 			for _, i := range byKey[key] {
 				m := msgs[i]
-				for _, h := range p.handlers[m.Topic] {
-					if err := h(ctx, m); err != nil {
-						errs[k] = fmt.Errorf("outbox: apply %s #%d: %w", m.Topic, m.Seq, err)
-						return // later messages of this key wait for this one
-					}
+				if err := p.applyMessage(ctx, m, true); err != nil {
+					errs[k] = err
+					return // later messages of this key wait for this one
 				}
 				ok[i] = true
 				if p.OnApplied != nil {
@@ -444,7 +468,7 @@ func (p *Projector) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		_, err := p.drainAll(ctx, false, RunDrainTimeout)
+		_, err := p.drainAll(ctx, false, p.drainLimit)
 		if err != nil && ctx.Err() == nil {
 			p.logger.Warn("projector drain failed; will retry", "consumer", p.consumer, "err", err)
 		}

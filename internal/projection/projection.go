@@ -52,7 +52,11 @@ type ProductSource interface {
 	GetProduct(ctx context.Context, id string) (catalog.Product, error)
 }
 
-// Register installs the handlers on p.
+// Register installs the handlers on p. The cart and the history are what the buyer reads back:
+// entry handlers, applied once per order event by the order's own request (Inline) or, if it
+// did not finish, by the background drain. The catalog read model and the cards are refresh
+// handlers: applied by the request too (another process's product page shows the stock taken
+// once the order answered), and again by the drain, which serialises them across processes.
 func Register(p *outbox.Projector, t Targets) {
 	p.Handle(outbox.TopicOrderPlaced, func(ctx context.Context, m outbox.Message) error {
 		o, err := decodeOrder(m)
@@ -83,11 +87,39 @@ func Register(p *outbox.Projector, t Targets) {
 		return t.History.UpsertEntry(ctx, history.FromOrder(o))
 	})
 	if t.Catalog != nil {
-		RegisterCatalog(p, t.Catalog, t.Products)
+		RegisterCatalog(p.Refreshers(), t.Catalog, t.Products)
 	}
 	if t.Cards != nil {
-		RegisterCards(p, t.Cards)
+		RegisterCards(p.Refreshers(), t.Cards)
 	}
+}
+
+// Inline applies an order's own follow-ups right after its commit (order.FollowUps): the
+// outbox message it committed, applied by the request instead of waiting for a drain of
+// everyone's. Sync waits for a drain of everything committed (the demo seed's catch-up).
+type Inline struct{ P *outbox.Projector }
+
+// Placed applies the follow-ups of o's placement.
+func (a Inline) Placed(ctx context.Context, o order.Order) error {
+	return a.apply(ctx, outbox.TopicOrderPlaced, o)
+}
+
+// StatusChanged applies the follow-ups of o's status change.
+func (a Inline) StatusChanged(ctx context.Context, o order.Order) error {
+	return a.apply(ctx, outbox.TopicOrderStatus, o)
+}
+
+// Sync waits for a drain of every message committed before the call.
+func (a Inline) Sync(ctx context.Context) error { return a.P.Sync(ctx) }
+
+// apply rebuilds the message the order store committed (the same JSON of the same order, under
+// the order's id) so the drain knows it for applied.
+func (a Inline) apply(ctx context.Context, topic string, o order.Order) error {
+	payload, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("encode order %s: %w", o.ID, err)
+	}
+	return a.P.Apply(ctx, outbox.Message{Topic: topic, Key: o.ID, Payload: payload, At: o.UpdatedAt})
 }
 
 // RegisterCatalog feeds a catalog read model: product changes as they come, and the products
@@ -112,7 +144,7 @@ func RegisterCatalog(p Handlers, sink CatalogSink, source ProductSource) {
 		})
 		return
 	}
-	r := &refresher{sink: sink, source: source, held: map[string]*productLock{}}
+	r := &refresher{sink: sink, source: source, held: map[string]*productRefresh{}}
 	p.Handle(outbox.TopicProductChanged, func(ctx context.Context, m outbox.Message) error {
 		var pr catalog.Product
 		if err := json.Unmarshal(m.Payload, &pr); err != nil {
@@ -131,17 +163,33 @@ func RegisterCatalog(p Handlers, sink CatalogSink, source ProductSource) {
 		// An order's lines are different products, each refresh serialised per product on
 		// its own: they run at once, a round trip for the order rather than one per line.
 		errs := make([]error, len(o.Items))
-		var wg sync.WaitGroup
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			panicked any
+		)
 		sem := make(chan struct{}, refreshParallel)
 		for i, it := range o.Items {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
-				defer func() { <-sem; wg.Done() }()
+				defer func() {
+					// A refresh's panic is the handler's, as if it ran in the handler's goroutine.
+					if v := recover(); v != nil {
+						mu.Lock()
+						panicked = v
+						mu.Unlock()
+					}
+					<-sem
+					wg.Done()
+				}()
 				errs[i] = r.refresh(ctx, it.ProductID)
 			}()
 		}
 		wg.Wait()
+		if panicked != nil {
+			panic(panicked)
+		}
 		return errors.Join(errs...)
 	}
 	p.Handle(outbox.TopicOrderPlaced, restock)
@@ -151,39 +199,99 @@ func RegisterCatalog(p Handlers, sink CatalogSink, source ProductSource) {
 // refreshParallel caps one order's concurrent refreshes (an order has up to cart.MaxItems lines).
 const refreshParallel = 8
 
-// refresher copies products from the store of record to the read model, one product at a
-// time: two refreshes of one product overlapping could write their reads in the other order.
+// refresher copies products from the store of record to the read model, one refresh of a
+// product at a time: two overlapping could write their reads in the other order. Refreshes of
+// one product asked for while one runs are coalesced: they share the next one, which reads
+// after all of them were asked for, so a burst of orders of one product costs two refreshes,
+// not one per order.
 type refresher struct {
 	sink   CatalogSink
 	source ProductSource
 
 	mu   sync.Mutex
-	held map[string]*productLock // products being refreshed, dropped when nobody waits
+	held map[string]*productRefresh // products being refreshed, dropped when none is pending
 }
 
-type productLock struct {
-	sync.Mutex
-	users int // guarded by refresher.mu
+// productRefresh is one product's refreshes: next is the one the callers arriving now share.
+type productRefresh struct {
+	next *refreshRound // guarded by refresher.mu
 }
+
+type refreshRound struct {
+	done     chan struct{}
+	err      error
+	panicked any  // the copy's panic, raised again in every caller sharing the round
+	decided  bool // a drain shares it (or a caller that is no request): not a provisional copy
+}
+
+// refreshFor bounds a refresh, which runs for every caller sharing it, not under one caller's ctx.
+const refreshFor = 10 * time.Second
 
 func (r *refresher) refresh(ctx context.Context, id string) error {
 	r.mu.Lock()
-	l := r.held[id]
-	if l == nil {
-		l = &productLock{}
-		r.held[id] = l
+	pr := r.held[id]
+	start := pr == nil
+	if start {
+		pr = &productRefresh{}
+		r.held[id] = pr
 	}
-	l.users++
+	if pr.next == nil {
+		pr.next = &refreshRound{done: make(chan struct{})}
+	}
+	round := pr.next
+	round.decided = round.decided || !outbox.ByRequest(ctx)
 	r.mu.Unlock()
-	l.Lock()
-	defer func() {
-		l.Unlock()
-		r.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(r.held, id)
+	if start {
+		go r.run(context.WithoutCancel(ctx), id, pr)
+	}
+	select {
+	case <-round.done:
+		if round.panicked != nil {
+			panic(round.panicked)
 		}
+		return round.err
+	case <-ctx.Done():
+		return fmt.Errorf("refresh product %s: %w", id, ctx.Err())
+	}
+}
+
+// run refreshes id round after round until no caller waits for another.
+func (r *refresher) run(ctx context.Context, id string, pr *productRefresh) {
+	for {
+		r.mu.Lock()
+		round := pr.next
+		if round == nil {
+			delete(r.held, id)
+			r.mu.Unlock()
+			return
+		}
+		pr.next = nil
+		decided := round.decided
 		r.mu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, refreshFor)
+		if !decided {
+			// A request's copy: other processes' requests and drains copy the same product
+			// at the same time, in no order; the drain's copy decides (catalog.WithReadAt).
+			rctx = catalog.WithReadAt(rctx, time.Now())
+		}
+		round.panicked, round.err = r.copyRecovering(rctx, id)
+		cancel()
+		close(round.done)
+	}
+}
+
+// copyRecovering is copyProduct with its panic returned: it runs in the refresher's goroutine,
+// where nobody could recover it, so the callers sharing the round raise it instead.
+func (r *refresher) copyRecovering(ctx context.Context, id string) (panicked any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = v
+		}
 	}()
+	return nil, r.copyProduct(ctx, id)
+}
+
+func (r *refresher) copyProduct(ctx context.Context, id string) error {
 	pr, err := r.source.GetProduct(ctx, id)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return nil // gone since: nothing to show

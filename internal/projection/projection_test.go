@@ -147,7 +147,7 @@ func TestStatusChangesReachHistory(t *testing.T) {
 	}
 	proj := outbox.NewProjector(db.Outbox(), projection.Consumer, nil)
 	projection.Register(proj, projection.Targets{Carts: db.Carts(), History: db.History()})
-	svc := &order.Service{Orders: db.Orders(), Carts: &cart.Service{Carts: db.Carts(), Orders: db.Orders(), Now: time.Now}, Projector: proj, Now: time.Now}
+	svc := &order.Service{Orders: db.Orders(), Carts: &cart.Service{Carts: db.Carts(), Orders: db.Orders(), Now: time.Now}, FollowUps: projection.Inline{P: proj}, Now: time.Now}
 	o, created, err := svc.PlaceFromCart(ctx, "u1", "eu", "key-1")
 	if err != nil || !created || o.CartID != c.ID {
 		t.Fatalf("place: %v created=%v cart=%s", err, created, o.CartID)

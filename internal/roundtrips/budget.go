@@ -15,7 +15,7 @@ var Budgets = []Budget{
 	{Embedded, CartView, 4},
 	{Embedded, Event, 2},
 	{Embedded, Login, 19},
-	{Embedded, Checkout, 27},
+	{Embedded, Checkout, 20},
 	{Embedded, OrderView, 2},
 	{Embedded, History, 2},
 
@@ -28,7 +28,7 @@ var Budgets = []Budget{
 	{Cassandra, CartView, 3},
 	{Cassandra, Event, 2},
 	{Cassandra, Login, 14},
-	{Cassandra, Checkout, 36},
+	{Cassandra, Checkout, 29},
 	{Cassandra, OrderView, 2},
 	{Cassandra, History, 3},
 
@@ -41,7 +41,7 @@ var Budgets = []Budget{
 	{MongoDB, CartView, 3},
 	{MongoDB, Event, 2},
 	{MongoDB, Login, 10},
-	{MongoDB, Checkout, 18},
+	{MongoDB, Checkout, 13},
 	{MongoDB, OrderView, 3},
 	{MongoDB, History, 2},
 }

@@ -138,7 +138,7 @@ func Open(ctx context.Context, c Config) (*Shop, error) {
 	return &Shop{
 		Stores:     st,
 		Carts:      carts,
-		Orders:     &order.Service{Orders: st.Orders, Carts: carts, Projector: p, Now: c.Now, Logger: c.Logger},
+		Orders:     &order.Service{Orders: st.Orders, Carts: carts, FollowUps: projection.Inline{P: p}, Now: c.Now, Logger: c.Logger},
 		Sessions:   sessions,
 		Accounts:   &account.Service{Users: st.Users, Sessions: sessions, Carts: carts, Now: c.Now},
 		Projector:  p,

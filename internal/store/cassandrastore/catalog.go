@@ -90,7 +90,16 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	if at.Before(p.CreatedAt) {
 		at = p.CreatedAt
 	}
+	readAt, provisional := catalog.ReadAt(ctx)
 	wt := max(writeTime(at), oldWrite+1, projectorWriteTime())
+	if provisional {
+		// An order's request copying the stock it took: at the time it read the store of
+		// record, so it loses to every copy that read later, and to the projector's, which
+		// writes at its own later time; only a copy that read after them wins, and it read a
+		// state at least as new. Its read may be older than another request's that started
+		// before it, which the projector's copy of that newer change, later, overwrites.
+		wt = max(writeTime(at), readAt.UTC().UnixMicro())
+	}
 	attrs, stock := p.Attributes, p.Stock
 	if attrs == nil {
 		attrs = map[string]string{}
@@ -121,7 +130,19 @@ func (c *Catalog) UpsertProduct(ctx context.Context, p catalog.Product) error {
 	sameKeys := exists && !old.Inactive && !p.Inactive && old.Category == p.Category && old.Price == p.Price &&
 		old.CreatedAt.Equal(p.CreatedAt.Truncate(time.Millisecond))
 	steps := [][]*gocql.Query{append([]*gocql.Query{row}, inserts...)}
-	if !sameKeys {
+	switch {
+	case provisional && !exists:
+		// A product the projector has not copied yet (created a moment ago, its message not
+		// drained): the request that ordered it promised its page, so the product row is
+		// written, at the version's own time, below every projector copy, which always wins
+		// over it. No search rows: the projector writes them with its own row, so no row of
+		// this older read can stay under a key that the product row no longer names.
+		steps = [][]*gocql.Query{{q(productInsert, append(cols, writeTime(at))...)}}
+	case provisional && !sameKeys:
+		// Moving search rows is the projector's: a provisional copy from an older read could
+		// leave a row under a key that no product row names.
+		return nil
+	case !sameKeys:
 		// New keys: their rows only once the product row names them, old ones gone first.
 		steps = [][]*gocql.Query{deletes, {row}, inserts}
 	}

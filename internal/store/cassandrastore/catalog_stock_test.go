@@ -13,6 +13,7 @@ import (
 	"github.com/shardmart/shardmart/internal/money"
 	"github.com/shardmart/shardmart/internal/order"
 	"github.com/shardmart/shardmart/internal/outbox"
+	"github.com/shardmart/shardmart/internal/paging"
 	"github.com/shardmart/shardmart/internal/projection"
 )
 
@@ -125,5 +126,77 @@ func TestCatalogStockConcurrentFollowUps(t *testing.T) {
 	wg.Wait()
 	if model, store := st.modelStock(t, id); model != store || store != 88 {
 		t.Errorf("read model stock %d after every follow-up, the store holds %d (want 88)", model, store)
+	}
+}
+
+// TestProvisionalCatalogCopy: a request's own copy of a product (catalog.WithReadAt) is ordered
+// by when it read the store of record: a copy read before the projector's write loses to it,
+// one read after wins, and one that would move a search key (a price read stale) is left to
+// the projector. A product the projector has not copied yet is written by the request (its
+// page shows it), without search rows, and the projector's copy wins over it.
+func TestProvisionalCatalogCopy(t *testing.T) {
+	ctx := context.Background()
+	placed := openPlaced(t)
+	id := fmt.Sprintf("prov%d", time.Now().UnixNano()%1e12)
+	now := time.Now()
+	p := catalog.Product{ID: id, Name: "Mug", Category: "mugs-" + id, Price: money.MustParse("12.50"),
+		Stock: map[string]int64{"eu-west": 90}, CreatedAt: now, UpdatedAt: now}
+	readBefore := time.Now()
+	inSearch := func() bool {
+		t.Helper()
+		page, err := placed.Catalog.SearchProducts(ctx, catalog.Search{Category: p.Category, Page: paging.Request{Limit: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Items) == 1 && page.Items[0].ID == id
+	}
+	first := p
+	first.Stock = map[string]int64{"eu-west": 95}
+	if err := placed.CatalogSink.UpsertProduct(catalog.WithReadAt(ctx, time.Now()), first); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := placed.Catalog.GetProduct(ctx, id); err != nil || m.Stock["eu-west"] != 95 {
+		t.Fatalf("product page after a request's copy of a product not in the read model: %+v, %v; want stock 95", m, err)
+	}
+	if inSearch() {
+		t.Error("a request's copy of a new product wrote its search rows, which are the projector's")
+	}
+	if err := placed.CatalogSink.UpsertProduct(ctx, p); err != nil { // the projector's copy
+		t.Fatal(err)
+	}
+	if !inSearch() {
+		t.Error("the projector's copy left the product out of search")
+	}
+	stockAndPrice := func() (int64, money.Amount) {
+		t.Helper()
+		m, err := placed.Catalog.GetProduct(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Stock["eu-west"], m.Price
+	}
+	stale := p
+	stale.Stock = map[string]int64{"eu-west": 100}
+	if err := placed.CatalogSink.UpsertProduct(catalog.WithReadAt(ctx, readBefore), stale); err != nil {
+		t.Fatal(err)
+	}
+	if stock, _ := stockAndPrice(); stock != 90 {
+		t.Errorf("stock %d after a copy read before the projector's, want the projector's 90", stock)
+	}
+	later := p
+	later.Stock = map[string]int64{"eu-west": 80}
+	if err := placed.CatalogSink.UpsertProduct(catalog.WithReadAt(ctx, time.Now()), later); err != nil {
+		t.Fatal(err)
+	}
+	if stock, _ := stockAndPrice(); stock != 80 {
+		t.Errorf("stock %d after a copy read after the projector's, want its 80", stock)
+	}
+	moved := later
+	moved.Price = money.MustParse("9.00")
+	if err := placed.CatalogSink.UpsertProduct(catalog.WithReadAt(ctx, time.Now()), moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, price := stockAndPrice(); price != p.Price {
+		t.Errorf("price %s after a provisional copy with another price, want the projector's %s", price, p.Price)
 	}
 }

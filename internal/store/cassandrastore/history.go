@@ -60,15 +60,15 @@ func bucketOf(t time.Time) int {
 
 // UpsertEntry writes the entry at write time = its UpdatedAt, so a replayed older status
 // (the projector delivers at least once) can never overwrite a newer one, and replaying the
-// same entry rewrites the same row. The bucket index is written first: a reader never
-// misses an entry because its month is not listed yet.
+// same entry rewrites the same row. The bucket index and the entry are two partitions written
+// at once (one round trip on a checkout's path, not two): the entry is complete, for the
+// buyer's read after the checkout, once both are; if only the entry is written, the error has
+// the outbox apply the entry again, and a reader misses it until then, as it misses one not
+// applied yet.
 func (r *historyRepo) UpsertEntry(ctx context.Context, e history.Entry) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
 	b := bucketOf(e.PlacedAt)
-	if err := r.p.idempotent(ctx, r.s.Query(historyBucketInsert, e.UserID, b).Consistency(r.p.levels().History)).Exec(); err != nil {
-		return fmt.Errorf("history bucket: %w", err)
-	}
 	lines := make([]orderLine, len(e.Items))
 	for i, it := range e.Items {
 		lines[i] = orderLine{ProductID: it.ProductID, Category: it.Category, Name: it.Name, Quantity: it.Quantity, UnitPrice: int64(it.UnitPrice)}
@@ -77,10 +77,12 @@ func (r *historyRepo) UpsertEntry(ctx context.Context, e history.Entry) error {
 	if at.Before(e.PlacedAt) {
 		at = e.PlacedAt
 	}
-	err := r.p.idempotent(ctx, r.s.Query(historyInsert, e.UserID, b, ts(e.PlacedAt), e.OrderID, string(e.Status), e.Zone, int64(e.Total), ts(e.UpdatedAt), lines,
-		writeTime(at)).Consistency(r.p.levels().History)).Exec()
-	if err != nil {
-		return fmt.Errorf("history entry: %w", err)
+	level := r.p.levels().History
+	bucket := r.p.idempotent(ctx, r.s.Query(historyBucketInsert, e.UserID, b).Consistency(level))
+	entry := r.p.idempotent(ctx, r.s.Query(historyInsert, e.UserID, b, ts(e.PlacedAt), e.OrderID, string(e.Status), e.Zone, int64(e.Total), ts(e.UpdatedAt), lines,
+		writeTime(at)).Consistency(level))
+	if err := execAll([]*gocql.Query{bucket, entry}); err != nil {
+		return fmt.Errorf("history entry of order %s: %w", e.OrderID, err)
 	}
 	return nil
 }

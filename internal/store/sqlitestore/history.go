@@ -12,6 +12,9 @@ import (
 
 type historyRepo DB
 
+// UpsertEntry keeps the newer of two versions of an entry (by updated_at): an order's follow-ups
+// are applied by its request and, when that did not finish, by the projector, so an older
+// status can arrive after a newer one.
 func (r *historyRepo) UpsertEntry(ctx context.Context, e history.Entry) (err error) {
 	items, err := json.Marshal(e.Items)
 	if err != nil {
@@ -20,7 +23,8 @@ func (r *historyRepo) UpsertEntry(ctx context.Context, e history.Entry) (err err
 	_, err = r.w.ExecContext(ctx, `INSERT INTO order_history (user_id, placed_at, order_id, updated_at, status, zone, total, items)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (user_id, placed_at, order_id) DO UPDATE SET updated_at = excluded.updated_at,
-			status = excluded.status, zone = excluded.zone, total = excluded.total, items = excluded.items`,
+			status = excluded.status, zone = excluded.zone, total = excluded.total, items = excluded.items
+		WHERE excluded.updated_at >= order_history.updated_at`,
 		e.UserID, nanos(e.PlacedAt), e.OrderID, nanos(e.UpdatedAt), string(e.Status), e.Zone, int64(e.Total), string(items))
 	if err != nil {
 		return fmt.Errorf("upsert history: %w", err)

@@ -45,6 +45,11 @@ func History(t *testing.T, newRepo func(t *testing.T) history.Repository) {
 				t.Fatal(err)
 			}
 		}
+		// The placement's entry applied again after the status change's (a checkout's own
+		// follow-ups cut short, then applied by the projector): the newer status stays.
+		if err := r.UpsertEntry(ctx, entries[2]); err != nil {
+			t.Fatal(err)
+		}
 		var got []history.Entry
 		req := paging.Request{Limit: 2}
 		for i := 0; ; i++ {

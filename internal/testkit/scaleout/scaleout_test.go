@@ -466,6 +466,7 @@ func killMidTraffic(t *testing.T, pl shopPlacement, procs []*proc) {
 	c := newClient(t)
 	const users, perUser = 6, 6
 	c.product(procs[0], "kill-tea", "kill", "3.00", 1000)
+	c.product(procs[0], "kill-churn", "kill", "1.00", 1)
 	tokens := make([]string, users)
 	for i := range tokens {
 		tokens[i] = c.user(procs[i%3], procs[(i+1)%3], fmt.Sprintf("kill-%d@example.com", i))
@@ -544,7 +545,13 @@ func killMidTraffic(t *testing.T, pl shopPlacement, procs []*proc) {
 				}
 				acks[u] = append(acks[u], id)
 				if acked.Add(1) == killAt {
-					diedHolding.Store(killHoldingLease(t, leases, victim))
+					// Price changes through the victim keep the outbox busy while it is looked
+					// at: every process's drain then finds work and takes the lease in turn
+					// (orders apply their own follow-ups and take it for nothing).
+					churn := func(i int) {
+						_, _, _ = c.do(victim, "PATCH", "/v1/products/kill-churn", "", fmt.Sprintf(`{"price":"%d.00"}`, 1+i%2))
+					}
+					diedHolding.Store(killHoldingLease(t, leases, victim, churn))
 					dead.Store(true) // from now on a failed request to it is retried elsewhere
 					t.Logf("SIGKILLed %s after %d acknowledged orders", victim.name, acked.Load())
 				}
@@ -660,12 +667,24 @@ func leaseReader(t *testing.T, pl shopPlacement) func(context.Context) (leaseHol
 
 // killHoldingLease SIGKILLs victim at a moment it holds the drain lease: it freezes the process
 // (SIGSTOP, so it can neither release nor renew), reads the lease, and kills it when the lease
-// is the victim's and still running, else lets it run on and looks again. Orders through the
-// victim take the lease for their read-your-writes drain, so it is caught within moments. It
+// is the victim's and still running, else lets it run on and looks again. Meanwhile churn(i) is
+// called again and again (a change through the victim each time): the processes' drains then
+// keep finding work, each taking the lease in turn, so the victim is caught within moments. It
 // reports whether it was caught; after a minute the victim is killed regardless.
-func killHoldingLease(t *testing.T, leases func(context.Context) (leaseHolder, error), victim *proc) bool {
+func killHoldingLease(t *testing.T, leases func(context.Context) (leaseHolder, error), victim *proc, churn func(i int)) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		for i := 0; ctx.Err() == nil; i++ {
+			churn(i)
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { cancel(); <-churned }()
 	mine := fmt.Sprintf(":%d:", victim.cmd.Process.Pid)
 	for looks := 1; ; looks++ {
 		_ = victim.cmd.Process.Signal(syscall.SIGSTOP)
