@@ -68,6 +68,9 @@ type Deps struct {
 	// Traces, when set, returns the recent sampled spans GET /v1/admin/traces serves
 	// (admin token); nil answers 404 there.
 	Traces func() []tracing.Span
+	// BulkUsers enables POST /v1/admin/users, which creates many users with one password
+	// (serve --admin-bulk-users); off, it answers 404.
+	BulkUsers bool
 }
 
 // DefaultRequestTimeout is longer than any healthy request (milliseconds) and than a failover
@@ -141,6 +144,7 @@ var routes = []route{
 	{"GET", "/v1/events", accSession, (*server).listEvents},
 
 	{"GET", "/v1/admin/traces", accAdmin, (*server).traces},
+	{"POST", "/v1/admin/users", accAdmin, withBody((*server).bulkUsers)},
 }
 
 type server struct {
