@@ -302,7 +302,8 @@ func (s *Shop) register(ctx context.Context) error {
 	for i := range s.users {
 		s.users[i] = &user{email: s.email(i), password: "bench-password-" + s.runID}
 	}
-	return s.eachUser(ctx, "registered and logged in", func(u *user) error {
+	start := time.Now()
+	err := s.eachUser(ctx, "registered and logged in", func(u *user) error {
 		tok, err := s.newSession(ctx)
 		if err != nil {
 			return err
@@ -314,6 +315,10 @@ func (s *Shop) register(ctx context.Context) error {
 		u.token, err = s.login(ctx, tok, u)
 		return err
 	})
+	if err == nil {
+		fmt.Fprintf(s.cfg.Log, "provisioned %d users with sessions in %s\n", len(s.users), time.Since(start).Round(time.Millisecond))
+	}
+	return err
 }
 
 func (s *Shop) newSession(ctx context.Context) (string, error) {
