@@ -293,9 +293,10 @@ func (s *Shop) provisionWith(ctx context.Context) error {
 	return nil
 }
 
+// email is user i's address, unique to this run.
 func (s *Shop) email(i int) string { return fmt.Sprintf("bench-%s-%d@example.com", s.runID, i) }
 
-// register creates and logs in the users, one by one.
+// register registers each user through POST /v1/users and logs it in, userWorkers at a time.
 func (s *Shop) register(ctx context.Context) error {
 	fmt.Fprintf(s.cfg.Log, "registering %d users (bcrypt on the server: this takes a while)\n", s.cfg.Users)
 	s.users = make([]*user, s.cfg.Users)
