@@ -46,13 +46,23 @@ func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(
 // ValidateCredentials checks a registration request.
 func ValidateCredentials(email, password string) error {
 	var c validation.Collector
-	a, err := mail.ParseAddress(email)
-	c.Check(err == nil && a.Address == email && mailbox(email), "email", "must be a plain email address")
-	// 8 to 72 characters, as the OpenAPI document's minLength and maxLength count them; a
-	// password over bcrypt's 72 bytes is pre-hashed (bcryptInput), so bytes do not matter.
-	n := utf8.RuneCountInString(password)
-	c.Check(n >= 8 && n <= MaxPasswordChars, "password", "must be 8-72 characters")
+	checkEmail(&c, "email", email)
+	checkPassword(&c, "password", password)
 	return c.Err()
+}
+
+// checkEmail records a fault under field unless email is a plain address.
+func checkEmail(c *validation.Collector, field, email string) {
+	a, err := mail.ParseAddress(email)
+	c.Check(err == nil && a.Address == email && mailbox(email), field, "must be a plain email address")
+}
+
+// checkPassword records a fault under field unless the password is 8 to 72 characters, as the
+// OpenAPI document's minLength and maxLength count them; a password over bcrypt's 72 bytes is
+// pre-hashed (bcryptInput), so bytes do not matter.
+func checkPassword(c *validation.Collector, field, password string) {
+	n := utf8.RuneCountInString(password)
+	c.Check(n >= 8 && n <= MaxPasswordChars, field, "must be 8-72 characters")
 }
 
 // mailbox applies what the OpenAPI document's `format: email` (an RFC 5321 mailbox) asks

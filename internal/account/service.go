@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/validation"
 )
 
 // Sessions is what the account use cases need from sessions: a new session for a user, and
@@ -41,6 +43,11 @@ func (s *Service) Register(ctx context.Context, email, password string) (User, e
 	if err != nil {
 		return User{}, err
 	}
+	return s.create(ctx, email, hash)
+}
+
+// create stores a new user of a checked, normalised e-mail and a password hash.
+func (s *Service) create(ctx context.Context, email, hash string) (User, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return User{}, err
@@ -50,6 +57,55 @@ func (s *Service) Register(ctx context.Context, email, password string) (User, e
 		return User{}, err
 	}
 	return u, nil
+}
+
+// MaxRegisterMany bounds the users of one RegisterMany call.
+const MaxRegisterMany = 500
+
+// Registered is one user of RegisterMany: the account, and whether this call created it.
+type Registered struct {
+	User    User
+	Created bool
+}
+
+// RegisterMany creates an account for each e-mail, all with one password hashed once: a load
+// test's thousands of users cost one bcrypt hash instead of one each. The password and every
+// e-mail are checked first, and a fault (named users.N.email) writes nothing. Then each user
+// is decided on its own: an e-mail already registered is answered as it is (Created false,
+// its password unchanged), so a repeated call creates nobody twice; a store error ends the
+// call with the users before it written, and repeating the call completes it.
+func (s *Service) RegisterMany(ctx context.Context, password string, emails []string) ([]Registered, error) {
+	var c validation.Collector
+	if len(emails) < 1 || len(emails) > MaxRegisterMany {
+		c.Add("users", fmt.Sprintf("must list 1-%d users, got %d", MaxRegisterMany, len(emails)))
+		return nil, c.Err()
+	}
+	checkPassword(&c, "password", password)
+	normal := make([]string, len(emails))
+	for i, e := range emails {
+		normal[i] = NormalizeEmail(e)
+		checkEmail(&c, fmt.Sprintf("users.%d.email", i), normal[i])
+	}
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	hash, err := HashPassword(password)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Registered, len(normal))
+	for i, email := range normal {
+		u, err := s.create(ctx, email, hash)
+		created := err == nil
+		if errors.Is(err, ErrEmailTaken) {
+			u, err = s.Users.UserByEmail(ctx, email)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("register %s: %w", email, err)
+		}
+		out[i] = Registered{User: u, Created: created}
+	}
+	return out, nil
 }
 
 // Login is who logs in, from which session and where.

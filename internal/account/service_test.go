@@ -15,6 +15,7 @@ import (
 	"github.com/shardmart/shardmart/internal/catalog"
 	"github.com/shardmart/shardmart/internal/placement"
 	"github.com/shardmart/shardmart/internal/session"
+	"github.com/shardmart/shardmart/internal/validation"
 )
 
 // world is the account service over a real embedded store, wired as internal/shop wires it.
@@ -179,5 +180,88 @@ func TestPasswordLengthCountsCharacters(t *testing.T) {
 	}
 	if _, err := account.Authenticate(ctx, w.stores.Users, "old@example.com", "12345678ÿÿ"); err != nil {
 		t.Errorf("login against a hash stored before pre-hashing: %v", err)
+	}
+}
+
+// RegisterMany hashes the password once (every user gets the same salted hash, which two
+// computations never give), creates each e-mail once however often it is called, and its
+// users log in like registered ones.
+func TestRegisterManySharesOneHashAndIsIdempotent(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	svc := w.service(w.sessions)
+	if _, err := svc.Register(ctx, "before@example.com", "an older password"); err != nil {
+		t.Fatal(err)
+	}
+	emails := []string{"a@example.com", " B@Example.com", "before@example.com", "c@example.com"}
+	first, err := svc.RegisterMany(ctx, "bulk password", emails)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != len(emails) {
+		t.Fatalf("got %d results, want %d", len(first), len(emails))
+	}
+	hashes := map[string]bool{}
+	for i, r := range first {
+		if want := i != 2; r.Created != want {
+			t.Errorf("%s: created %v, want %v", emails[i], r.Created, want)
+		}
+		stored, err := w.stores.Users.UserByEmail(ctx, account.NormalizeEmail(emails[i]))
+		if err != nil || stored.ID != r.User.ID {
+			t.Errorf("%s: stored %+v (%v), answered id %s", emails[i], stored, err, r.User.ID)
+		}
+		if r.Created {
+			hashes[stored.PasswordHash] = true
+		}
+	}
+	if len(hashes) != 1 {
+		t.Errorf("the created users have %d distinct password hashes, want 1 (the password hashed once)", len(hashes))
+	}
+	if _, err := account.Authenticate(ctx, w.stores.Users, "b@example.com", "bulk password"); err != nil {
+		t.Errorf("log in as a user created in bulk: %v", err)
+	}
+	if _, err := account.Authenticate(ctx, w.stores.Users, "before@example.com", "an older password"); err != nil {
+		t.Errorf("the existing user's password changed: %v", err)
+	}
+	again, err := svc.RegisterMany(ctx, "bulk password", emails)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range again {
+		if r.Created || r.User.ID != first[i].User.ID {
+			t.Errorf("repeated call, %s: created %v, id %s, want the first call's %s", emails[i], r.Created, r.User.ID, first[i].User.ID)
+		}
+	}
+}
+
+// A bad e-mail or password is named by its place in the request, and nothing is written.
+func TestRegisterManyChecksEverythingFirst(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	svc := w.service(w.sessions)
+	for _, c := range []struct {
+		name, password string
+		emails         []string
+		want           []string
+	}{
+		{"bad e-mails", "long enough", []string{"ok@example.com", "not an address", "ok2@example.com", "x@-bad-.com"}, []string{"users.1.email", "users.3.email"}},
+		{"weak password", "short", []string{"ok@example.com"}, []string{"password"}},
+		{"no users", "long enough", nil, []string{"users"}},
+		{"too many users", "long enough", make([]string, account.MaxRegisterMany+1), []string{"users"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := svc.RegisterMany(ctx, c.password, c.emails)
+			fields, ok := validation.Fields(err)
+			var got []string
+			for _, f := range fields {
+				got = append(got, f.Field)
+			}
+			if !ok || strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Fatalf("got %v (%v), want a validation error naming %v", got, err, c.want)
+			}
+		})
+	}
+	if _, err := w.stores.Users.UserByEmail(ctx, "ok@example.com"); !errors.Is(err, account.ErrNotFound) {
+		t.Errorf("a refused call wrote a user: %v", err)
 	}
 }

@@ -76,8 +76,11 @@ Workloads: "population" (the default) spreads requests uniformly over --users (2
 default) and sends each user's requests one at a time, as a browser does: a request comes from
 a user with none in flight. "legacy" is the earlier model: 200 Zipf-skewed users, one user's
 cart and checkout requests queued in the client. The in-process server's users are created in
-its stores with one precomputed bcrypt hash and a session each (seconds for thousands); against
---url they are registered through the API (two bcrypt operations each on the server).
+its stores with one precomputed bcrypt hash and a session each (seconds for thousands). Against
+--url with --admin-token, a server started with --admin-bulk-users creates them through
+POST /v1/admin/users (one bcrypt hash per 500 users) and bench logs each one in (one bcrypt
+comparison each); without the route they are registered through the API one by one (two bcrypt
+operations each), which bench says on stderr.
 
 CPU per request: the CPU time of the server (the bench process itself when the server runs
 in it: server and load generator together; --server-pid for a server on this host) and of
@@ -132,7 +135,7 @@ judges the total's p99 instead (the earlier rule).`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.urls, "url", nil, "base URL of a running API; several (comma-separated or repeated) are one shop's processes, sent requests in turn like a round-robin balancer (default: start one in-process with demo data)")
-	f.StringVar(&o.adminToken, "admin-token", "", "admin token of --url's server: tops up stock, creates the flash sale's products")
+	f.StringVar(&o.adminToken, "admin-token", "", "admin token of --url's server: tops up stock, creates the flash sale's products and, when the server runs with --admin-bulk-users, the users")
 	f.StringVar(&o.scenario, "scenario", loadgen.ScenarioMix, "mix or flash-sale")
 	f.StringVar(&o.categories, "categories", "electronics,books,clothing,home,toys,sports,beauty,grocery,garden,automotive", "categories browsed and bought from, most popular first")
 	f.StringVar(&o.zone, "zone", demo.Zones[0], "stock zone orders take from")

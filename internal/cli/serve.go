@@ -35,6 +35,8 @@ type serveOptions struct {
 	cacheStaleness time.Duration
 	// statementMetrics adds the per-backend statement/command detail below the store operations.
 	statementMetrics bool
+	// bulkUsers enables POST /v1/admin/users (httpapi.Deps.BulkUsers).
+	bulkUsers bool
 	// trace turns OpenTelemetry tracing on (tracing.Config.Enabled).
 	trace tracing.Config
 	// demo sizes the demo data seeded into an empty store (tests shrink or gate it).
@@ -73,6 +75,7 @@ func newCmdServe(stdio IO, runF func(context.Context, serveOptions) error) *cobr
 	f.StringVar(&o.addr, "addr", ":8080", "listen address")
 	f.StringVar(&o.adminToken, "admin-token", "", "token for admin routes; empty: a random one is generated and logged")
 	f.BoolVar(&o.seed, "seed", true, "seed demo data when the store is empty")
+	f.BoolVar(&o.bulkUsers, "admin-bulk-users", false, "enable POST /v1/admin/users (admin token): many users with one password, hashed once; `bench --url` provisions its users through it")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may run after SIGTERM")
 	f.DurationVar(&o.purgeEvery, "purge-every", time.Minute, "how often expired sessions and guest carts are deleted")
@@ -234,7 +237,7 @@ func newAPI(s *shop.Shop, o serveOptions, tracer trace.Tracer, logger *slog.Logg
 	return httpapi.New(httpapi.Deps{
 		Services: s.API(), AdminToken: o.adminToken, Logger: logger, Registry: reg, Gatherer: reg, OutboxLag: s.Projector.Lag,
 		Ready: s.Stores.Ready, Limits: o.limits(), SharedLimits: s.Stores.RateLimits, Following: s.CacheFollowing,
-		Tracer: tracer, Traces: traces,
+		Tracer: tracer, Traces: traces, BulkUsers: o.bulkUsers,
 		OutboxStats: func(ctx context.Context) (outbox.Stats, error) {
 			return outbox.ReadStats(ctx, s.Stores.Outbox, s.OutboxConsumers())
 		},

@@ -124,3 +124,39 @@ func checkLoginShape(in *credentials) error {
 	c.Check(n >= 1 && n <= 72, "password", "must be 1-72 characters")
 	return c.Err()
 }
+
+type bulkUsersRequest struct {
+	Password string          `json:"password"`
+	Users    []bulkUserInput `json:"users"`
+}
+
+type bulkUserInput struct {
+	Email string `json:"email"`
+}
+
+type bulkUserResult struct {
+	userResponse
+	Created bool `json:"created"`
+}
+
+// bulkUsers creates many users with one password (account.Service.RegisterMany): `bench`
+// provisions thousands this way on a server started with --admin-bulk-users.
+func (s *server) bulkUsers(w http.ResponseWriter, r *http.Request, _ *caller, in *bulkUsersRequest) error {
+	if !s.BulkUsers {
+		return problem(http.StatusNotFound, "bulk-users-off", "Bulk user creation is off",
+			"start the server with --admin-bulk-users to create users in bulk")
+	}
+	emails := make([]string, len(in.Users))
+	for i, u := range in.Users {
+		emails[i] = u.Email
+	}
+	done, err := s.Accounts.RegisterMany(r.Context(), in.Password, emails)
+	if err != nil {
+		return err
+	}
+	out := make([]bulkUserResult, len(done))
+	for i, d := range done {
+		out[i] = bulkUserResult{userResponse{ID: d.User.ID, Email: d.User.Email}, d.Created}
+	}
+	return reply(w, http.StatusOK, map[string]any{"users": out})
+}

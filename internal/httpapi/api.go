@@ -68,6 +68,9 @@ type Deps struct {
 	// Traces, when set, returns the recent sampled spans GET /v1/admin/traces serves
 	// (admin token); nil answers 404 there.
 	Traces func() []tracing.Span
+	// BulkUsers enables POST /v1/admin/users, which creates many users with one password
+	// (serve --admin-bulk-users); off, it answers 404.
+	BulkUsers bool
 }
 
 // DefaultRequestTimeout is longer than any healthy request (milliseconds) and than a failover
@@ -90,9 +93,14 @@ type handlerFunc func(s *server, w http.ResponseWriter, r *http.Request, c *call
 // withBody adapts a handler that takes the strictly decoded JSON body (decodeBody) as *T, so
 // no handler decodes for itself.
 func withBody[T any](h func(s *server, w http.ResponseWriter, r *http.Request, c *caller, in *T) error) handlerFunc {
+	return withBodyUpTo(MaxBodyBytes, h)
+}
+
+// withBodyUpTo is withBody with a body of at most limit bytes.
+func withBodyUpTo[T any](limit int, h func(s *server, w http.ResponseWriter, r *http.Request, c *caller, in *T) error) handlerFunc {
 	return func(s *server, w http.ResponseWriter, r *http.Request, c *caller) error {
 		in := new(T)
-		if err := decodeBody(r, in); err != nil {
+		if err := decodeBodyUpTo(r, in, limit); err != nil {
 			return err
 		}
 		return h(s, w, r, c, in)
@@ -141,6 +149,7 @@ var routes = []route{
 	{"GET", "/v1/events", accSession, (*server).listEvents},
 
 	{"GET", "/v1/admin/traces", accAdmin, (*server).traces},
+	{"POST", "/v1/admin/users", accAdmin, withBodyUpTo(MaxBulkBodyBytes, (*server).bulkUsers)},
 }
 
 type server struct {

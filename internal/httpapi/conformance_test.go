@@ -42,7 +42,7 @@ import (
 // -rapid.checks override both.
 func TestOpenAPIConformance(t *testing.T) {
 	rapidDefaults(t, map[string]string{"rapid.checks": "100", "rapid.seed": "20260901", "rapid.nofailfile": "true"})
-	e := newEnv(t)
+	e := newEnvWith(t, func(d *Deps) { d.BulkUsers = true })
 	doc := loadDoc(t, e.must(t, 200, req{method: "GET", path: "/openapi.json"}).body)
 	fx := newFixtures(t, e)
 	for _, op := range doc.operations(t) {
@@ -395,6 +395,12 @@ func (c *conformanceCase) draw(ptr, name string) any {
 		return rapid.Bool().Draw(c.t, name)
 	case "object":
 		return c.object(s, ptr, name)
+	case "array":
+		out := make([]any, rapid.IntRange(num(s["minItems"], 0), min(num(s["maxItems"], 3), 3)).Draw(c.t, name+" items"))
+		for i := range out {
+			out[i] = c.value(ptr+"/items", name+" item")
+		}
+		return out
 	}
 	return c.str(s, name) // "string", or a propertyNames schema that only bounds the length
 }
@@ -461,6 +467,15 @@ func (c *conformanceCase) encode(buf *bytes.Buffer, v any) {
 			c.encode(buf, v[k])
 		}
 		buf.WriteByte('}')
+	case []any:
+		buf.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			c.encode(buf, x)
+		}
+		buf.WriteByte(']')
 	case int64:
 		switch rapid.IntRange(0, 3).Draw(c.t, "integer spelling") {
 		case 0:
@@ -645,6 +660,11 @@ func (c *conformanceCase) sites() []site {
 func (c *conformanceCase) bodySites(v any, ptr string, path []string, out *[]site) {
 	s, ptr := c.doc.deref(ptr)
 	*out = append(*out, site{path: path, ptr: ptr})
+	if a, ok := v.([]any); ok {
+		for i, x := range a {
+			c.bodySites(x, ptr+"/items", append(slices.Clone(path), strconv.Itoa(i)), out)
+		}
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return
@@ -693,9 +713,18 @@ func (c *conformanceCase) get(st site) any {
 	}
 	v := c.body
 	for _, k := range st.path {
-		v = v.(map[string]any)[k]
+		v = member(v, k)
 	}
 	return v
+}
+
+// member is an object's member k or an array's element at index k.
+func member(v any, k string) any {
+	if a, ok := v.([]any); ok {
+		i, _ := strconv.Atoi(k)
+		return a[i]
+	}
+	return v.(map[string]any)[k]
 }
 
 // set puts v at st when that makes the request violate its schema, and reports whether it did.
@@ -721,13 +750,22 @@ func (c *conformanceCase) set(st site, v any, remove bool) bool {
 	} else {
 		parent := body
 		for _, k := range st.path[:len(st.path)-1] {
-			parent = parent.(map[string]any)[k]
+			parent = member(parent, k)
 		}
 		last := st.path[len(st.path)-1]
-		if remove {
-			delete(parent.(map[string]any), last)
-		} else {
-			parent.(map[string]any)[last] = v
+		switch p := parent.(type) {
+		case []any:
+			if remove {
+				return false // an array element is never required
+			}
+			i, _ := strconv.Atoi(last)
+			p[i] = v
+		case map[string]any:
+			if remove {
+				delete(p, last)
+			} else {
+				p[last] = v
+			}
 		}
 	}
 	if c.doc.validate(c.op.body, body) == nil {
@@ -749,6 +787,13 @@ func (c *conformanceCase) param(name string) parameter {
 }
 
 func deepCopy(v any) any {
+	if a, ok := v.([]any); ok {
+		out := make([]any, len(a))
+		for i, x := range a {
+			out[i] = deepCopy(x)
+		}
+		return out
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
@@ -808,6 +853,14 @@ func (c *conformanceCase) mutations(st site) []mutation {
 	}
 	if _, ok := s["enum"]; ok {
 		ms = append(ms, to("off enum", "not-in-the-enum"))
+	}
+	if cur, ok := c.get(st).([]any); ok && st.param == "" {
+		if n := num(s["minItems"], 0); n > 0 {
+			ms = append(ms, to("too few items", slices.Clone(cur[:n-1])))
+		}
+		if n, ok := s["maxItems"].(float64); ok && len(cur) > 0 {
+			ms = append(ms, to("too many items", slices.Repeat(cur[:1], int(n)+1)))
+		}
 	}
 	if not, ok := s["not"].(map[string]any); ok && not["const"] != nil {
 		ms = append(ms, to("the excluded value", not["const"]))

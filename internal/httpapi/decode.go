@@ -19,13 +19,20 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// MaxBodyBytes bounds every request body (413 beyond it).
+// MaxBodyBytes bounds every request body but the bulk user route's (413 beyond it).
 const MaxBodyBytes = 64 << 10
+
+// MaxBulkBodyBytes bounds the bulk user route's body: account.MaxRegisterMany addresses of
+// the longest length fit in it.
+const MaxBulkBodyBytes = 1 << 20
 
 // decodeBody reads exactly one JSON object into dst, strictly: JSON content type, at most
 // MaxBodyBytes, no unknown fields, nothing after the value. Every failure is a problem naming
 // the field or offset at fault.
-func decodeBody(r *http.Request, dst any) error {
+func decodeBody(r *http.Request, dst any) error { return decodeBodyUpTo(r, dst, MaxBodyBytes) }
+
+// decodeBodyUpTo is decodeBody with a body of at most limit bytes.
+func decodeBodyUpTo(r *http.Request, dst any, limit int) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
@@ -33,23 +40,23 @@ func decodeBody(r *http.Request, dst any) error {
 				"send Content-Type: application/json")
 		}
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooLarge()
+			return tooLarge(limit)
 		}
 		return problem(http.StatusBadRequest, "malformed-body", "Malformed body", "the request body could not be read")
 	}
-	if len(body) > MaxBodyBytes {
-		return tooLarge()
+	if len(body) > limit {
+		return tooLarge(limit)
 	}
 	return decodeJSON(body, dst)
 }
 
-func tooLarge() *Problem {
+func tooLarge(limit int) *Problem {
 	return problem(http.StatusRequestEntityTooLarge, "body-too-large", "Request body too large",
-		fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes))
+		fmt.Sprintf("the body must be at most %d bytes", limit))
 }
 
 // Request bodies are read with github.com/go-json-experiment/json, the module that became

@@ -50,7 +50,7 @@ func TestSchemathesis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t)
+	e := newEnvWith(t, func(d *Deps) { d.BulkUsers = true })
 	for i, cat := range []string{"0", "mugs", "mugs", "tea"} {
 		e.product(t, fmt.Sprintf("fz-%d", i), cat, "12.50", 1000)
 	}

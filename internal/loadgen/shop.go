@@ -255,15 +255,28 @@ func Prepare(ctx context.Context, cfg Config) (*Shop, error) {
 	return s, nil
 }
 
-// provision creates the users: through cfg.Provision, or through the API.
+// provision creates the users: through cfg.Provision; else, with the admin token, through the
+// server's bulk route when it has it on; else registered one by one through the API.
 func (s *Shop) provision(ctx context.Context) error {
-	if s.cfg.Provision == nil {
-		return s.register(ctx)
+	switch {
+	case s.cfg.Provision != nil:
+		return s.provisionWith(ctx)
+	case s.cfg.AdminToken != "":
+		err := s.bulkRegister(ctx)
+		if !errors.Is(err, errNoBulkRoute) {
+			return err
+		}
+		fmt.Fprintf(s.cfg.Log, "%v: registering the users one by one instead\n", err)
 	}
+	return s.register(ctx)
+}
+
+// provisionWith creates the users through cfg.Provision.
+func (s *Shop) provisionWith(ctx context.Context) error {
 	start := time.Now()
 	emails := make([]string, s.cfg.Users)
 	for i := range emails {
-		emails[i] = fmt.Sprintf("bench-%s-%d@example.com", s.runID, i)
+		emails[i] = s.email(i)
 	}
 	tokens, err := s.cfg.Provision(ctx, emails, BenchPassword)
 	if err != nil {
@@ -280,36 +293,33 @@ func (s *Shop) provision(ctx context.Context) error {
 	return nil
 }
 
-// register creates and logs in the users, 4 at a time.
+// email is user i's address, unique to this run.
+func (s *Shop) email(i int) string { return fmt.Sprintf("bench-%s-%d@example.com", s.runID, i) }
+
+// register registers each user through POST /v1/users and logs it in, userWorkers at a time.
 func (s *Shop) register(ctx context.Context) error {
 	fmt.Fprintf(s.cfg.Log, "registering %d users (bcrypt on the server: this takes a while)\n", s.cfg.Users)
 	s.users = make([]*user, s.cfg.Users)
-	errc := make(chan error, s.cfg.Users)
-	sem := make(chan struct{}, 4)
 	for i := range s.users {
-		u := &user{email: fmt.Sprintf("bench-%s-%d@example.com", s.runID, i), password: "bench-password-" + s.runID}
-		s.users[i] = u
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			tok, err := s.newSession(ctx)
-			if err == nil {
-				cred := map[string]string{"email": u.email, "password": u.password}
-				st, b, err2 := s.call(ctx, "POST", "/v1/users", tok, cred)
-				if err2 != nil || st != http.StatusCreated {
-					err = fmt.Errorf("register: %s", describe("POST /v1/users", st, b, err2))
-				} else {
-					u.token, err = s.login(ctx, tok, u)
-				}
-			}
-			errc <- err
-		}()
+		s.users[i] = &user{email: s.email(i), password: "bench-password-" + s.runID}
 	}
-	var errs []error
-	for range s.users {
-		errs = append(errs, <-errc)
+	start := time.Now()
+	err := s.eachUser(ctx, "registered and logged in", func(u *user) error {
+		tok, err := s.newSession(ctx)
+		if err != nil {
+			return err
+		}
+		cred := map[string]string{"email": u.email, "password": u.password}
+		if st, b, err := s.call(ctx, "POST", "/v1/users", tok, cred); err != nil || st != http.StatusCreated {
+			return fmt.Errorf("register: %s", describe("POST /v1/users", st, b, err))
+		}
+		u.token, err = s.login(ctx, tok, u)
+		return err
+	})
+	if err == nil {
+		fmt.Fprintf(s.cfg.Log, "provisioned %d users with sessions in %s\n", len(s.users), time.Since(start).Round(time.Millisecond))
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 func (s *Shop) newSession(ctx context.Context) (string, error) {

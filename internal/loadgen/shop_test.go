@@ -26,6 +26,12 @@ import (
 // apiServer is the real API on a temporary embedded store with 500 demo products, no limits.
 func apiServer(t *testing.T) *httptest.Server {
 	t.Helper()
+	return apiServerWith(t, httpapi.Deps{})
+}
+
+// apiServerWith is apiServer with d's settings (its services, token and logger are set here).
+func apiServerWith(t *testing.T, d httpapi.Deps) *httptest.Server {
+	t.Helper()
 	account.HashCost = bcrypt.MinCost
 	ctx := context.Background()
 	s, err := shop.Open(ctx, shop.Config{Backends: placement.Options{SQLitePath: filepath.Join(t.TempDir(), "l.db")}})
@@ -38,7 +44,8 @@ func apiServer(t *testing.T) *httptest.Server {
 	if _, err := demo.Seed(ctx, s.Stores, s.Orders, s.Carts, opt); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Services: s.API(), AdminToken: "x", Logger: slog.New(slog.DiscardHandler)}))
+	d.Services, d.AdminToken, d.Logger = s.API(), "x", slog.New(slog.DiscardHandler)
+	srv := httptest.NewServer(httpapi.New(d))
 	t.Cleanup(srv.Close)
 	return srv
 }
