@@ -62,10 +62,23 @@ func (s *Service) create(ctx context.Context, email, hash string) (User, error) 
 // MaxRegisterMany bounds the users of one RegisterMany call.
 const MaxRegisterMany = 500
 
-// Registered is one user of RegisterMany: the account, and whether this call created it.
+// Registered is one user of RegisterMany: the account, whether this call created it, and
+// with BulkRegistration.Sessions the token of a session started for it.
 type Registered struct {
 	User    User
 	Created bool
+	Token   string
+}
+
+// BulkRegistration is what RegisterMany creates: accounts for Emails, all with Password.
+type BulkRegistration struct {
+	Password string
+	Emails   []string
+	// Sessions starts a session for each user the call creates, as a login would, so a load
+	// test needs no bcrypt comparison per user either. Never for an e-mail registered before
+	// the call: the admin token must not become a way into someone's account.
+	Sessions      bool
+	IP, UserAgent string
 }
 
 // RegisterMany creates an account for each e-mail, all with one password hashed once: a load
@@ -73,8 +86,10 @@ type Registered struct {
 // e-mail are checked first, and a fault (named users.N.email) writes nothing. Then each user
 // is decided on its own: an e-mail already registered is answered as it is (Created false,
 // its password unchanged), so a repeated call creates nobody twice; a store error ends the
-// call with the users before it written, and repeating the call completes it.
-func (s *Service) RegisterMany(ctx context.Context, password string, emails []string) ([]Registered, error) {
+// call with the users before it written, and repeating the call completes it (their sessions,
+// if asked for, are then not started again: they log in).
+func (s *Service) RegisterMany(ctx context.Context, in BulkRegistration) ([]Registered, error) {
+	password, emails := in.Password, in.Emails
 	var c validation.Collector
 	if len(emails) < 1 || len(emails) > MaxRegisterMany {
 		c.Add("users", fmt.Sprintf("must list 1-%d users, got %d", MaxRegisterMany, len(emails)))
@@ -104,6 +119,11 @@ func (s *Service) RegisterMany(ctx context.Context, password string, emails []st
 			return nil, fmt.Errorf("register %s: %w", email, err)
 		}
 		out[i] = Registered{User: u, Created: created}
+		if created && in.Sessions {
+			if out[i].Token, _, err = s.Sessions.StartFor(ctx, u.ID, in.IP, in.UserAgent); err != nil {
+				return nil, fmt.Errorf("start a session for %s: %w", email, err)
+			}
+		}
 	}
 	return out, nil
 }

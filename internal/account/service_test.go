@@ -194,7 +194,7 @@ func TestRegisterManySharesOneHashAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	emails := []string{"a@example.com", " B@Example.com", "before@example.com", "c@example.com"}
-	first, err := svc.RegisterMany(ctx, "bulk password", emails)
+	first, err := svc.RegisterMany(ctx, account.BulkRegistration{Password: "bulk password", Emails: emails})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestRegisterManySharesOneHashAndIsIdempotent(t *testing.T) {
 	if _, err := account.Authenticate(ctx, w.stores.Users, "before@example.com", "an older password"); err != nil {
 		t.Errorf("the existing user's password changed: %v", err)
 	}
-	again, err := svc.RegisterMany(ctx, "bulk password", emails)
+	again, err := svc.RegisterMany(ctx, account.BulkRegistration{Password: "bulk password", Emails: emails})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +231,44 @@ func TestRegisterManySharesOneHashAndIsIdempotent(t *testing.T) {
 		if r.Created || r.User.ID != first[i].User.ID {
 			t.Errorf("repeated call, %s: created %v, id %s, want the first call's %s", emails[i], r.Created, r.User.ID, first[i].User.ID)
 		}
+	}
+}
+
+// With Sessions, each user the call creates gets a session bound to it, and a user registered
+// before the call gets none: the admin token opens no existing account.
+func TestRegisterManyStartsSessionsForNewUsersOnly(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	svc := w.service(w.sessions)
+	before, err := svc.Register(ctx, "before@example.com", "an older password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.RegisterMany(ctx, account.BulkRegistration{Password: "bulk password", Sessions: true,
+		Emails: []string{"a@example.com", "before@example.com", "b@example.com"}, IP: "192.0.2.7", UserAgent: "bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]bool{}
+	for _, r := range got {
+		if r.User.ID == before.ID {
+			if r.Token != "" {
+				t.Errorf("a session was started for the user registered before the call")
+			}
+			continue
+		}
+		if r.Token == "" || tokens[r.Token] {
+			t.Fatalf("%s: token %q, want a new one of its own", r.User.Email, r.Token)
+		}
+		tokens[r.Token] = true
+		sess, err := w.sessions.Authenticate(ctx, r.Token)
+		if err != nil || sess.UserID != r.User.ID {
+			t.Errorf("%s: its token resolves to %+v (%v), want a session of user %s", r.User.Email, sess, err, r.User.ID)
+		}
+	}
+	again, err := svc.RegisterMany(ctx, account.BulkRegistration{Password: "bulk password", Sessions: true, Emails: []string{"a@example.com"}})
+	if err != nil || again[0].Token != "" {
+		t.Errorf("a repeated call started a session for a user it did not create: %+v, %v", again, err)
 	}
 }
 
@@ -250,7 +288,7 @@ func TestRegisterManyChecksEverythingFirst(t *testing.T) {
 		{"too many users", "long enough", make([]string, account.MaxRegisterMany+1), []string{"users"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := svc.RegisterMany(ctx, c.password, c.emails)
+			_, err := svc.RegisterMany(ctx, account.BulkRegistration{Password: c.password, Emails: c.emails})
 			fields, ok := validation.Fields(err)
 			var got []string
 			for _, f := range fields {

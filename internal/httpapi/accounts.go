@@ -128,6 +128,7 @@ func checkLoginShape(in *credentials) error {
 type bulkUsersRequest struct {
 	Password string          `json:"password"`
 	Users    []bulkUserInput `json:"users"`
+	Sessions bool            `json:"sessions"`
 }
 
 type bulkUserInput struct {
@@ -136,7 +137,8 @@ type bulkUserInput struct {
 
 type bulkUserResult struct {
 	userResponse
-	Created bool `json:"created"`
+	Created bool   `json:"created"`
+	Token   string `json:"token,omitempty"`
 }
 
 // bulkUsers creates many users with one password (account.Service.RegisterMany): `bench`
@@ -150,13 +152,14 @@ func (s *server) bulkUsers(w http.ResponseWriter, r *http.Request, _ *caller, in
 	for i, u := range in.Users {
 		emails[i] = u.Email
 	}
-	done, err := s.Accounts.RegisterMany(r.Context(), in.Password, emails)
+	done, err := s.Accounts.RegisterMany(r.Context(), account.BulkRegistration{Password: in.Password, Emails: emails,
+		Sessions: in.Sessions, IP: clientIP(r), UserAgent: r.UserAgent()})
 	if err != nil {
 		return err
 	}
 	out := make([]bulkUserResult, len(done))
 	for i, d := range done {
-		out[i] = bulkUserResult{userResponse{ID: d.User.ID, Email: d.User.Email}, d.Created}
+		out[i] = bulkUserResult{userResponse{ID: d.User.ID, Email: d.User.Email}, d.Created, d.Token}
 	}
 	return reply(w, http.StatusOK, map[string]any{"users": out})
 }

@@ -23,7 +23,7 @@ type Accounts interface {
 	Register(ctx context.Context, email, password string) (account.User, error)
 	Login(ctx context.Context, in account.Login) (account.LoginResult, error)
 	Logout(ctx context.Context, sessionID string) error
-	RegisterMany(ctx context.Context, password string, emails []string) ([]account.Registered, error)
+	RegisterMany(ctx context.Context, in account.BulkRegistration) ([]account.Registered, error)
 }
 
 // Sessions starts guest sessions and resolves bearer tokens (session.Service).

@@ -97,9 +97,9 @@ func (s tracedAccounts) Logout(ctx context.Context, sessionID string) error {
 	return call0(ctx, s.t, "accounts.Logout", func(ctx context.Context) error { return s.next.Logout(ctx, sessionID) })
 }
 
-func (s tracedAccounts) RegisterMany(ctx context.Context, password string, emails []string) ([]account.Registered, error) {
+func (s tracedAccounts) RegisterMany(ctx context.Context, in account.BulkRegistration) ([]account.Registered, error) {
 	return call(ctx, s.t, "accounts.RegisterMany", func(ctx context.Context) ([]account.Registered, error) {
-		return s.next.RegisterMany(ctx, password, emails)
+		return s.next.RegisterMany(ctx, in)
 	})
 }
 

@@ -23,7 +23,8 @@ var errNoBulkRoute = errors.New("the server has no bulk user route on (serve --a
 const userWorkers = 4
 
 // bulkRegister creates the users through the admin bulk route, account.MaxRegisterMany per
-// call (the server hashes the password once per call), then logs each one in.
+// call (the server hashes the password once per call), each with a session the route starts;
+// a user it did not create (registered by an earlier run) logs in.
 func (s *Shop) bulkRegister(ctx context.Context) error {
 	start := time.Now()
 	s.users = make([]*user, s.cfg.Users)
@@ -37,7 +38,13 @@ func (s *Shop) bulkRegister(ctx context.Context) error {
 		}
 		fmt.Fprintf(s.cfg.Log, "created %d/%d users through the bulk route\n", from+len(batch), len(s.users))
 	}
-	err := s.eachUser(ctx, "logged in", func(u *user) error {
+	var login []*user // registered before this run: the route starts no session for them
+	for _, u := range s.users {
+		if u.token == "" {
+			login = append(login, u)
+		}
+	}
+	err := s.eachUser(ctx, login, "logged in", func(u *user) error {
 		tok, err := s.newSession(ctx)
 		if err == nil {
 			u.token, err = s.login(ctx, tok, u)
@@ -56,7 +63,8 @@ func (s *Shop) createUsers(ctx context.Context, batch []*user) error {
 	in := struct {
 		Password string              `json:"password"`
 		Users    []map[string]string `json:"users"`
-	}{Password: BenchPassword}
+		Sessions bool                `json:"sessions"`
+	}{Password: BenchPassword, Sessions: true}
 	for _, u := range batch {
 		in.Users = append(in.Users, map[string]string{"email": u.email})
 	}
@@ -67,20 +75,23 @@ func (s *Shop) createUsers(ctx context.Context, batch []*user) error {
 	case err != nil || st != http.StatusOK:
 		return fmt.Errorf("create users: %s", describe("POST /v1/admin/users", st, b, err))
 	}
-	var out struct{ Users []struct{ ID string } }
+	var out struct{ Users []struct{ ID, Token string } }
 	if err := json.Unmarshal(b, &out); err != nil || len(out.Users) != len(batch) {
 		return fmt.Errorf("create users: %d asked, answered %.300s (%v)", len(batch), b, err)
+	}
+	for i, u := range batch {
+		u.token = out.Users[i].Token
 	}
 	return nil
 }
 
-// eachUser runs fn for every user, userWorkers at a time, and reports progress every tenth.
-func (s *Shop) eachUser(ctx context.Context, done string, fn func(u *user) error) error {
+// eachUser runs fn for each of users, userWorkers at a time, and reports progress every tenth.
+func (s *Shop) eachUser(ctx context.Context, users []*user, done string, fn func(u *user) error) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(userWorkers)
-	step := max(len(s.users)/10, 1)
+	step := max(len(users)/10, 1)
 	var n atomic.Int64
-	for _, u := range s.users {
+	for _, u := range users {
 		if ctx.Err() != nil {
 			break
 		}
@@ -88,8 +99,8 @@ func (s *Shop) eachUser(ctx context.Context, done string, fn func(u *user) error
 			if err := fn(u); err != nil {
 				return err
 			}
-			if k := int(n.Add(1)); k%step == 0 || k == len(s.users) {
-				fmt.Fprintf(s.cfg.Log, "%s %d/%d users\n", done, k, len(s.users))
+			if k := int(n.Add(1)); k%step == 0 || k == len(users) {
+				fmt.Fprintf(s.cfg.Log, "%s %d/%d users\n", done, k, len(users))
 			}
 			return nil
 		})

@@ -26,6 +26,9 @@ func TestProvisionThroughTheBulkRoute(t *testing.T) {
 	if !strings.Contains(log.String(), "created 2000/2000 users through the bulk route") || strings.Contains(log.String(), "one by one") {
 		t.Errorf("the users were not created through the bulk route:\n%s", log.String())
 	}
+	if strings.Contains(log.String(), "logged in") {
+		t.Errorf("users created through the bulk route were logged in one by one, not given the route's sessions:\n%s", log.String())
+	}
 	assertWorkingSessions(t, srv, s.Tokens(), cfg.Users)
 }
 

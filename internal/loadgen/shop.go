@@ -304,7 +304,7 @@ func (s *Shop) register(ctx context.Context) error {
 		s.users[i] = &user{email: s.email(i), password: "bench-password-" + s.runID}
 	}
 	start := time.Now()
-	err := s.eachUser(ctx, "registered and logged in", func(u *user) error {
+	err := s.eachUser(ctx, s.users, "registered and logged in", func(u *user) error {
 		tok, err := s.newSession(ctx)
 		if err != nil {
 			return err
