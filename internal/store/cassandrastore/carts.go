@@ -2,6 +2,7 @@ package cassandrastore
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"sort"
@@ -439,18 +440,40 @@ func (r *carts) query(ctx context.Context, stmt string, args ...any) *gocql.Quer
 // it returns may be frozen: the caller applies Editable. A guest whose cart a login merged
 // gets ErrGuestMerged instead of a new cart nobody would see.
 func (r *carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, now time.Time, cl gocql.Consistency) (cartState, error) {
+	st, _, err := r.createWith(ctx, owner, expiresAt, now, cl, nil, nil, nil)
+	return st, err
+}
+
+// createWith is ensureActive creating the cart with lines and merged_from (a first edit's line,
+// a merge's lines): they are written first, by plain writes into the new physical cart, which
+// no reader or freeze can know before the LWT creating it, so every later read holds them. It
+// reports whether it created the cart with them (else they are in no cart). seen, when set,
+// is the owner's partition as the caller just read it, which the first round decides on.
+func (r *carts) createWith(ctx context.Context, owner cart.Owner, expiresAt, now time.Time, cl gocql.Consistency, lines []snapLine, merged []string, seen *cartState) (cartState, bool, error) {
 	t, key := tableFor(owner)
 	if owner.IsGuest() && expiresAt.IsZero() {
-		return cartState{}, errors.New("cassandra carts: a guest cart needs its session's expiry")
+		return cartState{}, false, errors.New("cassandra carts: a guest cart needs its session's expiry")
 	}
 	if !owner.IsGuest() {
 		expiresAt = time.Time{}
 	}
-	return casLoop(ctx, r.p, fmt.Sprintf("create %s cart", owner.Key()), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
+	var written gocql.UUID // the physical cart lines were written into
+	created := false
+	st, err := casLoop(ctx, r.p, fmt.Sprintf("create %s cart", owner.Key()), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
 		if a.n > 0 {
 			cl = a.cl
 		}
-		st, err := r.loadActive(ctx, owner, cl, now)
+		var st cartState
+		var err error
+		if a.n == 0 && seen != nil {
+			st = *seen
+		} else {
+			st, err = r.loadActive(ctx, owner, cl, now)
+		}
+		if err == nil && a.unknown && st.hasActive() && st.active == written && written != (gocql.UUID{}) {
+			created = true // an attempt whose answer was lost did create it
+			return st, nil, nil
+		}
 		if err != nil || st.live(now) {
 			return st, nil, err
 		}
@@ -459,28 +482,75 @@ func (r *carts) ensureActive(ctx context.Context, owner cart.Owner, expiresAt, n
 		}
 		// Otherwise someone else created (or ended) a cart meanwhile, or an outcome is unknown.
 		id := newCartID(st, now)
+		ttl := ttlUntil(expiresAt, time.Now())
+		if len(lines) > 0 && id != written {
+			if err := r.writeLines(ctx, owner, id, ttl, lines); err != nil {
+				return st, nil, err
+			}
+			written = id
+		}
 		var prev any
 		if st.active != (gocql.UUID{}) {
 			prev = st.active // an expired guest cart or a header lost to TTL: replace it
 		}
+		var seq any
+		if merged != nil {
+			seq = 1
+		}
 		n := now.UTC().Truncate(time.Millisecond)
-		q := r.query(ctx, t.stmts.create, ttlUntil(expiresAt, time.Now()), id, nil, n, n, ts(expiresAt), nil, nil, key, id, prev)
+		q := r.query(ctx, t.stmts.create, ttl, id, nil, n, n, ts(expiresAt), merged, seq, key, id, prev)
 		return st, &casOp[cartState]{query: q, applied: func() cartState {
-			created := cartState{owner: owner, active: id, newest: id, gen: id, header: true, merged: map[string]bool{},
-				c: cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, CreatedAt: n, UpdatedAt: n, ExpiresAt: expiresAt.UTC().Truncate(time.Millisecond)}}
-			r.remember(created)
-			return created
+			c := cartState{owner: owner, active: id, newest: id, gen: id, header: true, merged: map[string]bool{}, lines: lines,
+				c: cart.Cart{ID: id.String(), Owner: owner, Status: cart.Active, Items: liveItems(lines), CreatedAt: n, UpdatedAt: n, ExpiresAt: expiresAt.UTC().Truncate(time.Millisecond)}}
+			for _, m := range merged {
+				c.merged[m] = true
+			}
+			created = len(lines) > 0
+			r.remember(c)
+			return c
 		}}, nil
 	})
+	return st, created, err
 }
 
-// newCartID sorts before (DESC) every older cart of the owner even if this clock lags.
+// writeLines writes lines (live ones; a line without a writetime gets one) into physical
+// cart id, in one unlogged batch on the owner's partition.
+func (r *carts) writeLines(ctx context.Context, owner cart.Owner, id gocql.UUID, ttl int, lines []snapLine) error {
+	t, key := tableFor(owner)
+	b := r.batch(ctx)
+	for _, l := range lines {
+		if l.Quantity <= 0 {
+			continue
+		}
+		if l.Written == 0 {
+			l.Written = nextLineTS()
+		}
+		b.Query(t.stmts.line, ttl, l.Written, l.Category, l.Quantity, ts(l.AddedAt), key, id, l.ProductID)
+	}
+	if len(b.Entries) == 0 {
+		return nil
+	}
+	if err := r.p.idempotentBatch(ctx, b).Exec(); err != nil {
+		return fmt.Errorf("write the lines of %s cart %s: %w", owner.Key(), id, err)
+	}
+	return nil
+}
+
+// newCartID sorts before (DESC) every older cart of the owner even if this clock lags. Its
+// other bits are random: two callers creating a cart (or a generation) at the same instant
+// never pick the same id, so lines written into an id before its creation are only ever its
+// creator's.
 func newCartID(st cartState, now time.Time) gocql.UUID {
 	at := now
 	if st.newest != (gocql.UUID{}) && !at.After(st.newest.Time()) {
 		at = st.newest.Time().Add(time.Millisecond)
 	}
-	return gocql.UUIDFromTime(at)
+	id := gocql.UUIDFromTime(at)
+	var rnd [8]byte
+	_, _ = crand.Read(rnd[:])
+	copy(id[8:], rnd[:])
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id
 }
 
 func (r *carts) PutItem(ctx context.Context, owner cart.Owner, item cart.Item, expiresAt, now time.Time) (cart.Cart, error) {

@@ -86,26 +86,16 @@ func (r *carts) switchTo(ctx context.Context, st cartState, lines []snapLine, fr
 	}
 	ttl := ttlUntil(st.c.ExpiresAt, time.Now())
 	n := now.UTC().Truncate(time.Millisecond)
-	var items []cart.Item
-	if len(lines) > 0 {
-		b := r.batch(ctx)
-		for _, l := range lines {
-			if l.Quantity <= 0 {
-				continue
-			}
-			if l.Written == 0 {
-				l.Written = nextLineTS()
-			}
-			b.Query(t.stmts.line, ttl, l.Written, l.Category, l.Quantity, ts(l.AddedAt), key, id, l.ProductID)
-			items = append(items, cart.Item{ProductID: l.ProductID, Category: l.Category, Quantity: l.Quantity, AddedAt: l.AddedAt})
-		}
-		if len(b.Entries) > 0 {
-			if err := r.p.idempotentBatch(ctx, b).Exec(); err != nil {
-				return cart.Cart{}, fmt.Errorf("write the new generation of %s cart %s: %w", st.owner.Key(), st.c.ID, err)
-			}
+	lines = append([]snapLine(nil), lines...)
+	for i := range lines {
+		if lines[i].Written == 0 {
+			lines[i].Written = nextLineTS()
 		}
 	}
-	sortItems(items)
+	if err := r.writeLines(ctx, st.owner, id, ttl, lines); err != nil {
+		return cart.Cart{}, err
+	}
+	items := liveItems(lines)
 	seq := any(nil)
 	if st.mergeSeq != nil {
 		seq = *st.mergeSeq
@@ -167,6 +157,15 @@ func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 	defer cancel()
 	t, key := tableFor(owner)
 	st, err := casLoop(ctx, r.p, fmt.Sprintf("freeze %s cart for order %s", owner.Key(), orderID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
+		if h, ok := r.hint(owner); ok && a.n == 0 && unexpired(h.expires, now) {
+			// The condition is the whole rule (the cart is the owner's active one, active,
+			// and not frozen): the first round proposes on the remembered cart at once, and
+			// publish reads it next. Refused, the next round reads and decides.
+			st := cartState{owner: owner, active: h.id, newest: h.id, gen: h.id, header: true,
+				c: cart.Cart{ID: h.id.String(), Owner: owner, Status: cart.Active, ExpiresAt: h.expires, CheckoutOrder: orderID}}
+			q := r.query(ctx, t.stmts.freeze, ttlUntil(h.expires, time.Now()), orderID, ts(until), key, h.id, h.id)
+			return st, &casOp[cartState]{query: q, applied: func() cartState { return st }}, nil
+		}
 		st, err := r.loadActive(ctx, owner, a.cl, now)
 		for err == nil && st.mergingIn() {
 			// A login's merge holds the cart for a moment: the checkout freezes what it leaves.

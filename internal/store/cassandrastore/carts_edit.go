@@ -66,12 +66,11 @@ func (r *carts) edit(ctx context.Context, owner cart.Owner, line snapLine, expir
 	for round := 0; round < maxEditRounds; round++ {
 		h, ok := r.hint(owner)
 		if !ok {
-			st, err := r.editable(ctx, owner, line.Quantity > 0, expiresAt, now)
-			if err != nil {
-				return cart.Cart{}, err
+			st, created, err := r.editable(ctx, owner, line, expiresAt, now)
+			if err != nil || created {
+				return st.c, err
 			}
-			h, _ = r.hint(owner)
-			if h.id != st.active {
+			if h, ok = r.hint(owner); !ok || h.id != st.active {
 				h = cartHint{id: st.active, expires: st.c.ExpiresAt}
 			}
 		}
@@ -135,29 +134,31 @@ func (r *carts) edit(ctx context.Context, owner cart.Owner, line snapLine, expir
 	return cart.Cart{}, &casError{what: what, attempts: maxEditRounds}
 }
 
-// editable reads (creating it for a put) the owner's cart for an edit that has no remembered
-// generation to write into, and refuses the edit at once if a freeze holds it: nothing is
-// written then.
-func (r *carts) editable(ctx context.Context, owner cart.Owner, put bool, expiresAt, now time.Time) (cartState, error) {
+// editable reads the owner's cart for an edit that has no remembered generation to write
+// into, and refuses the edit at once if a freeze holds it: nothing is written then. A put
+// with no cart to write into creates one holding its line (createWith): created, it is done.
+func (r *carts) editable(ctx context.Context, owner cart.Owner, line snapLine, expiresAt, now time.Time) (cartState, bool, error) {
 	for {
 		var st cartState
+		var created bool
 		var err error
-		if put {
-			st, err = r.ensureActive(ctx, owner, expiresAt, now, r.p.levels().Carts)
+		if line.Quantity > 0 {
+			line.Written = nextLineTS()
+			st, created, err = r.createWith(ctx, owner, expiresAt, now, r.p.levels().Carts, []snapLine{line}, nil, nil)
 		} else {
 			st, err = r.loadActive(ctx, owner, r.p.levels().Carts, now)
 			if err == nil && !st.live(now) {
 				err = cart.ErrNotFound
 			}
 		}
-		if err != nil || !st.held() {
-			return st, err
+		if err != nil || created || !st.held() {
+			return st, created, err
 		}
 		if !st.mergingIn() {
-			return st, st.c.Editable(now)
+			return st, false, st.c.Editable(now)
 		}
 		if _, err := r.awaitSwitch(ctx, st); err != nil {
-			return st, err
+			return st, false, err
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 		}
 		return cart.MergeResult{}, err
 	}
-	notMerged, err := r.mergeUserSide(ctx, userID, g, now)
+	uc, notMerged, err := r.mergeUserSide(ctx, userID, u, g, now)
 	if err != nil {
 		var stale *cart.StaleCheckoutError
 		if errors.Is(err, cart.ErrCheckoutInProgress) || errors.As(err, &stale) {
@@ -70,6 +70,9 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	}
 	if err := r.abandonGuest(ctx, g, now); err != nil {
 		return cart.MergeResult{}, err
+	}
+	if uc.ID != "" {
+		return cart.MergeResult{Cart: uc, NotMerged: notMerged}, nil // as this call's switch left it
 	}
 	return r.userCart(ctx, userID, now, notMerged)
 }
@@ -111,8 +114,19 @@ func (r *carts) freezeGuest(ctx context.Context, g cartState, userID string, now
 // The user's cart is frozen by the merge token first (user edits racing it are redone in
 // the new generation, checkouts wait for it), and its snapshot is what the guest's lines
 // join.
-func (r *carts) mergeUserSide(ctx context.Context, userID string, g cartState, now time.Time) ([]cart.Item, error) {
+// It returns the user's cart as its switch (or creation) left it, with no ID if an earlier
+// attempt merged it.
+func (r *carts) mergeUserSide(ctx context.Context, userID string, seen, g cartState, now time.Time) (cart.Cart, []cart.Item, error) {
 	user := cart.User(userID)
+	if !seen.hasActive() {
+		// No user cart: the guest's lines become a new one, merged_from recording the guest
+		// cart in the LWT creating it.
+		merged, notMerged := cart.MergeLines(nil, liveItems(g.snapshot))
+		st, created, err := r.createWith(ctx, user, time.Time{}, now, r.p.levels().Carts, toLines(merged, nil), []string{g.c.ID}, &seen)
+		if err != nil || created {
+			return st.c, notMerged, err
+		}
+	}
 	token := mergeToken(g.c.ID)
 	until := now.Add(cart.CheckoutLease)
 	u, err := casLoop(ctx, r.p, fmt.Sprintf("freeze user %s cart for the merge of guest cart %s", userID, g.c.ID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
@@ -135,35 +149,33 @@ func (r *carts) mergeUserSide(ctx context.Context, userID string, g cartState, n
 		}}, nil
 	})
 	if err != nil {
-		return nil, err
+		return cart.Cart{}, nil, err
 	}
 	if u.merged[g.c.ID] {
-		return nil, nil // what did not fit was the earlier attempt's answer
+		return cart.Cart{}, nil, nil // what did not fit was the earlier attempt's answer
 	}
 	if u, err = r.publish(ctx, u); err != nil {
-		return nil, err
+		return cart.Cart{}, nil, err
 	}
 	merged, notMerged := cart.MergeLines(liveItems(u.snapshot), liveItems(g.snapshot))
-	written := make(map[string]snapLine, len(u.snapshot))
-	for _, l := range u.snapshot {
-		written[l.ProductID] = l
-	}
-	lines := make([]snapLine, 0, len(merged))
-	for _, it := range merged {
-		l := snapLine{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
-		if was, ok := written[it.ProductID]; ok && was.Quantity == it.Quantity {
-			l.Written = was.Written // unchanged by the merge
-		}
-		lines = append(lines, l)
-	}
+	lines := toLines(merged, u.snapshot)
 	froms := []string{g.c.ID}
 	for m := range u.merged {
 		froms = append(froms, m)
 	}
-	if _, err := r.switchTo(ctx, u, lines, false, superseded, froms, now); err != nil && !errors.Is(err, errSwitchLost) {
-		return nil, err
+	c, err := r.switchTo(ctx, u, lines, false, superseded, froms, now)
+	if errors.Is(err, errSwitchLost) {
+		// Another attempt of this login switched it, or not: only merged_from tells.
+		again, lerr := r.load(ctx, user, r.p.levels().Serial)
+		if lerr != nil {
+			return cart.Cart{}, nil, lerr
+		}
+		if !again.merged[g.c.ID] {
+			return cart.Cart{}, nil, fmt.Errorf("merge guest cart %s into user %s: %w", g.c.ID, userID, err)
+		}
+		return cart.Cart{}, notMerged, nil
 	}
-	return notMerged, nil
+	return c, notMerged, err
 }
 
 // abandonGuest ends the merged guest cart; if another login abandoned it first, that is the
@@ -173,12 +185,30 @@ func (r *carts) abandonGuest(ctx context.Context, g cartState, now time.Time) er
 	_, err := casLoop(ctx, r.p, fmt.Sprintf("abandon guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
 		if a.n > 0 {
 			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
-			if err != nil || again.active != g.active {
+			if err != nil || again.active != g.physical() {
 				return struct{}{}, nil, err
 			}
 		}
-		q := r.query(ctx, guestCarts.stmts.abandon, ttlUntil(g.c.ExpiresAt, time.Now()), n, g.owner.SessionID, g.active, g.active)
+		q := r.query(ctx, guestCarts.stmts.abandon, ttlUntil(g.c.ExpiresAt, time.Now()), n, g.owner.SessionID, g.physical(), g.physical())
 		return struct{}{}, casDo(q), nil
 	})
 	return err
+}
+
+// toLines are items as lines to write; one unchanged from a line of was keeps its writetime,
+// the others get new ones when written.
+func toLines(items []cart.Item, was []snapLine) []snapLine {
+	old := make(map[string]snapLine, len(was))
+	for _, l := range was {
+		old[l.ProductID] = l
+	}
+	lines := make([]snapLine, 0, len(items))
+	for _, it := range items {
+		l := snapLine{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
+		if o, ok := old[it.ProductID]; ok && o.Quantity == it.Quantity {
+			l.Written = o.Written
+		}
+		lines = append(lines, l)
+	}
+	return lines
 }
