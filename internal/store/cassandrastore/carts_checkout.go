@@ -169,7 +169,7 @@ func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 		st, err := r.loadActive(ctx, owner, a.cl, now)
 		for err == nil && st.mergingIn() {
 			// A login's merge holds the cart for a moment: the checkout freezes what it leaves.
-			if _, err = r.awaitSwitch(ctx, st); err == nil {
+			if _, err = r.awaitSwitch(ctx, st, now); err == nil {
 				st, err = r.loadActive(ctx, owner, a.cl, now)
 			}
 		}

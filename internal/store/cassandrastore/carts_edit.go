@@ -2,6 +2,7 @@ package cassandrastore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -118,7 +119,7 @@ func (r *carts) edit(ctx context.Context, owner cart.Owner, line snapLine, expir
 		}
 		if f.active == h.id && f.mergingIn() {
 			// A login's merge: not refused, redone in the generation the merge switches to.
-			if f, err = r.awaitSwitch(ctx, f); err != nil {
+			if f, err = r.awaitSwitch(ctx, f, now); err != nil {
 				return cart.Cart{}, fmt.Errorf("%s: %w: %w", what, ErrOutcomeUnknown, err)
 			}
 		}
@@ -157,7 +158,7 @@ func (r *carts) editable(ctx context.Context, owner cart.Owner, line snapLine, e
 		if !st.mergingIn() {
 			return st, false, st.c.Editable(now)
 		}
-		if _, err := r.awaitSwitch(ctx, st); err != nil {
+		if _, err := r.awaitSwitch(ctx, st, now); err != nil {
 			return st, false, err
 		}
 	}
@@ -172,7 +173,7 @@ func (r *carts) settled(ctx context.Context, owner cart.Owner, now time.Time) (c
 			return st, err
 		}
 		if st.mergingIn() {
-			if _, err := r.awaitSwitch(ctx, st); err != nil {
+			if _, err := r.awaitSwitch(ctx, st, now); err != nil {
 				return st, err
 			}
 			continue
@@ -204,16 +205,27 @@ func (r *carts) awaitSnapshot(ctx context.Context, st cartState) (cartState, err
 }
 
 // awaitSwitch waits until the generation st read (held by a login's merge) is no longer the
-// active one, and returns the generation's state then.
-func (r *carts) awaitSwitch(ctx context.Context, st cartState) (cartState, error) {
+// active one, and returns the generation's state then. A merge whose lease ran out at now (its
+// login crashed and was not retried) is undone: the user's cart is given back as its
+// snapshot holds it, merged_from unchanged, so a later retry of that login still merges once.
+func (r *carts) awaitSwitch(ctx context.Context, st cartState, now time.Time) (cartState, error) {
 	deadline := time.Now().Add(mergeWait)
 	backoff := 5 * time.Millisecond
 	id := st.physical()
 	for st.active == id && st.mergingIn() {
-		if time.Now().After(deadline) {
+		if !now.Before(st.c.CheckoutUntil) {
+			if !st.published {
+				var err error
+				if st, err = r.publish(ctx, st); err != nil {
+					return st, err
+				}
+			}
+			if _, err := r.switchTo(ctx, st, st.snapshot, false, superseded, nil, now); err != nil && !errors.Is(err, errSwitchLost) {
+				return st, err
+			}
+		} else if time.Now().After(deadline) {
 			return st, fmt.Errorf("%s cart %s: a login's merge still holds it after %v", st.owner.Key(), st.c.ID, mergeWait)
-		}
-		if err := pause(ctx, &backoff); err != nil {
+		} else if err := pause(ctx, &backoff); err != nil {
 			return st, err
 		}
 		rows, err := r.readCart(ctx, st.owner, id, r.p.levels().Carts)

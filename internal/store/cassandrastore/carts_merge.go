@@ -132,7 +132,7 @@ func (r *carts) mergeUserSide(ctx context.Context, userID string, seen, g cartSt
 	u, err := casLoop(ctx, r.p, fmt.Sprintf("freeze user %s cart for the merge of guest cart %s", userID, g.c.ID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
 		u, err := r.ensureActive(ctx, user, time.Time{}, now, a.cl)
 		for err == nil && u.mergingIn() && u.c.CheckoutOrder != token {
-			if _, err = r.awaitSwitch(ctx, u); err == nil { // another login's merge
+			if _, err = r.awaitSwitch(ctx, u, now); err == nil { // another login's merge
 				u, err = r.ensureActive(ctx, user, time.Time{}, now, a.cl)
 			}
 		}
