@@ -17,42 +17,46 @@ import (
 
 // carts implements cart.Repository on user_carts and guest_carts.
 //
-// Every write is a lightweight transaction (Paxos) on the owner's partition, because every
-// write must be fenced by a state another writer may have just set:
-//   - PutItem and RemoveItem: a conditional batch writing the line (an item is its own
-//     clustering row) and the header's updated_at, `IF active_cart = <cart> AND status =
-//     'active' AND checkout_order = null`. A plain QUORUM write that read "not frozen" could
-//     land after BeginCheckout froze the cart, and be acknowledged without being ordered. The
-//     condition names no line, so edits of different products never invalidate each other:
-//     20 concurrent edits all apply (Paxos serialises them; a contended round is re-read and
-//     tried again).
+// Lines (an item is its own clustering row) are only ever written by plain QUORUM writes at a
+// client timestamp (nextLineTS); a removal is a line of quantity 0. Header cells and the
+// static active_cart are only ever written by lightweight transactions. No cell is written
+// both ways. A cart the API names by one (logical) id is stored as one physical cart per
+// generation: a rewrite of its lines (EndCheckout's give-back, the user side of a merge)
+// writes them into a fresh physical cart no request knows, then one LWT switches active_cart
+// to it (switchTo), so lines written into the old generation are dead.
+//
+//   - PutItem and RemoveItem (edit): write the line into the remembered generation, then read
+//     that generation at QUORUM (the fence, and the answer). Not frozen and still active:
+//     acknowledged (quorum intersection puts it in every later freeze's read). Frozen: the
+//     freeze's published snapshot decides, its line for the product written at or after the
+//     edit's timestamp: acknowledged, else refused while the freeze holds the cart, redone in
+//     the new generation once it moved on. A put into an owner with no cart writes its line
+//     into a new physical cart before the LWT creating it (createWith): no freeze can know a
+//     cart before it exists.
 //   - Creating a cart: `IF active_cart = <seen>` on the owner's static column. Without it two
 //     concurrent first PutItems would each create a cart and one cart's items would be lost.
 //   - BeginCheckout: `IF active_cart = <cart> AND status = 'active' AND checkout_order = null`
-//     sets checkout_order/checkout_until; the lines are then read at SERIAL, so the snapshot
-//     holds every edit Paxos ordered before the freeze and none after it. EndCheckout: `IF
-//     checkout_order = <its order>`. Reopen: one batch ending the fenced cart `IF status =
-//     'active' AND checkout_order = <seen>` and creating its copy `IF active_cart = <it>`.
+//     sets checkout_order/checkout_until; then a QUORUM read of the lines (with writetimes) is
+//     published as the header's snapshot `IF ... AND snapshot_at = null` (publish): exactly one
+//     snapshot per freeze, the order's lines. A reader that finds no snapshot publishes one
+//     itself after snapshotWait; the first wins for everyone.
+//   - EndCheckout: the snapshot into a new generation, switched to `IF checkout_order = <its
+//     order>` (same logical id). Reopen: the same into a new cart (new logical id).
 //   - MarkOrdered: `IF active_cart = <cart>`, frozen or not, so it ends exactly the cart that
-//     was ordered and never a fresh cart created after it; a replay finds nothing to do. A
-//     user's cart is proposed without a read first (no TTL to learn); a refusal reads at SERIAL.
-//   - Merge: the guest cart is frozen first (`status = 'merging'`, `merge_into = <user>`, `IF
-//     active_cart = <guest cart> AND status = 'active'`), which the guest's edits' condition
-//     excludes (they fail with ErrGuestMerged), and its lines are read at SERIAL. Then a
-//     conditional batch on the user's partition, `IF active_cart = <user cart> AND status =
-//     'active' AND checkout_order = null AND merge_seq = <seen>`, writes cart.MergeLines'
-//     lines and records the guest cart in merged_from; then `IF active_cart = <guest cart>`
-//     abandons the guest cart. Refused by a checkout, the guest cart is unfrozen again. A
-//     login retried after a crash finds the guest cart 'merging' into its user and resumes:
+//     was ordered and never a fresh cart created after it; a replay finds nothing to do.
+//   - Merge: the guest cart is frozen (`status = 'merging'`) and its snapshot published; guest
+//     edits in flight answer by it (ErrGuestMerged when not in it). The user's cart is created
+//     with the merged lines, or frozen by a merge token, its snapshot published, and
+//     cart.MergeLines of both snapshots switched in as a new generation with merged_from + the
+//     guest cart; then the guest cart is abandoned. A login retried after a crash resumes:
 //     merged_from tells whether the lines already moved, so quantities are never added twice.
 //
 // A timeout of an LWT leaves its outcome unknown; every LWT here runs in casLoop, which re-reads
 // the partition (at SERIAL) and decides again, so the statement itself is never blindly retried.
+// A failed line write or fence read is an unknown outcome too, never a refusal.
 //
-// Reads: the active cart by the exact key of the id this process last saw it under, checked
-// against the partition's active_cart in the same read (loadActive); else the partition's head.
-// Why the edits' fence stays a Paxos round and is not a plain QUORUM write followed by a read
-// of the freeze: docs/cassandra.md, "Why an edit is still a Paxos round".
+// Why this keeps every guarantee the Paxos edit had, and which LWTs stay: docs/cassandra.md,
+// "Carts".
 type carts Store
 
 // merging is the status of a guest cart whose lines a login is moving into merge_into's cart.

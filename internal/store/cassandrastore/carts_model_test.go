@@ -100,11 +100,11 @@ func checkCartHistories(t *testing.T, st *Store) {
 type cartOpKind int
 
 const (
-	cartEdit   cartOpKind = iota // PutItem (qty > 0) or RemoveItem (qty 0)
-	cartGet                      // ActiveCart
-	cartFreeze                   // BeginCheckout
-	cartOrder                    // MarkOrdered of the cart the freeze returned
-	cartRelease                  // EndCheckout of a checkout that failed: the cart is given back
+	cartEdit    cartOpKind = iota // PutItem (qty > 0) or RemoveItem (qty 0)
+	cartGet                       // ActiveCart
+	cartFreeze                    // BeginCheckout
+	cartOrder                     // MarkOrdered of the cart the freeze returned
+	cartRelease                   // EndCheckout of a checkout that failed: the cart is given back
 )
 
 // cartModelProducts is how many products the histories edit, p0 to p3: few, so edits of
