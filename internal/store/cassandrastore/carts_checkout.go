@@ -182,7 +182,7 @@ func (r *carts) BeginCheckout(ctx context.Context, owner cart.Owner, orderID str
 		if st.c.CheckoutOrder == orderID {
 			return st, nil, nil // frozen by an attempt whose outcome was unknown
 		}
-		if err := st.c.Editable(now); err != nil {
+		if err := r.refuse(ctx, st, now); err != nil {
 			return st, nil, err
 		}
 		q := r.query(ctx, t.stmts.freeze, ttlUntil(st.c.ExpiresAt, time.Now()), orderID, ts(until), key, st.active, st.active)

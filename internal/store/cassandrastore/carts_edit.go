@@ -156,12 +156,24 @@ func (r *carts) editable(ctx context.Context, owner cart.Owner, line snapLine, e
 			return st, created, err
 		}
 		if !st.mergingIn() {
-			return st, false, st.c.Editable(now)
+			return st, false, r.refuse(ctx, st, now)
 		}
 		if _, err := r.awaitSwitch(ctx, st, now); err != nil {
 			return st, false, err
 		}
 	}
+}
+
+// refuse is the error a change that found st held answers: st.c.Editable's. A freeze's
+// snapshot is published first: until then an edit that writes may still enter it, so a
+// refusal answered earlier would precede an edit the order holds.
+func (r *carts) refuse(ctx context.Context, st cartState, now time.Time) error {
+	if st.held() && !st.published {
+		if _, err := r.awaitSnapshot(ctx, st); err != nil {
+			return err
+		}
+	}
+	return st.c.Editable(now)
 }
 
 // settled is loadActive for a reader of the cart's lines: a freeze that holds the cart has

@@ -37,7 +37,7 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 		return cart.MergeResult{}, err
 	}
 	if u.live(now) && !u.merged[gid] && u.c.CheckoutOrder != mergeToken(gid) && !u.mergingIn() {
-		if err := u.c.Editable(now); err != nil {
+		if err := r.refuse(ctx, u, now); err != nil {
 			return cart.MergeResult{}, err
 		}
 	}
@@ -139,7 +139,7 @@ func (r *carts) mergeUserSide(ctx context.Context, userID string, seen, g cartSt
 		if err != nil || u.merged[g.c.ID] || u.c.CheckoutOrder == token {
 			return u, nil, err // merged already, or frozen for it by an earlier attempt
 		}
-		if err := u.c.Editable(now); err != nil {
+		if err := r.refuse(ctx, u, now); err != nil {
 			return u, nil, err
 		}
 		q := r.query(ctx, userCarts.stmts.freeze, 0, token, ts(until), userID, u.active, u.active)
