@@ -190,7 +190,10 @@ func (r *carts) settled(ctx context.Context, owner cart.Owner, now time.Time) (c
 			}
 			continue
 		}
-		return r.awaitSnapshot(ctx, st)
+		if st, err = r.awaitSnapshot(ctx, st); err != nil || st.active == st.physical() {
+			return st, err
+		}
+		// Given back, ordered or reopened while this waited: read the cart as it is now.
 	}
 }
 
