@@ -265,8 +265,13 @@ func (r *carts) load(ctx context.Context, owner cart.Owner, cl gocql.Consistency
 	}
 	st.active, st.newest = rows[0].active, rows[0].cartID
 	if st.active == (gocql.UUID{}) {
-		if rows[0].productID == "" {
-			st.newestStatus, st.newestExpires = cart.Status(rows[0].status), rows[0].expires
+		// The newest cart's header: lines ahead of it are a cart never created (written for a
+		// creation or a switch that lost its LWT).
+		for _, row := range rows {
+			if row.productID == "" {
+				st.newestStatus, st.newestExpires = cart.Status(row.status), row.expires
+				break
+			}
 		}
 		return st, nil
 	}
