@@ -27,7 +27,7 @@ var Budgets = []Budget{
 	{Cassandra, CartEdit, 6},
 	{Cassandra, CartView, 3},
 	{Cassandra, Event, 2},
-	{Cassandra, Login, 14},
+	{Cassandra, Login, 13},
 	{Cassandra, Checkout, 29},
 	{Cassandra, OrderView, 2},
 	{Cassandra, History, 3},

@@ -19,11 +19,11 @@ func otherProcess(st *Store) *carts {
 
 // hinted reports the cart id process r remembers for owner.
 func hinted(r *carts, o cart.Owner) string {
-	id, ok := r.activeCarts.Get(o.Key())
+	h, ok := r.activeCarts.Get(o.Key())
 	if !ok {
 		return ""
 	}
-	return id.String()
+	return h.id.String()
 }
 
 // A process reads a cart by the id it remembers, and every change another process made
@@ -123,7 +123,7 @@ func TestActiveCartRememberedIDOfNoCart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.activeCarts.Add(u.Key(), gocql.TimeUUID())
+	r.activeCarts.Add(u.Key(), cartHint{id: gocql.TimeUUID()})
 	got, err := r.ActiveCart(ctx, u, now)
 	if err != nil || got.ID != c.ID || !sameQty(got, map[string]int64{"p": 3}) {
 		t.Fatalf("active cart with a wrong remembered id: %+v, %v; want %s with p=3", got, err, c.ID)

@@ -9,6 +9,11 @@ import (
 	"github.com/shardmart/shardmart/internal/cart"
 )
 
+// Merge moves a guest cart into the user's: the guest cart is frozen ('merging') and its
+// snapshot published, the user's cart is frozen by a merge token and its snapshot published,
+// cart.MergeLines of the two snapshots becomes a new generation of the user's cart (merged_from
+// records the guest cart), and the guest cart is abandoned. Each step is found done by a
+// retried login, so the lines move exactly once.
 func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Time) (cart.MergeResult, error) {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
@@ -26,13 +31,13 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	}
 	gid := g.c.ID
 	// A login during a checkout is refused before the guest cart is touched; the user side's
-	// condition decides in a race.
+	// freeze decides in a race.
 	u, err := r.load(ctx, user, r.p.levels().Carts)
 	if err != nil {
 		return cart.MergeResult{}, err
 	}
-	if u.live(now) && !u.merged[gid] {
-		if err := u.c.Editable(now); err != nil {
+	if u.live(now) && !u.merged[gid] && u.c.CheckoutOrder != mergeToken(gid) && !u.mergingIn() {
+		if err := r.refuse(ctx, u, now); err != nil {
 			return cart.MergeResult{}, err
 		}
 	}
@@ -44,20 +49,20 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 			return r.userCart(ctx, userID, now, nil) // another login merged it first
 		}
 	}
-	// Frozen: the guest's lines can no longer change. SERIAL sees every edit Paxos applied
-	// before the freeze.
-	g, err = r.load(ctx, guest, r.p.levels().Serial)
-	if err != nil {
+	// Frozen: the guest's edits from now on answer by the snapshot.
+	if g, err = r.publish(ctx, g); err != nil {
+		if again, lerr := r.load(ctx, guest, r.p.levels().Serial); lerr == nil && !(again.hasActive() && again.active == g.active) {
+			return r.userCart(ctx, userID, now, nil) // a racing login finished (or undid) it
+		}
 		return cart.MergeResult{}, err
 	}
-	if g.c.ID != gid || g.c.Status != merging || g.mergeInto != userID {
-		return r.userCart(ctx, userID, now, nil) // a racing login finished (or undid) it
-	}
-	notMerged, err := r.mergeUserSide(ctx, userID, g, now)
+	uc, notMerged, err := r.mergeUserSide(ctx, userID, u, g, now)
 	if err != nil {
 		var stale *cart.StaleCheckoutError
 		if errors.Is(err, cart.ErrCheckoutInProgress) || errors.As(err, &stale) {
-			if rerr := r.unfreezeGuest(ctx, g, userID, now); rerr != nil {
+			// Refused: the guest gets its cart back as the snapshot holds it, in a new
+			// generation (guest edits refused meanwhile wrote into the frozen one only).
+			if _, rerr := r.switchTo(ctx, g, g.snapshot, false, superseded, nil, now); rerr != nil && !errors.Is(rerr, errSwitchLost) {
 				return cart.MergeResult{}, errors.Join(err, rerr)
 			}
 		}
@@ -65,6 +70,9 @@ func (r *carts) Merge(ctx context.Context, sessionID, userID string, now time.Ti
 	}
 	if err := r.abandonGuest(ctx, g, now); err != nil {
 		return cart.MergeResult{}, err
+	}
+	if uc.ID != "" {
+		return cart.MergeResult{Cart: uc, NotMerged: notMerged}, nil // as this call's switch left it
 	}
 	return r.userCart(ctx, userID, now, notMerged)
 }
@@ -101,60 +109,73 @@ func (r *carts) freezeGuest(ctx context.Context, g cartState, userID string, now
 	})
 }
 
-// unfreezeGuest gives the guest its cart back when the user's side refused the merge.
-func (r *carts) unfreezeGuest(ctx context.Context, g cartState, userID string, now time.Time) error {
-	n := now.UTC().Truncate(time.Millisecond)
-	_, err := casLoop(ctx, r.p, fmt.Sprintf("unfreeze guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
-		if a.refused {
-			return struct{}{}, nil, nil // no longer merging into this user
-		}
-		if a.n > 0 { // the last attempt's outcome is unknown
-			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
-			if err != nil || again.active != g.active || again.c.Status != merging {
-				return struct{}{}, nil, err
-			}
-		}
-		q := r.query(ctx, guestCarts.stmts.mergeRelease, ttlUntil(g.c.ExpiresAt, time.Now()), n,
-			g.owner.SessionID, g.active, g.active, userID)
-		return struct{}{}, casDo(q), nil
-	})
-	return err
-}
-
-// mergeUserSide moves the frozen guest cart g's lines into the user's active cart by
+// mergeUserSide moves the frozen guest cart g's snapshot into the user's active cart by
 // cart.MergeLines, once: a cart whose merged_from holds g was merged by an earlier attempt.
-func (r *carts) mergeUserSide(ctx context.Context, userID string, g cartState, now time.Time) ([]cart.Item, error) {
-	n := now.UTC().Truncate(time.Millisecond)
-	var notMerged []cart.Item // of the last attempt, the one that may have landed unseen
-	return casLoop(ctx, r.p, fmt.Sprintf("merge guest cart %s into user %s", g.c.ID, userID), func(ctx context.Context, a casAttempt) ([]cart.Item, *casOp[[]cart.Item], error) {
-		u, err := r.ensureActive(ctx, cart.User(userID), time.Time{}, now, a.cl)
-		if err != nil {
-			return nil, nil, err
+// The user's cart is frozen by the merge token first (user edits racing it are redone in
+// the new generation, checkouts wait for it), and its snapshot is what the guest's lines
+// join.
+// It returns the user's cart as its switch (or creation) left it, with no ID if an earlier
+// attempt merged it.
+func (r *carts) mergeUserSide(ctx context.Context, userID string, seen, g cartState, now time.Time) (cart.Cart, []cart.Item, error) {
+	user := cart.User(userID)
+	if !seen.hasActive() {
+		// No user cart: the guest's lines become a new one, merged_from recording the guest
+		// cart in the LWT creating it.
+		merged, notMerged := cart.MergeLines(nil, liveItems(g.snapshot))
+		st, created, err := r.createWith(ctx, user, time.Time{}, now, r.p.levels().Carts, toLines(merged, nil), []string{g.c.ID}, &seen)
+		if err != nil || created {
+			return st.c, notMerged, err
 		}
-		if u.merged[g.c.ID] {
-			return notMerged, nil, nil
-		}
-		if err := u.c.Editable(now); err != nil {
-			return nil, nil, err
-		}
-		var merged []cart.Item
-		merged, notMerged = cart.MergeLines(u.c.Items, g.c.Items)
-		seq, prevSeq := 1, any(nil)
-		if u.mergeSeq != nil {
-			seq, prevSeq = *u.mergeSeq+1, *u.mergeSeq
-		}
-		b := r.batch(ctx)
-		b.Query(userCarts.stmts.mergeHeader, []string{g.c.ID}, seq, n, userID, u.active, u.active, prevSeq)
-		for _, it := range merged {
-			switch i := lineAt(u.c.Items, it.ProductID); {
-			case i < 0:
-				b.Query(userCarts.stmts.putNew, 0, it.Category, it.Quantity, ts(it.AddedAt), userID, u.active, it.ProductID)
-			case u.c.Items[i].Quantity != it.Quantity:
-				b.Query(userCarts.stmts.putQty, 0, it.Quantity, userID, u.active, it.ProductID)
+	}
+	token := mergeToken(g.c.ID)
+	until := now.Add(cart.CheckoutLease)
+	u, err := casLoop(ctx, r.p, fmt.Sprintf("freeze user %s cart for the merge of guest cart %s", userID, g.c.ID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
+		u, err := r.ensureActive(ctx, user, time.Time{}, now, a.cl)
+		for err == nil && u.mergingIn() && u.c.CheckoutOrder != token {
+			if _, err = r.awaitSwitch(ctx, u, now); err == nil { // another login's merge
+				u, err = r.ensureActive(ctx, user, time.Time{}, now, a.cl)
 			}
 		}
-		return nil, &casOp[[]cart.Item]{batch: b, applied: func() []cart.Item { return notMerged }}, nil
+		if err != nil || u.merged[g.c.ID] || u.c.CheckoutOrder == token {
+			return u, nil, err // merged already, or frozen for it by an earlier attempt
+		}
+		if err := r.refuse(ctx, u, now); err != nil {
+			return u, nil, err
+		}
+		q := r.query(ctx, userCarts.stmts.freeze, 0, token, ts(until), userID, u.active, u.active)
+		return u, &casOp[cartState]{query: q, applied: func() cartState {
+			u.c.CheckoutOrder, u.c.CheckoutUntil = token, until.UTC().Truncate(time.Millisecond)
+			return u
+		}}, nil
 	})
+	if err != nil {
+		return cart.Cart{}, nil, err
+	}
+	if u.merged[g.c.ID] {
+		return cart.Cart{}, nil, nil // what did not fit was the earlier attempt's answer
+	}
+	if u, err = r.publish(ctx, u); err != nil {
+		return cart.Cart{}, nil, err
+	}
+	merged, notMerged := cart.MergeLines(liveItems(u.snapshot), liveItems(g.snapshot))
+	lines := toLines(merged, u.snapshot)
+	froms := []string{g.c.ID}
+	for m := range u.merged {
+		froms = append(froms, m)
+	}
+	c, err := r.switchTo(ctx, u, lines, false, superseded, froms, now)
+	if errors.Is(err, errSwitchLost) {
+		// Another attempt of this login switched it, or not: only merged_from tells.
+		again, lerr := r.load(ctx, user, r.p.levels().Serial)
+		if lerr != nil {
+			return cart.Cart{}, nil, lerr
+		}
+		if !again.merged[g.c.ID] {
+			return cart.Cart{}, nil, fmt.Errorf("merge guest cart %s into user %s: %w", g.c.ID, userID, err)
+		}
+		return cart.Cart{}, notMerged, nil
+	}
+	return c, notMerged, err
 }
 
 // abandonGuest ends the merged guest cart; if another login abandoned it first, that is the
@@ -164,12 +185,30 @@ func (r *carts) abandonGuest(ctx context.Context, g cartState, now time.Time) er
 	_, err := casLoop(ctx, r.p, fmt.Sprintf("abandon guest cart %s", g.c.ID), func(ctx context.Context, a casAttempt) (struct{}, *casOp[struct{}], error) {
 		if a.n > 0 {
 			again, err := r.load(ctx, g.owner, r.p.levels().Serial)
-			if err != nil || again.active != g.active {
+			if err != nil || again.active != g.physical() {
 				return struct{}{}, nil, err
 			}
 		}
-		q := r.query(ctx, guestCarts.stmts.abandon, ttlUntil(g.c.ExpiresAt, time.Now()), n, g.owner.SessionID, g.active, g.active)
+		q := r.query(ctx, guestCarts.stmts.abandon, ttlUntil(g.c.ExpiresAt, time.Now()), n, g.owner.SessionID, g.physical(), g.physical())
 		return struct{}{}, casDo(q), nil
 	})
 	return err
+}
+
+// toLines are items as lines to write; one unchanged from a line of was keeps its writetime,
+// the others get new ones when written.
+func toLines(items []cart.Item, was []snapLine) []snapLine {
+	old := make(map[string]snapLine, len(was))
+	for _, l := range was {
+		old[l.ProductID] = l
+	}
+	lines := make([]snapLine, 0, len(items))
+	for _, it := range items {
+		l := snapLine{ProductID: it.ProductID, Category: it.Category, Quantity: it.Quantity, AddedAt: it.AddedAt}
+		if o, ok := old[it.ProductID]; ok && o.Quantity == it.Quantity {
+			l.Written = o.Written
+		}
+		lines = append(lines, l)
+	}
+	return lines
 }

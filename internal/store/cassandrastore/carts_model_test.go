@@ -22,8 +22,9 @@ import (
 // process makes) on a 3-node cluster with RF 3, all nodes up and then with one node stopped,
 // and checked for linearizability against cartModel: every answered read is the cart as the
 // acknowledged changes left it, a checkout's frozen lines hold every edit acknowledged before
-// it and no refused one (so a removed line is never charged), and an edit is refused only
-// while a checkout holds the cart.
+// it and no refused one (so a removed line is never charged), an edit is refused only while
+// a checkout holds the cart, and a checkout that fails gives the cart back as it froze it (a
+// refused edit written into the frozen cart never reappears in it).
 func TestCartHistoriesLinearizableOnThreeNodes(t *testing.T) {
 	c := launcher.ForTest(t, launcher.Options{Nodes: 3, BaseAddr: launcher.CartModelTestAddr})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -66,7 +67,7 @@ func checkCartHistories(t *testing.T, st *Store) {
 		}()
 	}
 	wg.Wait()
-	var refused, frozen, ops int
+	var refused, frozen, released, ops int
 	for o, hist := range hists {
 		ops += len(hist)
 		for _, op := range hist {
@@ -76,6 +77,8 @@ func checkCartHistories(t *testing.T, st *Store) {
 				refused++
 			case in.kind == cartFreeze && out.kind == outOK:
 				frozen++
+			case in.kind == cartRelease && out.kind == outOK:
+				released++
 			}
 		}
 		res, info := porcupine.CheckOperationsVerbose(cartModel(), hist, time.Minute)
@@ -87,20 +90,21 @@ func checkCartHistories(t *testing.T, st *Store) {
 			t.Errorf("cart %d: history of %d operations is %v (visualization: %s)", o, len(hist), res, path)
 		}
 	}
-	// The check means something only if edits met checkouts.
-	if frozen < cartModelOwners || refused == 0 {
-		t.Errorf("%d checkouts froze a cart and %d edits were refused by one: the workload did not race them", frozen, refused)
+	// The check means something only if edits met checkouts, and failed checkouts gave carts back.
+	if frozen < cartModelOwners || refused == 0 || released == 0 {
+		t.Errorf("%d checkouts froze a cart, %d failed and gave it back, and %d edits were refused by one: the workload did not race them", frozen, released, refused)
 	}
-	t.Logf("%d histories of %d operations checked: %d checkouts froze a cart, %d edits refused during one", len(hists), ops, frozen, refused)
+	t.Logf("%d histories of %d operations checked: %d checkouts froze a cart, %d gave it back, %d edits refused during one", len(hists), ops, frozen, released, refused)
 }
 
 type cartOpKind int
 
 const (
-	cartEdit   cartOpKind = iota // PutItem (qty > 0) or RemoveItem (qty 0)
-	cartGet                      // ActiveCart
-	cartFreeze                   // BeginCheckout
-	cartOrder                    // MarkOrdered of the cart the freeze returned
+	cartEdit    cartOpKind = iota // PutItem (qty > 0) or RemoveItem (qty 0)
+	cartGet                       // ActiveCart
+	cartFreeze                    // BeginCheckout
+	cartOrder                     // MarkOrdered of the cart the freeze returned
+	cartRelease                   // EndCheckout of a checkout that failed: the cart is given back
 )
 
 // cartModelProducts is how many products the histories edit, p0 to p3: few, so edits of
@@ -218,7 +222,9 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 	}
 	// The checkout process: every 50-150 ms it freezes the cart and, 20 ms later (the order
 	// being placed), orders it, as the checkout service does: a freeze whose answer was lost
-	// is looked up (a read, recorded too), and ordering is repeated until it is answered.
+	// is looked up (a read, recorded too), and ordering is repeated until it is answered. One
+	// checkout in three fails instead: the cart is given back (EndCheckout, repeated until
+	// answered), and edits refused while it was frozen must not reappear in it.
 	r := otherProcess(st)
 	wg.Add(1)
 	go func() {
@@ -253,6 +259,16 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 				continue
 			}
 			time.Sleep(20 * time.Millisecond) // the order placed in the order store
+			if rand.IntN(3) == 0 {
+				for time.Now().Before(end) {
+					if out := call(client, cartIn{kind: cartRelease}, func() cartOut {
+						return outOf(r.EndCheckout(ctx, owner, frozen.ID, orderID, time.Now()))
+					}); out.kind == outOK {
+						break
+					}
+				}
+				continue
+			}
 			for time.Now().Before(end) {
 				if out := call(client, cartIn{kind: cartOrder}, func() cartOut {
 					return outOf(r.MarkOrdered(ctx, owner, frozen.ID, orderID, time.Now()))
@@ -315,6 +331,13 @@ func cartModel() porcupine.Model {
 					out.kind == outRefused && s.frozen:
 					return []any{s}
 				}
+			case cartRelease:
+				switch {
+				case out.kind == outUnknown:
+					return []any{s, cartModelState{lines: s.lines}}
+				case out.kind == outOK: // given back, or a repeat whose first answer was lost
+					return []any{cartModelState{lines: s.lines}}
+				}
 			case cartOrder:
 				switch {
 				case out.kind == outUnknown:
@@ -330,7 +353,7 @@ func cartModel() porcupine.Model {
 		Equal: func(a, b any) bool { return a.(cartModelState) == b.(cartModelState) },
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(cartIn), output.(cartOut)
-			what := [...]string{"edit", "get", "freeze", "order"}[in.kind]
+			what := [...]string{"edit", "get", "freeze", "order", "give back"}[in.kind]
 			if in.kind == cartEdit {
 				what = fmt.Sprintf("put p%d=%d", in.product, in.qty)
 				if in.qty == 0 {

@@ -144,16 +144,22 @@ func CartScan(ctx context.Context, s *gocql.Session, guest bool, owner string, f
 		args = append(args, owner)
 	}
 	iter := s.Query(stmt, args...).WithContext(ctx).PageSize(1000).Iter()
-	// Rows come partition by partition, a cart's rows together: emit a cart when the next begins.
-	var cur *cart.Cart
-	var curID gocql.UUID
+	// Rows come partition by partition, a cart's rows together: emit a cart when the next
+	// begins, as the repository reads it (its logical id, the snapshot's lines while a freeze
+	// holds it, no removals), and none for a generation a give-back or merge replaced.
+	var cur []cartRow
+	var curOwner cart.Owner
 	flush := func() error {
-		if cur == nil {
+		if len(cur) == 0 {
 			return nil
 		}
-		c := cur
+		rows := cur
 		cur = nil
-		return fn(*c)
+		st := stateOf(curOwner, rows[0].cartID, rows)
+		if st.c.Status == superseded {
+			return nil
+		}
+		return fn(st.c)
 	}
 	for {
 		var key string
@@ -164,18 +170,17 @@ func CartScan(ctx context.Context, s *gocql.Session, guest bool, owner string, f
 		if row.cartID == (gocql.UUID{}) { // a partition holding only its static column
 			continue
 		}
-		if cur == nil || row.cartID != curID {
+		o := cart.User(key)
+		if guest {
+			o = cart.Guest(key)
+		}
+		if len(cur) > 0 && (row.cartID != cur[0].cartID || o != curOwner) {
 			if err := flush(); err != nil {
 				iter.Close()
 				return err
 			}
-			o := cart.User(key)
-			if guest {
-				o = cart.Guest(key)
-			}
-			cur, curID = &cart.Cart{ID: row.cartID.String(), Owner: o}, row.cartID
 		}
-		row.addTo(cur)
+		cur, curOwner = append(cur, row), o
 	}
 	err := flush()
 	if cerr := iter.Close(); cerr != nil {
@@ -184,7 +189,8 @@ func CartScan(ctx context.Context, s *gocql.Session, guest bool, owner string, f
 	return err
 }
 
-// ActiveCartID is the id of owner's active cart (nil: none), read at the session's quorum.
+// ActiveCartID is the id of owner's active cart (nil: none), read at the session's quorum:
+// its logical id, the one the repository shows, when a give-back or merge stored it anew.
 func ActiveCartID(ctx context.Context, s *gocql.Session, owner cart.Owner) (*gocql.UUID, error) {
 	t, val := tableFor(owner)
 	var act *gocql.UUID
@@ -195,6 +201,15 @@ func ActiveCartID(ctx context.Context, s *gocql.Session, owner cart.Owner) (*goc
 	}
 	if act == nil || *act == (gocql.UUID{}) {
 		return nil, nil
+	}
+	var logical *gocql.UUID
+	err = s.Query(fmt.Sprintf(`SELECT logical_cart FROM %s WHERE %s = ? AND cart_id = ? AND product_id = ''`, t.name, t.key), val, *act).
+		WithContext(ctx).Scan(&logical)
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return nil, fmt.Errorf("read %s active cart: %w", owner.Key(), err)
+	}
+	if logical != nil && *logical != (gocql.UUID{}) {
+		return logical, nil
 	}
 	return act, nil
 }

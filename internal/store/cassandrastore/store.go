@@ -141,9 +141,9 @@ type Store struct {
 	// eventRetention is how long after the event's time its row lives (USING TTL), 90 days
 	// unless configured: the table's default_time_to_live counts from the write instead.
 	eventRetention time.Duration
-	// activeCarts remembers the active cart id last seen per owner, so a cart is read by its
+	// activeCarts remembers the active cart (generation) last seen per owner, so a cart is read by its
 	// exact key (carts.loadActive); nil reads every cart with the partition's head.
-	activeCarts *lru.Cache[string, gocql.UUID]
+	activeCarts *lru.Cache[string, cartHint]
 }
 
 // Open connects to the cluster and checks that the schema has been applied

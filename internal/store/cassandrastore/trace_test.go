@@ -38,15 +38,19 @@ func TestStatementSpans(t *testing.T) {
 	if n := len(tr.Recent.Spans()); n != 0 {
 		t.Fatalf("an untraced call left %d spans", n)
 	}
+	// A cart edit (a plain write and a read) and a checkout's freeze (lightweight transactions).
 	rctx, root := tr.Tracer().Start(ctx, "request")
 	item.Quantity = 2
 	_, err = st.Carts().PutItem(rctx, owner, item, time.Time{}, now)
+	if err == nil {
+		_, err = st.Carts().BeginCheckout(rctx, owner, uuid.NewString(), now.Add(time.Minute), now)
+	}
 	root.End()
 	if err != nil {
 		t.Fatal(err)
 	}
 	spans := tr.Recent.Spans()
-	lwt := 0
+	lwt, plain := 0, 0
 	// The driver may retry a statement (a timeout on a loaded node): a try starts at attempt 0
 	// and each retry follows its failed previous attempt; only a try's last attempt answers.
 	last := map[string]tracing.Span{} // each statement's latest attempt
@@ -76,15 +80,18 @@ func TestStatementSpans(t *testing.T) {
 			t.Errorf("statement %s retry %d does not follow its failed attempt %d (previous %v)", s.Name, attempt, attempt-1, prev.Attrs)
 		}
 		last[s.Name] = s
-		if a[string(tracing.KeyLWT)] == "true" {
+		switch {
+		case a[string(tracing.KeyLWT)] == "true":
 			lwt++
+		case s.Name == "update.user_carts":
+			plain++
 		}
 	}
 	for _, s := range last {
 		answered(s)
 	}
-	if len(spans) < 2 || lwt == 0 {
-		t.Errorf("%d spans, %d of them LWT; a cart edit is at least a read and a conditional write", len(spans), lwt)
+	if len(spans) < 4 || lwt == 0 || plain == 0 {
+		t.Errorf("%d spans, %d of them LWT, %d plain cart writes; want a cart edit's plain write and read, and a freeze's LWTs", len(spans), lwt, plain)
 	}
 	bs := tracing.Summarize(spans, nil)
 	if len(bs) != 1 || bs[0].InStatements <= 0 || bs[0].InStatements > bs[0].Mean {
