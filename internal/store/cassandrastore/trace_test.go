@@ -16,17 +16,7 @@ import (
 // runs on the real node is a span under the caller's, with the consistency level, the
 // attempt, the rows (of a query; a batch returns none) and whether it is a lightweight transaction; an untraced call adds none.
 func TestStatementSpans(t *testing.T) {
-	store(t)
-	tr, err := tracing.Start(context.Background(), tracing.Config{SampleRatio: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Shutdown(context.Background())
-	st, err := Open(context.Background(), Config{Hosts: testHosts, Keyspace: testKeyspace, Tracer: tr.Tracer()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	tr, st := tracedStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	now := time.Now().UTC()
@@ -41,7 +31,7 @@ func TestStatementSpans(t *testing.T) {
 	// A cart edit (a plain write and a read) and a checkout's freeze (lightweight transactions).
 	rctx, root := tr.Tracer().Start(ctx, "request")
 	item.Quantity = 2
-	_, err = st.Carts().PutItem(rctx, owner, item, time.Time{}, now)
+	_, err := st.Carts().PutItem(rctx, owner, item, time.Time{}, now)
 	if err == nil {
 		_, err = st.Carts().BeginCheckout(rctx, owner, uuid.NewString(), now.Add(time.Minute), now)
 	}
@@ -100,4 +90,21 @@ func TestStatementSpans(t *testing.T) {
 	for _, s := range spans {
 		t.Logf("%-28s %8.3f ms %v", s.Name, float64(s.Duration())/1e6, s.Attrs)
 	}
+}
+
+// tracedStore opens a store on the shared node that traces every call made under a span.
+func tracedStore(t *testing.T) (*tracing.Tracing, *Store) {
+	t.Helper()
+	store(t)
+	tr, err := tracing.Start(context.Background(), tracing.Config{SampleRatio: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Shutdown(context.Background()) })
+	st, err := Open(context.Background(), Config{Hosts: testHosts, Keyspace: testKeyspace, Tracer: tr.Tracer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return tr, st
 }
