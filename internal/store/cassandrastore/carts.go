@@ -304,6 +304,15 @@ func (r *carts) readCart(ctx context.Context, owner cart.Owner, id gocql.UUID, c
 	return rows, nil
 }
 
+// readState reads physical cart id at cl and returns the state its rows tell.
+func (r *carts) readState(ctx context.Context, owner cart.Owner, id gocql.UUID, cl gocql.Consistency) (cartState, error) {
+	rows, err := r.readCart(ctx, owner, id, cl)
+	if err != nil {
+		return cartState{owner: owner}, err
+	}
+	return stateOf(owner, id, rows), nil
+}
+
 // stateOf is the state rows of physical cart id (read by readCart) tell: active is the
 // partition's active_cart, which may name another cart.
 func stateOf(owner cart.Owner, id gocql.UUID, rows []cartRow) cartState {

@@ -38,11 +38,10 @@ func (r *carts) publish(ctx context.Context, st cartState) (cartState, error) {
 	id := st.physical()
 	cond := heldArgs(st)
 	return casLoop(ctx, r.p, fmt.Sprintf("publish the snapshot of %s cart %s", st.owner.Key(), st.c.ID), func(ctx context.Context, a casAttempt) (cartState, *casOp[cartState], error) {
-		rows, err := r.readCart(ctx, st.owner, id, a.cl)
+		now, err := r.readState(ctx, st.owner, id, a.cl)
 		if err != nil {
 			return st, nil, err
 		}
-		now := stateOf(st.owner, id, rows)
 		if now.published {
 			return now, nil, nil
 		}
@@ -52,10 +51,9 @@ func (r *carts) publish(ctx context.Context, st cartState) (cartState, error) {
 		if a.n > 0 && a.cl != r.p.levels().Carts {
 			// A SERIAL read completes Paxos state but is not the QUORUM read a snapshot needs
 			// to be: read the lines again.
-			if rows, err = r.readCart(ctx, st.owner, id, r.p.levels().Carts); err != nil {
+			if now, err = r.readState(ctx, st.owner, id, r.p.levels().Carts); err != nil {
 				return st, nil, err
 			}
-			now = stateOf(st.owner, id, rows)
 		}
 		lines := now.lines
 		if lines == nil {
@@ -126,11 +124,10 @@ func (r *carts) switchTo(ctx context.Context, st cartState, lines []snapLine, fr
 	}
 	return casLoop(ctx, r.p, fmt.Sprintf("switch %s cart %s to a new generation", st.owner.Key(), st.c.ID), func(ctx context.Context, a casAttempt) (cart.Cart, *casOp[cart.Cart], error) {
 		if a.n > 0 {
-			rows, err := r.readCart(ctx, st.owner, old, a.cl)
+			again, err := r.readState(ctx, st.owner, old, a.cl)
 			if err != nil {
 				return cart.Cart{}, nil, err
 			}
-			again := stateOf(st.owner, old, rows)
 			if again.active == id {
 				return result(), nil, nil // switched by an attempt whose answer was lost
 			}

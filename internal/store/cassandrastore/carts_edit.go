@@ -95,11 +95,10 @@ func (r *carts) edit(ctx context.Context, owner cart.Owner, line snapLine, expir
 		if err := r.p.idempotent(ctx, q).Exec(); err != nil {
 			return cart.Cart{}, fmt.Errorf("%s: %w: %w", what, ErrOutcomeUnknown, err)
 		}
-		rows, err := r.readCart(ctx, owner, h.id, r.p.levels().Carts)
+		f, err := r.readState(ctx, owner, h.id, r.p.levels().Carts)
 		if err != nil {
 			return cart.Cart{}, fmt.Errorf("%s: %w: %w", what, ErrOutcomeUnknown, err)
 		}
-		f := stateOf(owner, h.id, rows)
 		switch {
 		case !f.header:
 			r.forget(owner) // no such cart (a stale or foreign id): the write is in nothing
@@ -210,11 +209,11 @@ func (r *carts) awaitSnapshot(ctx context.Context, st cartState) (cartState, err
 		if err := pause(ctx, &backoff); err != nil {
 			return st, err
 		}
-		rows, err := r.readCart(ctx, st.owner, id, r.p.levels().Carts)
+		next, err := r.readState(ctx, st.owner, id, r.p.levels().Carts)
 		if err != nil {
 			return st, err
 		}
-		st = stateOf(st.owner, id, rows)
+		st = next
 	}
 	return st, nil
 }
@@ -243,11 +242,11 @@ func (r *carts) awaitSwitch(ctx context.Context, st cartState, now time.Time) (c
 		} else if err := pause(ctx, &backoff); err != nil {
 			return st, err
 		}
-		rows, err := r.readCart(ctx, st.owner, id, r.p.levels().Carts)
+		next, err := r.readState(ctx, st.owner, id, r.p.levels().Carts)
 		if err != nil {
 			return st, err
 		}
-		st = stateOf(st.owner, id, rows)
+		st = next
 	}
 	return st, nil
 }
