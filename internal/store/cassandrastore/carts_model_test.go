@@ -280,6 +280,23 @@ func recordCart(st *Store, owner cart.Owner, end time.Time) []porcupine.Operatio
 		}
 	}()
 	wg.Wait()
+	return withOpenUnknowns(hist)
+}
+
+// withOpenUnknowns keeps every call whose outcome is unknown open to the end of the history:
+// such a change may take effect after its call returned (a timed-out Paxos round is completed
+// by the next round on the partition, a timed-out write still reaches replicas), so its only
+// real-time bound is its start.
+func withOpenUnknowns(hist []porcupine.Operation) []porcupine.Operation {
+	var last int64
+	for _, op := range hist {
+		last = max(last, op.Return)
+	}
+	for i, op := range hist {
+		if op.Output.(cartOut).kind == outUnknown {
+			hist[i].Return = last + 1
+		}
+	}
 	return hist
 }
 
