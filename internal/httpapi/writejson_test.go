@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"testing"
@@ -28,23 +26,27 @@ func productPage() listView[productView] {
 	return listOf(page, viewProduct)
 }
 
-// TestWriteJSONIsEncodingJSONs: the answer's bytes are encoding/json's (HTML characters not
-// escaped, map keys sorted, a trailing newline), for a product page, an order and a problem.
-func TestWriteJSONIsEncodingJSONs(t *testing.T) {
-	empty := viewProduct(catalog.Product{ID: "x"})
-	for name, v := range map[string]any{"product page": productPage(), "empty product": empty,
-		"empty list": listOf(paging.Page[catalog.Product]{}, viewProduct),
-		"map":        map[string]any{"b": 1, "a": []string{"<", ">"}, "c": nil, "d": 1.5}} {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(v); err != nil {
-			t.Fatal(err)
-		}
+// TestWriteJSONBytes: an answer's exact bytes: HTML characters as they are, U+2028 escaped,
+// map keys sorted, money as a decimal string, an empty map as {}, no next_cursor on the last
+// page, and a trailing newline.
+func TestWriteJSONBytes(t *testing.T) {
+	at := time.Date(2026, 11, 29, 1, 2, 3, 456789000, time.UTC)
+	p := catalog.Product{ID: "books-00001", Name: "Book <1> & more", Description: "a\u2028b", Category: "books",
+		Price: money.Amount(1999), Stock: map[string]int64{"us-east": 0, "eu-west": 12}, CreatedAt: at, UpdatedAt: at}
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{listOf(paging.Page[catalog.Product]{Items: []catalog.Product{p}}, viewProduct),
+			`{"items":[{"id":"books-00001","name":"Book <1> & more","description":"a\u2028b","active":true,"category":"books",` +
+				`"price":"19.99","attributes":{},"stock":{"eu-west":12,"us-east":0},` +
+				`"created_at":"2026-11-29T01:02:03.456789Z","updated_at":"2026-11-29T01:02:03.456789Z"}]}` + "\n"},
+		{listOf(paging.Page[catalog.Product]{Next: "c"}, viewProduct), `{"items":[],"next_cursor":"c"}` + "\n"},
+	} {
 		rec := httptest.NewRecorder()
-		writeJSON(rec, 200, v)
-		if got := rec.Body.String(); got != want.String() {
-			t.Errorf("%s:\ngot  %s\nwant %s", name, got, want.String())
+		writeJSON(rec, 200, c.v)
+		if got := rec.Body.String(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
 		}
 	}
 }
