@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -54,6 +55,8 @@ type benchOptions struct {
 	dbDirs             []string
 	// traceRatio is the in-process server's --trace-sample-ratio.
 	traceRatio float64
+	// cpuProfile is the file of --cpu-profile (empty: none).
+	cpuProfile string
 }
 
 // newCmdBench builds `bench`; runF, if not nil, replaces runBench (tests).
@@ -127,6 +130,9 @@ judges the total's p99 instead (the earlier rule).`,
 			if o.findMaxRule != findMaxPerType && o.findMaxRule != findMaxTotal {
 				return fmt.Errorf("unknown --find-max-rule %q (have %s, %s)", o.findMaxRule, findMaxPerType, findMaxTotal)
 			}
+			if o.cpuProfile != "" && (o.findMax || o.rounds > 1 || len(o.workloads) > 1 || len(o.placements) > 1) {
+				return fmt.Errorf("--cpu-profile profiles one run: not with --find-max, --rounds above 1 or several --workload or --placement")
+			}
 			if !slices.Contains(loadgen.Scenarios, o.scenario) {
 				return fmt.Errorf("unknown --scenario %q (have %s)", o.scenario, strings.Join(loadgen.Scenarios, ", "))
 			}
@@ -171,6 +177,7 @@ judges the total's p99 instead (the earlier rule).`,
 	f.IntSliceVar(&o.dbPIDs, "db-pid", nil, "pid of a database process on this host, whose CPU per request is reported (repeatable)")
 	f.StringSliceVar(&o.dbDirs, "db-dir", nil, "directory of a `cassandra up` or `mongo up` on this host: the CPU per request of each process its pidfiles name is reported (repeatable)")
 	f.Float64Var(&o.traceRatio, "trace-sample-ratio", 0, "in-process server only: fraction of requests traced, as serve's flag; the breakdown of where each request type's time went is printed when the server keeps traces (with --url: the server's own ratio, read with --admin-token; its requests are picked by bench's clock, so the two machines' clocks must agree)")
+	f.StringVar(&o.cpuProfile, "cpu-profile", "", "write a pprof CPU profile of the bench process over the recorded window to this file (one fixed-rate run only; without --url it holds the in-process server and the load generator): read it with go tool pprof")
 	fromEnv(f, "admin-token", "SHARDMART_ADMIN_TOKEN")
 	return cmd
 }
@@ -307,8 +314,15 @@ func runBench(ctx context.Context, stdio IO, o benchOptions) error {
 	runAt := func(ctx context.Context, a *benchArm, rate float64) (loadgen.Report, error) {
 		recorded := time.Now().Add(o.warmup)
 		fmt.Fprintf(log, "running %s on %s at %.0f/s: %s warm-up, %s recorded...\n", o.scenario, a.name(), rate, o.warmup, o.duration)
-		rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: rate, Warmup: o.warmup, Duration: o.duration, MaxInFlight: o.maxInFlight,
-			CPU: a.procs}, a.shop.Next)
+		sched := loadgen.Schedule{Rate: rate, Warmup: o.warmup, Duration: o.duration, MaxInFlight: o.maxInFlight, CPU: a.procs}
+		var profErr error
+		if o.cpuProfile != "" {
+			sched.Profile = func() func() { return startCPUProfile(o.cpuProfile, &profErr) }
+		}
+		rep, err := loadgen.Run(ctx, sched, a.shop.Next)
+		if err == nil && profErr != nil {
+			err = profErr
+		}
 		rep.Scenario = o.scenario
 		if err == nil {
 			a.traces.read(ctx, rate, recorded)
@@ -552,6 +566,27 @@ func waitReady(ctx context.Context, base string, errc <-chan error) (exited bool
 		case <-ctx.Done():
 			return false, fmt.Errorf("not ready after %s: /readyz %s", benchReadyTimeout, last)
 		case <-tick.C:
+		}
+	}
+}
+
+// startCPUProfile starts a CPU profile into path and returns what stops it and closes the
+// file; a failure to start, write or close is left in *errp.
+func startCPUProfile(path string, errp *error) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		*errp = fmt.Errorf("--cpu-profile: %w", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		*errp = fmt.Errorf("--cpu-profile: %w", err)
+		_ = f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			*errp = fmt.Errorf("--cpu-profile: %w", err)
 		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // TestBenchFlags: the defaults are the SLO (p99 < 50 ms, errors < 1 %) and an
-// unknown scenario or a rate of zero is refused before anything starts.
+// unknown scenario, a rate of zero or a CPU profile of several runs is refused before anything
+// starts.
 func TestBenchFlags(t *testing.T) {
 	var got benchOptions
 	run := func(args ...string) error {
@@ -40,9 +41,14 @@ func TestBenchFlags(t *testing.T) {
 	if !slices.Equal(got.workloads, []string{"population", "legacy"}) || !slices.Equal(got.placements, []string{"embedded", "carts=cassandra,sessions=cassandra"}) {
 		t.Errorf("workloads %q, placements %q", got.workloads, got.placements)
 	}
+	// A CPU profile is of one fixed-rate run.
+	if err := run("--cpu-profile", "bench.prof", "--rate", "300"); err != nil || got.cpuProfile != "bench.prof" {
+		t.Errorf("--cpu-profile bench.prof: %v, got %q", err, got.cpuProfile)
+	}
 	for _, args := range [][]string{{"--scenario", "black-friday"}, {"--rate", "0"}, {"--max-in-flight", "0"},
 		{"--workload", "crowd"}, {"--find-max-rule", "average"}, {"--users", "-1"}, {"--rounds", "0"},
-		{"--url", "http://a:1", "--placement", "mongo"}} {
+		{"--url", "http://a:1", "--placement", "mongo"}, {"--cpu-profile", "p", "--find-max"}, {"--cpu-profile", "p", "--rounds", "2"},
+		{"--cpu-profile", "p", "--workload", "population,legacy"}, {"--cpu-profile", "p", "--placement", "embedded", "--placement", "mongo"}} {
 		if err := run(args...); err == nil {
 			t.Errorf("bench %v accepted", args)
 		}

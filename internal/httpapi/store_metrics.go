@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,7 +85,22 @@ func storeHistogram(reg prometheus.Registerer, name, help, what string, outcome 
 		Help:    help,
 		Buckets: latencyBuckets,
 	}, []string{"backend", what, "outcome"}))
+	// Every store call observes: each series is resolved once, not hashed and checked on
+	// every call. The labels are bounded, and so is the map.
+	type series struct{ backend, label, outcome string }
+	var mu sync.RWMutex
+	seen := map[series]prometheus.Observer{}
 	return func(backend, label string, d time.Duration, err error) {
-		h.WithLabelValues(backend, label, outcome(err)).Observe(d.Seconds())
+		k := series{backend, label, outcome(err)}
+		mu.RLock()
+		o, ok := seen[k]
+		mu.RUnlock()
+		if !ok {
+			o = h.WithLabelValues(k.backend, k.label, k.outcome)
+			mu.Lock()
+			seen[k] = o
+			mu.Unlock()
+		}
+		o.Observe(d.Seconds())
 	}
 }

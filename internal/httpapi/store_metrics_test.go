@@ -215,3 +215,16 @@ func storeSeries(t *testing.T, reg *prometheus.Registry, name string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// BenchmarkStoreObserver: one store call's observation, as every repository call makes, over
+// the few series a request touches.
+func BenchmarkStoreObserver(b *testing.B) {
+	observe := NewStoreObserver(prometheus.NewRegistry())
+	ops := []string{"sessions.get_session", "catalog.search_products", "carts.put_item", "catalog.get_product"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		observe("sqlite", ops[i%len(ops)], time.Millisecond, nil)
+		i++
+	}
+}

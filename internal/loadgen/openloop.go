@@ -55,6 +55,9 @@ type Schedule struct {
 	// CPU lists processes whose CPU time over the recorded window is reported per request
 	// answered (the server, databases on the same host).
 	CPU []Process
+	// Profile, when set, is called as the recorded window begins; the function it returns is
+	// called when the window's last request has been answered (a CPU profile of the window).
+	Profile func() (stop func())
 }
 
 func (s Schedule) validate() error {
@@ -165,6 +168,7 @@ func Run(ctx context.Context, s Schedule, next func(seq int) Op) (Report, error)
 	// Warm-up requests run but go to a recorder nobody reads.
 	warm := &recorder{kinds: map[string]*kindRec{}}
 	meter := &cpuMeter{procs: s.CPU}
+	stopProfile := func() {}
 dispatch:
 	for seq := 0; ; seq++ {
 		due := start.Add(time.Duration(float64(seq) * interval))
@@ -183,6 +187,9 @@ dispatch:
 		}
 		if meter.start == nil && !due.Before(measureFrom) {
 			meter.begin()
+			if s.Profile != nil {
+				stopProfile = s.Profile()
+			}
 		}
 		op := next(seq)
 		r := rec
@@ -215,6 +222,7 @@ dispatch:
 		}()
 	}
 	wg.Wait()
+	stopProfile()
 	rep := rec.report(s, measureFrom)
 	rep.CPU = meter.end(rep.Total.OK + rep.Total.Expected + rep.Total.Failed)
 	return rep, ctx.Err()

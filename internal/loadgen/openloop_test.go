@@ -128,3 +128,53 @@ func TestScheduleValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileCoversTheRecordedWindow: the profile hook starts once, when the first recorded
+// request is due (after the warm-up's 30 were sent), and stops after every answer is in.
+func TestProfileCoversTheRecordedWindow(t *testing.T) {
+	var mu sync.Mutex
+	var started, stopped bool
+	var beforeStart, beforeStop int
+	answered := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	get := getOp(srv.Client(), srv.URL)
+	next := func(seq int) loadgen.Op {
+		op := get(seq)
+		do := op.Do
+		op.Do = func(ctx context.Context) (loadgen.Outcome, string) {
+			o, why := do(ctx)
+			mu.Lock()
+			answered++
+			mu.Unlock()
+			return o, why
+		}
+		return op
+	}
+	rep, err := loadgen.Run(context.Background(), loadgen.Schedule{Rate: 100, Warmup: 300 * time.Millisecond,
+		Duration: 500 * time.Millisecond, MaxInFlight: 100, Profile: func() func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if started {
+				t.Error("profile started twice")
+			}
+			started, beforeStart = true, answered
+			return func() {
+				mu.Lock()
+				defer mu.Unlock()
+				stopped, beforeStop = true, answered
+			}
+		}}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !started || !stopped {
+		t.Fatalf("profile started %v, stopped %v: want both", started, stopped)
+	}
+	if beforeStart > 30 {
+		t.Errorf("%d answers before the profile started: want the 30 warm-up requests at most", beforeStart)
+	}
+	if beforeStop != answered || rep.Total.OK != 50 {
+		t.Errorf("profile stopped after %d of %d answers, %d recorded: want every answer, 50 recorded", beforeStop, answered, rep.Total.OK)
+	}
+}

@@ -189,3 +189,61 @@ func TestRoundRobinOverProcesses(t *testing.T) {
 		t.Errorf("requests: %d to the first, %d to the second; want them alternating", a, b)
 	}
 }
+
+// TestAnswersReadWholeAndFailuresNamed: a listing's answer is read to its end before the
+// request counts as done (its latency holds the whole body), and an answer with another status
+// fails naming the request, the status and the body.
+func TestAnswersReadWholeAndFailuresNamed(t *testing.T) {
+	api := apiServer(t)
+	const tail = 150 * time.Millisecond
+	var fail atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, "/v1/products") || r.URL.Query().Get("category") == "" {
+			api.Config.Handler.ServeHTTP(w, r)
+			return
+		}
+		if fail.Load() {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"title":"store unavailable"}`))
+			return
+		}
+		rec := httptest.NewRecorder()
+		api.Config.Handler.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body[:len(body)/2])
+		w.(http.Flusher).Flush()
+		time.Sleep(tail)
+		_, _ = w.Write(body[len(body)/2:])
+	}))
+	t.Cleanup(srv.Close)
+	cfg := shopConfig(api, loadgen.ScenarioMix)
+	cfg.BaseURL, cfg.Client = srv.URL, srv.Client()
+	s, err := loadgen.Prepare(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browses := 0
+	for i := 0; browses < 2; i++ {
+		op := s.Next(i)
+		if op.Kind != loadgen.Browse {
+			continue
+		}
+		browses++
+		fail.Store(browses == 2)
+		start := time.Now()
+		outcome, why := op.Do(context.Background())
+		took := time.Since(start)
+		if browses == 1 {
+			if outcome != loadgen.OK || took < tail {
+				t.Errorf("browse: %v (%s) after %s; want OK after the body's last part, %s in", outcome, why, took, tail)
+			}
+			continue
+		}
+		if outcome != loadgen.Failed || !strings.Contains(why, "GET /v1/products?category=") ||
+			!strings.Contains(why, "status 503") || !strings.Contains(why, "store unavailable") {
+			t.Errorf("browse answered 503: %v, %q; want a failure naming the request, status and body", outcome, why)
+		}
+	}
+}

@@ -78,16 +78,21 @@ func MustParse(s string) Amount {
 
 // String renders the canonical form with exactly two fraction digits.
 func (a Amount) String() string {
-	sign := ""
-	v := int64(a)
-	if v < 0 {
-		sign = "-"
-		if v == math.MinInt64 {
-			return "-92233720368547758.08"
-		}
-		v = -v
+	var buf [24]byte
+	return string(a.appendDecimal(buf[:0]))
+}
+
+// appendDecimal appends the amount as String writes it. Every JSON answer carries amounts, so
+// it formats without fmt and allocates nothing of its own.
+func (a Amount) appendDecimal(b []byte) []byte {
+	u := uint64(a)
+	if a < 0 {
+		b = append(b, '-')
+		u = -u // two's complement: the magnitude, math.MinInt64's included
 	}
-	return fmt.Sprintf("%s%d.%02d", sign, v/100, v%100)
+	b = strconv.AppendUint(b, u/100, 10)
+	cents := u % 100
+	return append(b, '.', byte('0'+cents/10), byte('0'+cents%10))
 }
 
 // Mul multiplies by a quantity, failing instead of overflowing.
@@ -109,7 +114,8 @@ func (a Amount) Add(b Amount) (Amount, error) {
 
 // MarshalJSON writes the amount as a JSON string.
 func (a Amount) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + a.String() + `"`), nil
+	b := append(make([]byte, 0, 26), '"')
+	return append(a.appendDecimal(b), '"'), nil
 }
 
 // UnmarshalJSON accepts only a JSON string; a JSON number is refused so that

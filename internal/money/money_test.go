@@ -3,7 +3,9 @@ package money
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -51,6 +53,49 @@ func TestString(t *testing.T) {
 		if got := a.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", int64(a), got, want)
 		}
+	}
+}
+
+// TestStringIsSignUnitsCents: String and MarshalJSON write sign, units and two-digit cents,
+// as fmt's "%s%d.%02d" of the magnitude does, across the whole range.
+func TestStringIsSignUnitsCents(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 100_000 {
+		a := Amount(rng.Int64())
+		switch i % 4 {
+		case 1:
+			a = -a
+		case 2:
+			a %= 100_000
+		case 3:
+			a = -(a % 1000)
+		}
+		if a == math.MinInt64 {
+			continue // its magnitude is no int64: TestString has it
+		}
+		sign, v := "", int64(a)
+		if v < 0 {
+			sign, v = "-", -v
+		}
+		want := fmt.Sprintf("%s%d.%02d", sign, v/100, v%100)
+		if got := a.String(); got != want {
+			t.Fatalf("%d.String() = %q, want %q", int64(a), got, want)
+		}
+		if b, err := a.MarshalJSON(); err != nil || string(b) != `"`+want+`"` {
+			t.Fatalf("%d.MarshalJSON() = %s, %v; want %q", int64(a), b, err, `"`+want+`"`)
+		}
+	}
+}
+
+// BenchmarkMarshalJSON: an amount as every price and total in an answer is written.
+func BenchmarkMarshalJSON(b *testing.B) {
+	b.ReportAllocs()
+	a := Amount(123456)
+	for b.Loop() {
+		if _, err := a.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+		a++
 	}
 }
 
