@@ -58,6 +58,7 @@ type cardSet struct {
 	loaded  bool
 	tooBig  bool // larger than the whole cache: searches pass through
 	cards   []Product
+	at      map[string]int      // product id -> its index in cards
 	pending map[string]struct{} // ids changed since cards was built
 }
 
@@ -74,6 +75,27 @@ func NewCardCache(next Reader, maxCards int) *CardCache {
 // GetProduct is the Reader's: a product page is one keyed read, already cheap.
 func (c *CardCache) GetProduct(ctx context.Context, id string) (Product, error) {
 	return c.next.GetProduct(ctx, id)
+}
+
+// Card returns a product's card as search serves it now, without reading the Reader: ok is
+// false unless the product is in a loaded category with no change to it pending (an inactive
+// or uncached product, or one changed since, is the Reader's to answer). A card is as fresh as
+// search, within the cache's staleness bound.
+func (c *CardCache) Card(id string) (Product, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.cats[c.byID[id]]
+	if !ok || !s.loaded {
+		return Product{}, false
+	}
+	if _, changed := s.pending[id]; changed {
+		return Product{}, false
+	}
+	i, ok := s.at[id]
+	if !ok {
+		return Product{}, false
+	}
+	return s.cards[i], true
 }
 
 // Invalidate marks products as changed: the category caching each (wherever the cache last
@@ -296,9 +318,11 @@ func (c *CardCache) publishLocked(s *cardSet, cards []Product) {
 		return
 	}
 	s.cards, s.loaded = cards, true
+	s.at = make(map[string]int, len(cards))
 	c.held += s.cost()
-	for _, p := range cards {
+	for i, p := range cards {
 		c.byID[p.ID] = s.category
+		s.at[p.ID] = i
 	}
 	c.trimLocked(s)
 }

@@ -18,7 +18,8 @@ type cartItemView struct {
 	ProductID string `json:"product_id"`
 	Category  string `json:"category"`
 	Quantity  int64  `json:"quantity"`
-	// Name, unit price and line total are the catalog's current values; checkout prices again.
+	// Name, unit price and line total are the catalog's as search shows them (the card cache's
+	// staleness bound); checkout prices again from the store of record.
 	Name      string        `json:"name,omitempty"`
 	UnitPrice *money.Amount `json:"unit_price,omitempty"`
 	LineTotal *money.Amount `json:"line_total,omitempty"`
@@ -42,23 +43,35 @@ type lookup struct {
 	err error
 }
 
-// lookupLines reads the catalog for every line, concurrently: on a remote read model each read
-// is a round trip, and one after another they made most of a cart edit's time. One line is
-// read inline, which keeps the embedded store's single-line edit free of goroutines.
+// lookupLines prices every line: from the card cache when it holds the product, as search
+// would show it, else by a catalog read. The reads run concurrently: on a remote read model
+// each is a round trip, and one after another they made most of a cart edit's time. One read
+// runs inline, which keeps the embedded store's single-line edit free of goroutines.
 func (s *server) lookupLines(ctx context.Context, items []cart.Item) []lookup {
 	out := make([]lookup, len(items))
-	if len(items) == 1 {
-		out[0].p, out[0].err = s.Catalog.GetProduct(ctx, items[0].ProductID)
+	missing := make([]int, 0, len(items))
+	for i, it := range items {
+		if s.Cards != nil {
+			if p, ok := s.Cards.Card(it.ProductID); ok {
+				out[i].p = p
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
+	if len(missing) == 1 {
+		i := missing[0]
+		out[i].p, out[i].err = s.Catalog.GetProduct(ctx, items[i].ProductID)
 		return out
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, lookupParallel)
-	for i, it := range items {
+	for _, i := range missing {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i].p, out[i].err = s.Catalog.GetProduct(ctx, it.ProductID)
+			out[i].p, out[i].err = s.Catalog.GetProduct(ctx, items[i].ProductID)
 		}()
 	}
 	wg.Wait()

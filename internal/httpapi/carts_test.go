@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/catalog"
+	"github.com/shardmart/shardmart/internal/money"
 )
 
 // gatedCatalog holds every product read until want reads are in flight together (or the
@@ -100,5 +101,71 @@ func TestCartViewReadsLinesTogether(t *testing.T) {
 	_, err = s.viewCart(ctx, c)
 	if err == nil || !strings.Contains(err.Error(), first) || !strings.Contains(err.Error(), "node down") {
 		t.Errorf("error %v, want line %s's", err, first)
+	}
+}
+
+// heldCards is a card cache holding the cards given.
+type heldCards map[string]catalog.Product
+
+func (h heldCards) Card(id string) (catalog.Product, bool) {
+	p, ok := h[id]
+	return p, ok
+}
+
+// TestCartViewPricesHeldLinesFromTheCards: lines the card cache holds are priced from their
+// cards without a catalog read; the others are read, together, as before.
+func TestCartViewPricesHeldLinesFromTheCards(t *testing.T) {
+	e := newEnv(t)
+	ids := []string{"p1", "p2", "p3", "p4"}
+	for i, id := range ids {
+		e.product(t, id, "books", []string{"1.00", "2.50", "3.00", "4.25"}[i], 10)
+	}
+	token := e.guest(t)
+	for _, id := range ids {
+		e.put(t, token, id, 2)
+	}
+	ctx := context.Background()
+	sess, err := e.services.Sessions.Authenticate(ctx, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.services.Carts.Get(ctx, cart.Guest(sess.ID))
+	if err != nil || len(c.Items) != len(ids) {
+		t.Fatalf("cart %+v, %v: want %d lines", c, err, len(ids))
+	}
+	// The cards say otherwise than the catalog, so the answer shows where each price came from.
+	held := heldCards{}
+	for _, i := range []int{0, 2} {
+		p, err := e.services.Catalog.GetProduct(ctx, c.Items[i].ProductID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Name, p.Price = "card "+p.ID, money.MustParse("9.99")
+		held[p.ID] = p
+	}
+	gate := &gatedCatalog{CatalogReader: e.services.Catalog, want: 2, all: make(chan struct{})}
+	s := &server{Deps: Deps{Services: Services{Catalog: gate, Cards: held}}}
+	v, err := s.viewCart(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gate.inFlight != 2 || gate.alone {
+		t.Errorf("%d catalog reads (alone %v), want the 2 lines the cards lack, read together", gate.inFlight, gate.alone)
+	}
+	var sum int64
+	for i, line := range v.Items {
+		card, isHeld := held[line.ProductID]
+		switch {
+		case line.ProductID != c.Items[i].ProductID:
+			t.Errorf("line %d is %s, want the cart's %s", i, line.ProductID, c.Items[i].ProductID)
+		case isHeld && (line.Name != card.Name || *line.UnitPrice != card.Price):
+			t.Errorf("line %s: %s at %v, want the card's %s at %v", line.ProductID, line.Name, line.UnitPrice, card.Name, card.Price)
+		case !isHeld && *line.UnitPrice == money.MustParse("9.99"):
+			t.Errorf("line %s priced from a card it has none", line.ProductID)
+		}
+		sum += int64(*line.LineTotal)
+	}
+	if int64(v.Subtotal) != sum {
+		t.Errorf("subtotal %v, lines sum to %v", v.Subtotal, sum)
 	}
 }

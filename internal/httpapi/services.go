@@ -57,6 +57,12 @@ type CatalogReader interface {
 	SearchProducts(ctx context.Context, q catalog.Search) (paging.Page[catalog.Product], error)
 }
 
+// Cards are the card cache search serves from: a cart answer prices its lines from it when it
+// holds them (Card's ok), and reads the catalog for the others.
+type Cards interface {
+	Card(id string) (catalog.Product, bool)
+}
+
 // Products are the admin's catalog writes, on the transactional store.
 type Products interface {
 	GetProduct(ctx context.Context, id string) (catalog.Product, error)
@@ -79,6 +85,7 @@ type Services struct {
 	Orders   Orders
 	History  History
 	Catalog  CatalogReader
+	Cards    Cards // nil: every cart line is read from Catalog
 	Products Products
 	Events   Events
 }

@@ -65,8 +65,12 @@ type Shop struct {
 
 // API is the services the HTTP API calls.
 func (s *Shop) API() httpapi.Services {
-	return httpapi.Services{Accounts: s.Accounts, Sessions: s.Sessions, Carts: s.Carts, Orders: s.Orders,
+	api := httpapi.Services{Accounts: s.Accounts, Sessions: s.Sessions, Carts: s.Carts, Orders: s.Orders,
 		History: s.Stores.History, Catalog: s.Stores.Catalog, Products: s.Stores.Products, Events: s.Stores.Events}
+	if s.cards != nil {
+		api.Cards = s.cards
+	}
+	return api
 }
 
 // Open opens the stores and wires the services.
@@ -202,6 +206,14 @@ func (f *followedCards) SearchProducts(ctx context.Context, q catalog.Search) (p
 		return f.store.SearchProducts(ctx, q)
 	}
 	return f.CardCache.SearchProducts(ctx, q)
+}
+
+// Card serves a cached card only while search would: not when the tail is too far behind.
+func (f *followedCards) Card(id string) (catalog.Product, bool) {
+	if f.stale() != nil {
+		return catalog.Product{}, false
+	}
+	return f.CardCache.Card(id)
 }
 
 // Empty reports whether nothing was ever written to the transactional store.

@@ -86,6 +86,19 @@ func (c *cachedSearch) same(t *testing.T, category string, limit int) []catalog.
 	return got
 }
 
+// card checks the cache's keyed lookup (a cart answer's prices): ok as wanted and, when
+// served, the card search serves.
+func (c *cachedSearch) card(t *testing.T, id string, wantOK bool, want catalog.Product) {
+	t.Helper()
+	got, ok := c.cache.Card(id)
+	if ok != wantOK {
+		t.Fatalf("Card(%s): ok %v, want %v", id, ok, wantOK)
+	}
+	if ok && !sameCard(got, want) {
+		t.Fatalf("Card(%s) = %+v, want %+v", id, got, want)
+	}
+}
+
 func sameCard(a, b catalog.Product) bool {
 	return a.ID == b.ID && a.Name == b.Name && a.Category == b.Category && a.Price == b.Price &&
 		reflect.DeepEqual(nonNil(a.Stock), nonNil(b.Stock)) && a.CreatedAt.Equal(b.CreatedAt)
@@ -126,9 +139,12 @@ func cachedSearchVisibleAfterProjector(t *testing.T, newStore func(t *testing.T)
 	a := newProduct(cat, "10.00", map[string]int64{"eu": 5})
 	b := newProduct(cat, "20.00", map[string]int64{"eu": 5})
 	c.create(t, a, b)
-	if got := c.same(t, cat, 10); got[0].ID != a.ID { // warms the cache
+	c.card(t, a.ID, false, a) // no search has loaded the category yet
+	got := c.same(t, cat, 10)
+	if got[0].ID != a.ID { // warms the cache
 		t.Fatalf("first card %s, want %s", got[0].ID, a.ID)
 	}
+	c.card(t, a.ID, true, got[0])
 	if _, err := c.Orders.Products.UpdateProduct(ctx, a.ID, func(p *catalog.Product) error {
 		p.Price, p.UpdatedAt = money.MustParse("25.00"), base.Add(time.Second)
 		return nil
@@ -136,8 +152,12 @@ func cachedSearchVisibleAfterProjector(t *testing.T, newStore func(t *testing.T)
 		t.Fatal(err)
 	}
 	c.drain(t)
+	c.card(t, a.ID, false, a) // changed: the old price is never served, the reader answers
+	c.card(t, b.ID, true, got[1])
 	if got := c.same(t, cat, 10); got[1].ID != a.ID || got[1].Price != money.MustParse("25.00") {
 		t.Fatalf("after a price change: %+v, want %s second at 25.00", got, a.ID)
+	} else {
+		c.card(t, a.ID, true, got[1])
 	}
 	if _, err := c.Orders.Products.AdjustStock(ctx, b.Ref(), "eu", 7); err != nil {
 		t.Fatal(err)
@@ -150,7 +170,7 @@ func cachedSearchVisibleAfterProjector(t *testing.T, newStore func(t *testing.T)
 		t.Fatal(err)
 	}
 	c.drain(t)
-	got := c.same(t, cat, 10)
+	got = c.same(t, cat, 10)
 	if pa, _ := find(got, a.ID); pa.Stock["eu"] != 3 {
 		t.Errorf("after an order: %s eu=%d, want 3", a.ID, pa.Stock["eu"])
 	}
@@ -167,6 +187,7 @@ func cachedSearchVisibleAfterProjector(t *testing.T, newStore func(t *testing.T)
 	if got := c.same(t, cat, 10); len(got) != 1 {
 		t.Errorf("after deactivating one of two: %d listed, want 1", len(got))
 	}
+	c.card(t, b.ID, false, b) // not searchable: the reader answers for it
 }
 
 func cachedSearchNewAndMovedProducts(t *testing.T, newStore func(t *testing.T) CachedSearchStore) {
@@ -190,11 +211,14 @@ func cachedSearchNewAndMovedProducts(t *testing.T, newStore func(t *testing.T) C
 		t.Fatal(err)
 	}
 	c.drain(t)
+	c.card(t, a.ID, false, a)
 	if got := c.same(t, cat, 10); len(got) != 1 {
 		t.Errorf("old category after a move: %d products, want 1", len(got))
 	}
 	if got := c.same(t, cat2, 10); len(got) != 2 || got[1].ID != a.ID {
 		t.Errorf("new category after a move: %+v, want %s second", got, a.ID)
+	} else {
+		c.card(t, a.ID, true, got[1])
 	}
 }
 
