@@ -14,6 +14,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
@@ -142,15 +143,15 @@ func allUp(t *testing.T) {
 		if err := converge(t, ctx); err != nil {
 			return err
 		}
-		for i := range cluster.Nodes() {
-			if handoffChanged {
-				if _, err := cluster.Nodetool(ctx, i, "enablehandoff"); err != nil {
-					return err
-				}
-				if _, err := cluster.Nodetool(ctx, i, "resumehandoff"); err != nil {
+		if handoffChanged {
+			all := []int{n1, n2, n3}
+			for _, cmd := range []string{"enablehandoff", "resumehandoff"} {
+				if err := onNodes(ctx, all, cmd); err != nil {
 					return err
 				}
 			}
+		}
+		for i := range cluster.Nodes() {
 			if err := waitDriverUp(ctx, i); err != nil {
 				return err
 			}
@@ -224,11 +225,22 @@ func nodetoolAll(t *testing.T, ctx context.Context, nodes []int, args ...string)
 	if strings.HasSuffix(args[0], "handoff") {
 		handoffChanged = true
 	}
-	for _, i := range nodes {
-		if _, err := cluster.Nodetool(ctx, i, args...); err != nil {
-			t.Fatal(err)
-		}
+	if err := onNodes(ctx, nodes, args...); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// onNodes runs one nodetool command on the nodes at once: each run is a JVM start of a second
+// or more, and the nodes take the command independently.
+func onNodes(ctx context.Context, nodes []int, args ...string) error {
+	var g errgroup.Group
+	for _, i := range nodes {
+		g.Go(func() error {
+			_, err := cluster.Nodetool(ctx, i, args...)
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 func stopNode(t *testing.T, ctx context.Context, i int) {
