@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,12 +142,18 @@ func allUp(t *testing.T) {
 		if err := converge(t, ctx); err != nil {
 			return err
 		}
-		if handoffChanged {
-			all := []int{n1, n2, n3}
-			for _, cmd := range []string{"enablehandoff", "resumehandoff"} {
-				if err := onNodes(ctx, all, cmd); err != nil {
-					return err
+		for _, undo := range []string{"enablehandoff", "resumehandoff"} {
+			var nodes []int
+			for i := range cluster.Nodes() {
+				if handoffUndo[i][undo] {
+					nodes = append(nodes, i)
 				}
+			}
+			if err := onNodes(ctx, nodes, undo); err != nil {
+				return err
+			}
+			for _, i := range nodes {
+				delete(handoffUndo[i], undo)
 			}
 		}
 		for i := range cluster.Nodes() {
@@ -156,7 +161,6 @@ func allUp(t *testing.T) {
 				return err
 			}
 		}
-		handoffChanged = false
 		return nil
 	}
 	if err := heal(); err != nil {
@@ -217,16 +221,29 @@ func waitDriverUp(ctx context.Context, i int) error {
 	return nil
 }
 
-// handoffChanged records that a test disabled or paused hints, so the next allUp restores them.
-var handoffChanged bool
+// handoffUndo holds, per node index, the nodetool commands that undo the hint changes a test
+// made there (disabled or paused) and did not undo itself: the next allUp runs them. Each is a
+// JVM start per node, seconds on a loaded machine, so only what a test left changed is undone.
+var handoffUndo = map[int]map[string]bool{}
+
+// undoOf pairs each hint change with the command that undoes it.
+var undoOf = map[string]string{"disablehandoff": "enablehandoff", "pausehandoff": "resumehandoff"}
 
 func nodetoolAll(t *testing.T, ctx context.Context, nodes []int, args ...string) {
 	t.Helper()
-	if strings.HasSuffix(args[0], "handoff") {
-		handoffChanged = true
+	for _, i := range nodes {
+		if undo, ok := undoOf[args[0]]; ok {
+			if handoffUndo[i] == nil {
+				handoffUndo[i] = map[string]bool{}
+			}
+			handoffUndo[i][undo] = true
+		}
 	}
 	if err := onNodes(ctx, nodes, args...); err != nil {
 		t.Fatal(err)
+	}
+	for _, i := range nodes {
+		delete(handoffUndo[i], args[0]) // a change undone by the test itself
 	}
 }
 
