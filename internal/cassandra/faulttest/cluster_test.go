@@ -81,10 +81,15 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// oneNodeTables are the tables the tests read from one node alone: cart lines, sessions,
+// order-history entries and products in both catalog tables.
+var oneNodeTables = []string{"user_carts", "sessions", "order_history", "products", "products_by_category"}
+
 // applySchema applies the store's schema (`shardmart cassandra schema apply`) with RF 3, then
-// sets speculative_retry NONE on the tables the tests read from one node: a read at ONE then
-// stays on the one replica the coordinator picked (itself: GossipingPropertyFileSnitch with
-// the dynamic snitch off), so "read from that node alone" really reads that node's data.
+// sets speculative_retry NONE on oneNodeTables: a read at ONE then stays on the one replica the
+// coordinator picked (itself: GossipingPropertyFileSnitch with the dynamic snitch off), so "read
+// from that node alone" really reads that node's data, even when its own read takes longer than
+// the store's 100 ms speculation threshold (a loaded machine, a node just restarted).
 // Production keeps the default: there a speculative read is a latency win.
 func applySchema(ctx context.Context) error {
 	if _, err := store.ApplySchema(ctx, cluster.Hosts(), store.SchemaOptions{Keyspace: keyspace, RF: 3}); err != nil {
@@ -95,7 +100,7 @@ func applySchema(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	for _, table := range []string{"user_carts", "sessions"} {
+	for _, table := range oneNodeTables {
 		if err := s.Query(`ALTER TABLE ` + keyspace + `.` + table + ` WITH speculative_retry = 'NONE'`).ExecContext(ctx); err != nil {
 			return fmt.Errorf("alter %s: %w", table, err)
 		}
