@@ -19,8 +19,8 @@ build:
 # the three suites failed their timing bounds in a CI-like run. The backup/restore and repair
 # suites start ten Cassandra nodes between them and run there too.
 # On a fresh machine `.ci/run` compiles every package and test binary into the build cache
-# before it calls this target (while its downloads run), so that no package of the first
-# phase compiles while other packages' clusters already hold both cores.
+# before it calls this target (while its downloads run), so that the first phase only links
+# its test binaries instead of compiling them while other packages' clusters hold both cores.
 AFTER := $(addprefix github.com/shardmart/shardmart/internal/,cassandra/faulttest mongodb/faulttest testkit/scaleout cassandra/snapshot cassandra/repair)
 
 test: vet
