@@ -18,6 +18,9 @@ build:
 # In parallel with the rest, a SIGKILL's stall went from 0.6-2.1 s to 4.4-6.0 s (load 26), and
 # the three suites failed their timing bounds in a CI-like run. The backup/restore and repair
 # suites start ten Cassandra nodes between them and run there too.
+# On a fresh machine `.ci/run` compiles every package and test binary into the build cache
+# before it calls this target (while its downloads run), so that the first phase only links
+# its test binaries instead of compiling them while other packages' clusters hold both cores.
 AFTER := $(addprefix github.com/shardmart/shardmart/internal/,cassandra/faulttest mongodb/faulttest testkit/scaleout cassandra/snapshot cassandra/repair)
 
 test: vet

@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
@@ -81,10 +81,15 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// oneNodeTables are the tables the tests read from one node alone: cart lines, sessions,
+// order-history entries and products in both catalog tables.
+var oneNodeTables = []string{"user_carts", "sessions", "order_history", "products", "products_by_category"}
+
 // applySchema applies the store's schema (`shardmart cassandra schema apply`) with RF 3, then
-// sets speculative_retry NONE on the tables the tests read from one node: a read at ONE then
-// stays on the one replica the coordinator picked (itself: GossipingPropertyFileSnitch with
-// the dynamic snitch off), so "read from that node alone" really reads that node's data.
+// sets speculative_retry NONE on oneNodeTables: a read at ONE then stays on the one replica the
+// coordinator picked (itself: GossipingPropertyFileSnitch with the dynamic snitch off), so "read
+// from that node alone" really reads that node's data, even when its own read takes longer than
+// the store's 100 ms speculation threshold (a loaded machine, a node just restarted).
 // Production keeps the default: there a speculative read is a latency win.
 func applySchema(ctx context.Context) error {
 	if _, err := store.ApplySchema(ctx, cluster.Hosts(), store.SchemaOptions{Keyspace: keyspace, RF: 3}); err != nil {
@@ -95,7 +100,7 @@ func applySchema(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	for _, table := range []string{"user_carts", "sessions"} {
+	for _, table := range oneNodeTables {
 		if err := s.Query(`ALTER TABLE ` + keyspace + `.` + table + ` WITH speculative_retry = 'NONE'`).ExecContext(ctx); err != nil {
 			return fmt.Errorf("alter %s: %w", table, err)
 		}
@@ -142,20 +147,25 @@ func allUp(t *testing.T) {
 		if err := converge(t, ctx); err != nil {
 			return err
 		}
-		for i := range cluster.Nodes() {
-			if handoffChanged {
-				if _, err := cluster.Nodetool(ctx, i, "enablehandoff"); err != nil {
-					return err
-				}
-				if _, err := cluster.Nodetool(ctx, i, "resumehandoff"); err != nil {
-					return err
+		for _, undo := range []string{"enablehandoff", "resumehandoff"} {
+			var nodes []int
+			for i := range cluster.Nodes() {
+				if handoffUndo[i][undo] {
+					nodes = append(nodes, i)
 				}
 			}
+			if err := onNodes(ctx, nodes, undo); err != nil {
+				return err
+			}
+			for _, i := range nodes {
+				delete(handoffUndo[i], undo)
+			}
+		}
+		for i := range cluster.Nodes() {
 			if err := waitDriverUp(ctx, i); err != nil {
 				return err
 			}
 		}
-		handoffChanged = false
 		return nil
 	}
 	if err := heal(); err != nil {
@@ -216,19 +226,43 @@ func waitDriverUp(ctx context.Context, i int) error {
 	return nil
 }
 
-// handoffChanged records that a test disabled or paused hints, so the next allUp restores them.
-var handoffChanged bool
+// handoffUndo holds, per node index, the nodetool commands that undo the hint changes a test
+// made there (disabled or paused) and did not undo itself: the next allUp runs them. Each is a
+// JVM start per node, seconds on a loaded machine, so only what a test left changed is undone.
+var handoffUndo = map[int]map[string]bool{}
+
+// undoOf pairs each hint change with the command that undoes it.
+var undoOf = map[string]string{"disablehandoff": "enablehandoff", "pausehandoff": "resumehandoff"}
 
 func nodetoolAll(t *testing.T, ctx context.Context, nodes []int, args ...string) {
 	t.Helper()
-	if strings.HasSuffix(args[0], "handoff") {
-		handoffChanged = true
-	}
 	for _, i := range nodes {
-		if _, err := cluster.Nodetool(ctx, i, args...); err != nil {
-			t.Fatal(err)
+		if undo, ok := undoOf[args[0]]; ok {
+			if handoffUndo[i] == nil {
+				handoffUndo[i] = map[string]bool{}
+			}
+			handoffUndo[i][undo] = true
 		}
 	}
+	if err := onNodes(ctx, nodes, args...); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range nodes {
+		delete(handoffUndo[i], args[0]) // a change undone by the test itself
+	}
+}
+
+// onNodes runs one nodetool command on the nodes at once: each run is a JVM start of a second
+// or more, and the nodes take the command independently.
+func onNodes(ctx context.Context, nodes []int, args ...string) error {
+	var g errgroup.Group
+	for _, i := range nodes {
+		g.Go(func() error {
+			_, err := cluster.Nodetool(ctx, i, args...)
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 func stopNode(t *testing.T, ctx context.Context, i int) {

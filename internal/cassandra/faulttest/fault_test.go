@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardmart/shardmart/internal/cart"
 	"github.com/shardmart/shardmart/internal/cassandra/launcher"
@@ -23,11 +24,18 @@ import (
 // write is read back at QUORUM through every coordinator.
 func TestClusterSeesItselfAndServesQuorum(t *testing.T) {
 	ctx := start(t)
-	for i := range cluster.Nodes() {
-		out, err := cluster.Nodetool(ctx, i, "status")
-		if err != nil {
-			t.Fatal(err)
-		}
+	views := make([]string, len(cluster.Nodes()))
+	var g errgroup.Group
+	for i := range views {
+		g.Go(func() (err error) {
+			views[i], err = cluster.Nodetool(ctx, i, "status")
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i, out := range views {
 		if got := strings.Count(out, "\nUN "); got != 3 {
 			t.Errorf("node %d sees %d nodes UN, want 3:\n%s", i+1, got, out)
 		}

@@ -471,8 +471,8 @@ func startSick(t *testing.T) context.Context {
 }
 
 // productionSpeculation gives the tables this package set to speculative_retry NONE
-// (applySchema) the value the store's schema gives every table, for the test and back to NONE
-// after it. A coordinator reading at QUORUM asks two replicas of three; with NONE it waits for
+// (applySchema) the value the store's schema gives every table (read from guest_carts, which
+// this package leaves as the schema made it), for the test and back to NONE after it. A coordinator reading at QUORUM asks two replicas of three; with NONE it waits for
 // both until read_request_timeout even when one is frozen or cut off, however fast the client
 // moves to another coordinator (each picks the same sick replica for a third of the
 // partitions), and an LWT's condition read waits with it. The shop's tables speculate to the
@@ -481,11 +481,11 @@ func productionSpeculation(t *testing.T, ctx context.Context) {
 	t.Helper()
 	var want string
 	if err := session.Query(`SELECT speculative_retry FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`,
-		keyspace, "order_history").Consistency(gocql.One).ScanContext(ctx, &want); err != nil {
+		keyspace, "guest_carts").Consistency(gocql.One).ScanContext(ctx, &want); err != nil {
 		t.Fatal(err)
 	}
 	alter := func(ctx context.Context, value string) error {
-		for _, table := range []string{"user_carts", "sessions"} {
+		for _, table := range oneNodeTables {
 			if err := session.Query(`ALTER TABLE ` + keyspace + `.` + table + ` WITH speculative_retry = '` + value + `'`).ExecContext(ctx); err != nil {
 				return fmt.Errorf("alter %s: %w", table, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/shardmart/shardmart/internal/serverproc"
 )
@@ -65,7 +66,9 @@ func (c *Cluster) singleHostSession(addr string) (*gocql.Session, error) {
 }
 
 // WaitConverged waits until every running node reports every other running node UN
-// (Up/Normal) in `nodetool status`.
+// (Up/Normal) in `nodetool status`. The nodes are asked at once (a nodetool run is a JVM start
+// of a second or more on a loaded machine, mostly waiting); the first view that lags ends the
+// round and stops the other runs.
 func (c *Cluster) WaitConverged(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.BootTimeout)
 	defer cancel()
@@ -79,32 +82,36 @@ func (c *Cluster) WaitConverged(ctx context.Context) error {
 		if len(running) == 0 {
 			return errors.New("no node is running")
 		}
-		converged := true
-		var lastErr error
-		for _, n := range running {
-			out, err := c.Nodetool(ctx, n.Index, "status")
-			if err != nil {
-				converged, lastErr = false, err
-				break
-			}
-			up := upNormal(out)
-			for _, m := range running {
-				if !up[m.Addr] {
-					converged = false
-					lastErr = fmt.Errorf("node %d does not see %s up yet", n.Index+1, m.Addr)
-				}
-			}
-			if !converged {
-				break
-			}
-		}
-		if converged {
+		lastErr := c.convergedRound(ctx, running)
+		if lastErr == nil {
 			return nil
 		}
 		if err := serverproc.Sleep(ctx, time.Second); err != nil {
 			return fmt.Errorf("cluster did not converge: %w (last: %v)", err, lastErr)
 		}
 	}
+}
+
+// convergedRound asks every running node for its ring view at once and returns nil when each
+// sees all of them UN, else the first lag or failure seen.
+func (c *Cluster) convergedRound(ctx context.Context, running []Node) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, n := range running {
+		g.Go(func() error {
+			out, err := c.Nodetool(ctx, n.Index, "status")
+			if err != nil {
+				return err
+			}
+			up := upNormal(out)
+			for _, m := range running {
+				if !up[m.Addr] {
+					return fmt.Errorf("node %d does not see %s up yet", n.Index+1, m.Addr)
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // upNormal parses `nodetool status` into the set of addresses marked UN.
