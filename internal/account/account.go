@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/mail"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -121,9 +122,30 @@ func bcryptInput(password string) []byte {
 // HashCost is bcrypt's work factor; tests lower it to stay fast.
 var HashCost = bcrypt.DefaultCost
 
+// hashSlots bounds the bcrypt work running at once to one less than the processors Go runs
+// goroutines on (at least one). A hash keeps its processor busy for its whole length (tens of
+// milliseconds at the default cost), and a preempted one goes back to the run queue ahead of
+// the network poller: two at once on two processors held every other request of the process
+// for tens of milliseconds. A login waits for a slot instead; its latency bound is bcrypt's.
+var hashSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
+
+// withHashSlot runs f holding a hash slot; it gives up with ctx's error if ctx ends first.
+func withHashSlot(ctx context.Context, f func()) error {
+	select {
+	case hashSlots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("account: waiting for a password hash slot: %w", ctx.Err())
+	}
+	defer func() { <-hashSlots }()
+	f()
+	return nil
+}
+
 // HashPassword returns the bcrypt hash of password.
 func HashPassword(password string) (string, error) {
+	hashSlots <- struct{}{}
 	h, err := bcrypt.GenerateFromPassword(bcryptInput(password), HashCost)
+	<-hashSlots
 	if err != nil {
 		return "", err
 	}
@@ -167,7 +189,10 @@ func Authenticate(ctx context.Context, repo Repository, email, password string) 
 	case err != nil:
 		return User{}, err
 	}
-	match := compareHash(hash, bcryptInput(password)) == nil
+	var match bool
+	if werr := withHashSlot(ctx, func() { match = compareHash(hash, bcryptInput(password)) == nil }); werr != nil {
+		return User{}, werr
+	}
 	if err != nil || !match {
 		return User{}, ErrBadCredentials
 	}
