@@ -176,6 +176,15 @@ func (g *Group) Stop(ctx context.Context, i int, sig syscall.Signal, grace time.
 	if err := SignalAndWait(ctx, pid, sig, grace, func() bool { return g.Alive(i) }, log); err != nil {
 		return err
 	}
+	// A child of this process no longer runs once it is a zombie; wait for its reaping too, so
+	// that Exited tells how it ended as soon as Stop returns.
+	if c := g.child(i); c != nil {
+		select {
+		case <-c.exited:
+		case <-ctx.Done():
+			return fmt.Errorf("serverproc: server %d stopped, not yet reaped: %w", i, ctx.Err())
+		}
+	}
 	_ = os.Remove(g.servers[i].PIDFile)
 	return nil
 }
