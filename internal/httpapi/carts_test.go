@@ -45,9 +45,9 @@ func (g *gatedCatalog) GetProduct(ctx context.Context, id string) (catalog.Produ
 	return g.CatalogReader.GetProduct(ctx, id)
 }
 
-// TestCartViewReadsLinesTogether: a cart's lines are priced by concurrent catalog reads, and
-// the view keeps the cart's order and answers the first failed line's error, as in sequence.
-func TestCartViewReadsLinesTogether(t *testing.T) {
+// guestCartOfFour is a guest's cart of two each of four products, p1 to p4, priced 1.00 to 4.25.
+func guestCartOfFour(t *testing.T) (*env, cart.Cart, []string) {
+	t.Helper()
 	e := newEnv(t)
 	ids := []string{"p1", "p2", "p3", "p4"}
 	for i, id := range ids {
@@ -57,15 +57,22 @@ func TestCartViewReadsLinesTogether(t *testing.T) {
 	for _, id := range ids {
 		e.put(t, token, id, 2)
 	}
-	ctx := context.Background()
-	sess, err := e.services.Sessions.Authenticate(ctx, token)
+	sess, err := e.services.Sessions.Authenticate(context.Background(), token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.services.Carts.Get(ctx, cart.Guest(sess.ID))
+	c, err := e.services.Carts.Get(context.Background(), cart.Guest(sess.ID))
 	if err != nil || len(c.Items) != len(ids) {
 		t.Fatalf("cart %+v, %v: want %d lines", c, err, len(ids))
 	}
+	return e, c, ids
+}
+
+// TestCartViewReadsLinesTogether: a cart's lines are priced by concurrent catalog reads, and
+// the view keeps the cart's order and answers the first failed line's error, as in sequence.
+func TestCartViewReadsLinesTogether(t *testing.T) {
+	e, c, ids := guestCartOfFour(t)
+	ctx := context.Background()
 	// p4 leaves the catalog: its line stays, unavailable and out of the subtotal.
 	notFound := map[string]error{c.Items[3].ProductID: catalog.ErrNotFound}
 	gate := &gatedCatalog{CatalogReader: e.services.Catalog, want: len(ids), fail: notFound, all: make(chan struct{})}
@@ -115,24 +122,8 @@ func (h heldCards) Card(id string) (catalog.Product, bool) {
 // TestCartViewPricesHeldLinesFromTheCards: lines the card cache holds are priced from their
 // cards without a catalog read; the others are read, together, as before.
 func TestCartViewPricesHeldLinesFromTheCards(t *testing.T) {
-	e := newEnv(t)
-	ids := []string{"p1", "p2", "p3", "p4"}
-	for i, id := range ids {
-		e.product(t, id, "books", []string{"1.00", "2.50", "3.00", "4.25"}[i], 10)
-	}
-	token := e.guest(t)
-	for _, id := range ids {
-		e.put(t, token, id, 2)
-	}
+	e, c, _ := guestCartOfFour(t)
 	ctx := context.Background()
-	sess, err := e.services.Sessions.Authenticate(ctx, token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := e.services.Carts.Get(ctx, cart.Guest(sess.ID))
-	if err != nil || len(c.Items) != len(ids) {
-		t.Fatalf("cart %+v, %v: want %d lines", c, err, len(ids))
-	}
 	// The cards say otherwise than the catalog, so the answer shows where each price came from.
 	held := heldCards{}
 	for _, i := range []int{0, 2} {
