@@ -356,13 +356,19 @@ func (s *Shop) adjustStock(ctx context.Context, id string, delta int64) error {
 	return nil
 }
 
-// call sends one request; hdr is name, value pairs.
-func (s *Shop) call(ctx context.Context, method, path, token string, body any, hdr ...string) (int, []byte, error) {
+// send sends one request and returns its answer, whose body the caller closes; hdr is name,
+// value pairs.
+func (s *Shop) send(ctx context.Context, method, path, token string, body any, hdr ...string) (*http.Response, error) {
 	req, err := NewRequest(ctx, method, s.base()+path, token, body, hdr...)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	resp, err := s.cfg.Client.Do(req)
+	return s.cfg.Client.Do(req)
+}
+
+// call sends one request and reads its answer; hdr is name, value pairs.
+func (s *Shop) call(ctx context.Context, method, path, token string, body any, hdr ...string) (int, []byte, error) {
+	resp, err := s.send(ctx, method, path, token, body, hdr...)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -376,11 +382,7 @@ func (s *Shop) call(ctx context.Context, method, path, token string, body any, h
 // reused) but dropped as it is read, so the load generator holds no copy of every page.
 func (s *Shop) expectCall(ctx context.Context, want int, method, path, token string, body any) (Outcome, string) {
 	what := method + " " + path
-	req, err := NewRequest(ctx, method, s.base()+path, token, body)
-	if err != nil {
-		return Failed, describe(what, 0, nil, err)
-	}
-	resp, err := s.cfg.Client.Do(req)
+	resp, err := s.send(ctx, method, path, token, body)
 	if err != nil {
 		return Failed, describe(what, 0, nil, err)
 	}
