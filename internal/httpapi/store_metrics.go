@@ -88,19 +88,13 @@ func storeHistogram(reg prometheus.Registerer, name, help, what string, outcome 
 	// Every store call observes: each series is resolved once, not hashed and checked on
 	// every call. The labels are bounded, and so is the map.
 	type series struct{ backend, label, outcome string }
-	var mu sync.RWMutex
-	seen := map[series]prometheus.Observer{}
+	var seen sync.Map // series -> prometheus.Observer
 	return func(backend, label string, d time.Duration, err error) {
 		k := series{backend, label, outcome(err)}
-		mu.RLock()
-		o, ok := seen[k]
-		mu.RUnlock()
+		o, ok := seen.Load(k)
 		if !ok {
-			o = h.WithLabelValues(k.backend, k.label, k.outcome)
-			mu.Lock()
-			seen[k] = o
-			mu.Unlock()
+			o, _ = seen.LoadOrStore(k, h.WithLabelValues(k.backend, k.label, k.outcome))
 		}
-		o.Observe(d.Seconds())
+		o.(prometheus.Observer).Observe(d.Seconds())
 	}
 }
