@@ -41,6 +41,20 @@ type Op struct {
 	// NotSent, when not empty, says why the workload could not send this request (every user
 	// busy): it counts as dropped, as a request past the in-flight limit does.
 	NotSent string
+	// Prior, when set, is where Do notes a request of another kind it had to send before its
+	// own (a checkout of an empty cart adds an item first). That request is recorded under its
+	// own kind, timed from the op's due time, and the op's own latency counts from its end:
+	// each type's percentiles are its own requests', as a shop's per-request SLOs are.
+	Prior *Prior
+}
+
+// Prior is the request an op sent before its own, as Do noted it.
+type Prior struct {
+	Kind    string
+	Outcome Outcome
+	Why     string
+	// End is when its answer came; zero when Do sent none.
+	End time.Time
 }
 
 // Schedule is an open-loop run: Rate requests per second, due at fixed intervals from the
@@ -96,6 +110,9 @@ type recorder struct {
 	lastDone  time.Time
 	maxLag    time.Duration
 	scheduled int64
+	// extras are the requests ops sent before their own; extraGood those answered OK or
+	// Expected.
+	extras, extraGood int64
 }
 
 func (r *recorder) kind(k string) *kindRec {
@@ -125,6 +142,17 @@ func (r *recorder) sent(k string, lag time.Duration) {
 	r.scheduled++
 	r.kind(k).sent++
 	r.maxLag = max(r.maxLag, lag)
+}
+
+// extra counts a request an op sent besides the one it was scheduled for (Op.Prior).
+func (r *recorder) extra(k string, o Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kind(k).sent++
+	r.extras++
+	if o != Failed {
+		r.extraGood++
+	}
 }
 
 func (r *recorder) done(k string, o Outcome, why string, latency time.Duration, at time.Time) {
@@ -218,7 +246,13 @@ dispatch:
 			defer func() { <-slots }()
 			o, why := op.Do(ctx)
 			now := time.Now()
-			r.done(op.Kind, o, why, now.Sub(due), now)
+			from := due
+			if p := op.Prior; p != nil && !p.End.IsZero() {
+				r.extra(p.Kind, p.Outcome)
+				r.done(p.Kind, p.Outcome, p.Why, p.End.Sub(due), p.End)
+				from = p.End
+			}
+			r.done(op.Kind, o, why, now.Sub(from), now)
 		}()
 	}
 	wg.Wait()

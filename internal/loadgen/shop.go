@@ -511,10 +511,12 @@ func (s *Shop) op(kind string, u *user, serial bool) Op {
 			return s.putItem(ctx, u, product, qty)
 		}
 	case Checkout:
+		prior := &Prior{}
 		do = func(ctx context.Context) (Outcome, string) {
 			defer lock()()
-			return s.checkout(ctx, u, product)
+			return s.checkout(ctx, u, product, prior)
 		}
+		return Op{Kind: kind, User: u.email, Do: do, Prior: prior}
 	case Event:
 		body := map[string]any{"type": "view", "product_id": product}
 		do = func(ctx context.Context) (Outcome, string) {
@@ -550,13 +552,16 @@ func (s *Shop) putItem(ctx context.Context, u *user, product string, qty int) (O
 	return o, why
 }
 
-// checkout orders the user's cart, filling an empty one with product first (part of the
-// checkout's latency). A 409 for insufficient stock is the expected answer once stock is
-// gone: the line is removed so the user's next checkout can succeed.
-func (s *Shop) checkout(ctx context.Context, u *user, product string) (Outcome, string) {
+// checkout orders the user's cart, filling an empty one with product first: that put is a
+// cart edit, noted in prior and recorded as one, so the checkout's latency is the order
+// request's alone. A 409 for insufficient stock is the expected answer once stock is gone:
+// the line is removed so the user's next checkout can succeed.
+func (s *Shop) checkout(ctx context.Context, u *user, product string, prior *Prior) (Outcome, string) {
 	if len(u.lines) == 0 {
-		if o, why := s.putItem(ctx, u, product, 1); o != OK {
-			return o, why
+		o, why := s.putItem(ctx, u, product, 1)
+		*prior = Prior{Kind: Cart, Outcome: o, Why: why, End: time.Now()}
+		if o != OK {
+			return Failed, "not sent: the cart edit before it failed"
 		}
 	}
 	u.seq++
