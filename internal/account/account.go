@@ -143,9 +143,10 @@ func withHashSlot(ctx context.Context, f func()) error {
 
 // HashPassword returns the bcrypt hash of password.
 func HashPassword(password string) (string, error) {
-	hashSlots <- struct{}{}
-	h, err := bcrypt.GenerateFromPassword(bcryptInput(password), HashCost)
-	<-hashSlots
+	var h []byte
+	var err error
+	// A background context never ends, so the slot wait cannot fail.
+	_ = withHashSlot(context.Background(), func() { h, err = bcrypt.GenerateFromPassword(bcryptInput(password), HashCost) })
 	if err != nil {
 		return "", err
 	}

@@ -487,6 +487,7 @@ func (s *Shop) op(kind string, u *user, serial bool) Op {
 		qty += s.rng.IntN(3)
 	}
 	var do func(ctx context.Context) (Outcome, string)
+	var prior *Prior
 	switch kind {
 	case Browse:
 		path := "/v1/products?category=" + url.QueryEscape(category) + "&limit=20"
@@ -511,12 +512,11 @@ func (s *Shop) op(kind string, u *user, serial bool) Op {
 			return s.putItem(ctx, u, product, qty)
 		}
 	case Checkout:
-		prior := &Prior{}
+		prior = &Prior{}
 		do = func(ctx context.Context) (Outcome, string) {
 			defer lock()()
 			return s.checkout(ctx, u, product, prior)
 		}
-		return Op{Kind: kind, User: u.email, Do: do, Prior: prior}
 	case Event:
 		body := map[string]any{"type": "view", "product_id": product}
 		do = func(ctx context.Context) (Outcome, string) {
@@ -534,7 +534,7 @@ func (s *Shop) op(kind string, u *user, serial bool) Op {
 			return OK, ""
 		}
 	}
-	return Op{Kind: kind, User: u.email, Do: do}
+	return Op{Kind: kind, User: u.email, Do: do, Prior: prior}
 }
 
 // maxLines keeps carts under the server's item cap: past it a put re-sets a line.

@@ -236,8 +236,8 @@ var undoOf = map[string]string{"disablehandoff": "enablehandoff", "pausehandoff"
 
 func nodetoolAll(t *testing.T, ctx context.Context, nodes []int, args ...string) {
 	t.Helper()
-	for _, i := range nodes {
-		if undo, ok := undoOf[args[0]]; ok {
+	if undo, ok := undoOf[args[0]]; ok {
+		for _, i := range nodes {
 			if handoffUndo[i] == nil {
 				handoffUndo[i] = map[string]bool{}
 			}

@@ -472,8 +472,9 @@ func startSick(t *testing.T) context.Context {
 
 // productionSpeculation gives the tables this package set to speculative_retry NONE
 // (applySchema) the value the store's schema gives every table (read from guest_carts, which
-// this package leaves as the schema made it), for the test and back to NONE after it. A coordinator reading at QUORUM asks two replicas of three; with NONE it waits for
-// both until read_request_timeout even when one is frozen or cut off, however fast the client
+// this package leaves as the schema made it), for the test and back to NONE after it. A
+// coordinator reading at QUORUM asks two replicas of three; with NONE it waits for both until
+// read_request_timeout even when one is frozen or cut off, however fast the client
 // moves to another coordinator (each picks the same sick replica for a third of the
 // partitions), and an LWT's condition read waits with it. The shop's tables speculate to the
 // third replica after their p99: that is the behaviour under test.
