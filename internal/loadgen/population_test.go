@@ -121,19 +121,9 @@ func TestOneRequestInFlightPerUser(t *testing.T) {
 			track := &perUserInFlight{now: map[string]int{}, highest: map[string]int{}}
 			srv := httptest.NewServer(track.wrap(api.Config.Handler, 3*time.Millisecond))
 			t.Cleanup(srv.Close)
-			cfg := shopConfig(srv, loadgen.ScenarioMix)
-			cfg.Workload, cfg.Users = tc.workload, 30
-			cfg.Mix = loadgen.Mix{{Kind: loadgen.Cart, Share: 40}, {Kind: loadgen.Checkout, Share: 20}, {Kind: loadgen.Event, Share: 40}}
-			ctx := context.Background()
-			s, err := loadgen.Prepare(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			mix := loadgen.Mix{{Kind: loadgen.Cart, Share: 40}, {Kind: loadgen.Checkout, Share: 20}, {Kind: loadgen.Event, Share: 40}}
 			// At most 20 requests in flight among 30 users: an idle user is always there.
-			rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: 600, Duration: time.Second, MaxInFlight: 20}, s.Next)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := runMix(t, srv, tc.workload, 30, mix, loadgen.Schedule{Rate: 600, Duration: time.Second, MaxInFlight: 20})
 			if most := track.most(); !tc.want(most) {
 				t.Errorf("%s: at most %d requests of one user at the server at once", tc.workload, most)
 			}
@@ -152,18 +142,8 @@ func TestBusyPopulationDropsRequests(t *testing.T) {
 	track := &perUserInFlight{now: map[string]int{}, highest: map[string]int{}}
 	srv := httptest.NewServer(track.wrap(api.Config.Handler, 20*time.Millisecond))
 	t.Cleanup(srv.Close)
-	cfg := shopConfig(srv, loadgen.ScenarioMix)
-	cfg.Workload, cfg.Users = loadgen.WorkloadPopulation, 2
-	cfg.Mix = loadgen.Mix{{Kind: loadgen.Event, Share: 1}}
-	ctx := context.Background()
-	s, err := loadgen.Prepare(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: 400, Duration: 500 * time.Millisecond, MaxInFlight: 64}, s.Next)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runMix(t, srv, loadgen.WorkloadPopulation, 2, loadgen.Mix{{Kind: loadgen.Event, Share: 1}},
+		loadgen.Schedule{Rate: 400, Duration: 500 * time.Millisecond, MaxInFlight: 64})
 	if rep.Total.Dropped == 0 || !rep.Behind || !strings.Contains(rep.Total.FirstError, "no idle user") || rep.Total.Failed != 0 {
 		t.Errorf("dropped %d, behind %v, failed %d, first error %q; want drops for want of an idle user", rep.Total.Dropped,
 			rep.Behind, rep.Total.Failed, rep.Total.FirstError)
@@ -171,4 +151,21 @@ func TestBusyPopulationDropsRequests(t *testing.T) {
 	if most := track.most(); most != 1 {
 		t.Errorf("at most %d requests of one user at the server at once, want 1", most)
 	}
+}
+
+// runMix runs mix from workload's users on srv at sched and returns the report.
+func runMix(t *testing.T, srv *httptest.Server, workload string, users int, mix loadgen.Mix, sched loadgen.Schedule) loadgen.Report {
+	t.Helper()
+	cfg := shopConfig(srv, loadgen.ScenarioMix)
+	cfg.Workload, cfg.Users, cfg.Mix = workload, users, mix
+	ctx := context.Background()
+	s, err := loadgen.Prepare(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := loadgen.Run(ctx, sched, s.Next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

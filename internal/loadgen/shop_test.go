@@ -263,18 +263,8 @@ func TestCheckoutTimesItsOwnRequest(t *testing.T) {
 		api.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	cfg := shopConfig(srv, loadgen.ScenarioMix)
-	cfg.Workload, cfg.Users = loadgen.WorkloadPopulation, 30
-	cfg.Mix = loadgen.Mix{{Kind: loadgen.Checkout, Share: 1}}
-	ctx := context.Background()
-	s, err := loadgen.Prepare(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := loadgen.Run(ctx, loadgen.Schedule{Rate: 50, Duration: time.Second, MaxInFlight: 30}, s.Next)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runMix(t, srv, loadgen.WorkloadPopulation, 30, loadgen.Mix{{Kind: loadgen.Checkout, Share: 1}},
+		loadgen.Schedule{Rate: 50, Duration: time.Second, MaxInFlight: 30})
 	var buf strings.Builder
 	_ = rep.WriteText(&buf)
 	t.Log("\n" + buf.String())
